@@ -1,0 +1,98 @@
+/* libblas_ft public C API: version, effective configuration, statistics and error events.
+ * Everything else libblas_ft exports is the standard BLAS/CBLAS (and cuBLAS GEMM) interface. */
+#ifndef BLAS_FT_H
+#define BLAS_FT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BLASFT_API __attribute__((visibility("default")))
+
+/* "major.minor.patch" of the loaded library. */
+BLASFT_API const char *blasft_version(void);
+
+typedef enum { BLASFT_MODE_CORRECT = 0, BLASFT_MODE_DETECT, BLASFT_MODE_OFF } blasft_mode;
+typedef enum { BLASFT_DEVICE_AUTO = 0, BLASFT_DEVICE_GPU, BLASFT_DEVICE_HOST } blasft_device;
+typedef enum { BLASFT_THRESHOLD_PEA = 0, BLASFT_THRESHOLD_SEA } blasft_threshold;
+typedef enum {
+    BLASFT_WEIGHTS_NORMAL = 0, BLASFT_WEIGHTS_AVERAGE, BLASFT_WEIGHTS_PERIODIC,
+    BLASFT_WEIGHTS_EXPONENTIAL, BLASFT_WEIGHTS_LINEAR, BLASFT_WEIGHTS_MDR
+} blasft_weights;
+typedef enum { BLASFT_ON_ERROR_RECOMPUTE = 0, BLASFT_ON_ERROR_REPORT, BLASFT_ON_ERROR_ABORT } blasft_on_error;
+typedef enum {
+    BLASFT_LOG_OFF = 0, BLASFT_LOG_ERROR, BLASFT_LOG_WARN, BLASFT_LOG_INFO, BLASFT_LOG_DEBUG
+} blasft_log_level;
+
+#define BLASFT_PATH_MAX 512
+
+/* The effective configuration (environment values after validation, defaults filled in). */
+typedef struct blasft_config {
+    int block_size;            /* BLASFT_BLOCK_SIZE */
+    double omega;              /* BLASFT_OMEGA */
+    blasft_mode mode;          /* BLASFT_MODE */
+    blasft_device device;      /* BLASFT_DEVICE */
+    int checksums;             /* BLASFT_CHECKSUMS: 1 or 2 per block vector */
+    blasft_weights weights;    /* BLASFT_WEIGHTS: weights of the second checksum */
+    blasft_threshold threshold;/* BLASFT_THRESHOLD */
+    int pea_p;                 /* BLASFT_PEA_P */
+    blasft_on_error on_error;  /* BLASFT_ON_ERROR */
+    double min_flops;          /* BLASFT_MIN_FLOPS: smallest GEMM (2mnk) offloaded in auto mode; <0: model */
+    blasft_log_level log_level;/* BLASFT_LOG */
+    char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */
+    char log_file[BLASFT_PATH_MAX];  /* BLASFT_LOG_FILE ("" = stderr) */
+    char report[BLASFT_PATH_MAX];    /* BLASFT_REPORT ("" = no exit report) */
+    char inject[BLASFT_PATH_MAX];    /* BLASFT_INJECT ("" = no fault injection) */
+} blasft_config;
+
+/* Copies the effective configuration into *out. Returns 0. */
+BLASFT_API int blasft_get_config(blasft_config *out);
+
+/* Process-wide ABFT counters since start (or the last reset). */
+typedef struct blasft_stats {
+    uint64_t protected_gemms;    /* GEMMs that ran with checksums */
+    uint64_t unprotected_gemms;  /* GEMMs that ran without (mode off, unsupported variant) */
+    uint64_t checks;             /* checksum elements compared against their threshold */
+    uint64_t errors_detected;    /* checksum elements over threshold, after the fact grouped by element */
+    uint64_t errors_corrected;   /* elements corrected in place */
+    uint64_t blocks_recomputed;  /* blocks recomputed because they could not be corrected */
+    uint64_t uncorrectable;      /* errors left as they were (detect mode, on_error=report) */
+    uint64_t encoder_faults;     /* redundant checksum computations that disagreed */
+    uint64_t faults_injected;    /* bit flips planted by BLASFT_INJECT */
+} blasft_stats;
+
+BLASFT_API void blasft_get_stats(blasft_stats *out);
+BLASFT_API void blasft_reset_stats(void);
+
+typedef enum {
+    BLASFT_EVENT_DETECTED = 0,   /* over threshold, nothing changed (detect mode) */
+    BLASFT_EVENT_CORRECTED,      /* one element corrected */
+    BLASFT_EVENT_RECOMPUTED,     /* a block (or element) recomputed */
+    BLASFT_EVENT_UNCORRECTABLE,  /* could not be corrected, left in place and reported */
+    BLASFT_EVENT_ENCODER_FAULT   /* the two redundant checksum computations disagreed */
+} blasft_event_kind;
+
+typedef struct blasft_event {
+    blasft_event_kind kind;
+    const char *routine;    /* e.g. "dgemm_", "cblas_sgemm" */
+    char type;              /* 'S', 'D', 'C' or 'Z' */
+    int64_t block_row;      /* block coordinates in C (column-major view), -1 if not applicable */
+    int64_t block_col;
+    int64_t row;            /* element of C (0-based, column-major view), -1 if not located */
+    int64_t col;
+    double syndrome;        /* |reference - recomputed| checksum difference */
+    double threshold;       /* the threshold it was compared with */
+    const char *action;     /* "corrected", "recomputed", "reported", "aborted" */
+} blasft_event;
+
+typedef void (*blasft_event_callback)(const blasft_event *event, void *user);
+
+/* Registers cb (NULL removes it). Called synchronously from the thread that ran the GEMM. */
+BLASFT_API void blasft_set_event_callback(blasft_event_callback cb, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,180 @@
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Defaults, one place: README.md's table repeats them. */
+static const blasft_config config_defaults = {
+    .block_size = 128,
+    .omega = 3.0,
+    .mode = BLASFT_MODE_CORRECT,
+    .device = BLASFT_DEVICE_AUTO,
+    .checksums = 1,
+    .weights = BLASFT_WEIGHTS_LINEAR,
+    .threshold = BLASFT_THRESHOLD_PEA,
+    .pea_p = 2,
+    .on_error = BLASFT_ON_ERROR_RECOMPUTE,
+    .min_flops = -1.0,
+    .log_level = BLASFT_LOG_WARN,
+};
+
+static const char *const mode_names[] = {"correct", "detect", "off", NULL};
+static const char *const device_names[] = {"auto", "gpu", "host", NULL};
+static const char *const threshold_names[] = {"pea", "sea", NULL};
+static const char *const weights_names[] = {"normal", "average", "periodic", "exponential",
+                                            "linear", "mdr", NULL};
+static const char *const on_error_names[] = {"recompute", "report", "abort", NULL};
+static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
+
+const char *blasft_mode_name(blasft_mode m) { return mode_names[m]; }
+const char *blasft_device_name(blasft_device d) { return device_names[d]; }
+const char *blasft_threshold_name(blasft_threshold t) { return threshold_names[t]; }
+const char *blasft_weights_name(blasft_weights w) { return weights_names[w]; }
+const char *blasft_on_error_name(blasft_on_error e) { return on_error_names[e]; }
+const char *blasft_log_level_name(blasft_log_level l) { return log_names[l]; }
+
+static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
+{
+    fprintf(stderr, "libblas_ft: %s='%s' is not valid: expected %s; using the default %s\n", var,
+            value, accepted, dflt);
+}
+
+/* Returns the index of value in names (case-insensitive), or -1. */
+static int parse_choice(const char *var, const char *value, const char *const *names, int dflt,
+                        int *bad)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcasecmp(value, names[i]) == 0)
+            return i;
+    char accepted[256] = "one of";
+    for (int i = 0; names[i]; i++) {
+        strncat(accepted, i ? ", " : " ", sizeof accepted - strlen(accepted) - 1);
+        strncat(accepted, names[i], sizeof accepted - strlen(accepted) - 1);
+    }
+    complain(var, value, accepted, names[dflt]);
+    ++*bad;
+    return dflt;
+}
+
+static long parse_int(const char *var, const char *value, long lo, long hi, long dflt, int *bad)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (errno || end == value || *end || v < lo || v > hi) {
+        char accepted[96], d[32];
+        snprintf(accepted, sizeof accepted, "an integer from %ld to %ld", lo, hi);
+        snprintf(d, sizeof d, "%ld", dflt);
+        complain(var, value, accepted, d);
+        ++*bad;
+        return dflt;
+    }
+    return v;
+}
+
+static double parse_double(const char *var, const char *value, double lo, double hi, double dflt,
+                           const char *dflt_text, int *bad)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (errno || end == value || *end || !isfinite(v) || v < lo || v > hi) {
+        char accepted[96];
+        snprintf(accepted, sizeof accepted, "a number from %g to %g", lo, hi);
+        complain(var, value, accepted, dflt_text);
+        ++*bad;
+        return dflt;
+    }
+    return v;
+}
+
+static void copy_path(char *dst, const char *var, const char *value, int *bad)
+{
+    if (strlen(value) >= BLASFT_PATH_MAX) {
+        char accepted[64];
+        snprintf(accepted, sizeof accepted, "a value shorter than %d characters", BLASFT_PATH_MAX);
+        complain(var, "...", accepted, "(empty)");
+        ++*bad;
+        dst[0] = '\0';
+        return;
+    }
+    strcpy(dst, value);
+}
+
+int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
+{
+    const blasft_config *d = &config_defaults;
+    int bad = 0;
+    const char *v;
+    *cfg = *d;
+
+    if ((v = lookup("BLASFT_BLOCK_SIZE", ctx)) && *v)
+        cfg->block_size = (int)parse_int("BLASFT_BLOCK_SIZE", v, 2, 1024, d->block_size, &bad);
+    if ((v = lookup("BLASFT_OMEGA", ctx)) && *v) {
+        char dt[32];
+        snprintf(dt, sizeof dt, "%g", d->omega);
+        cfg->omega = parse_double("BLASFT_OMEGA", v, 1e-3, 1e6, d->omega, dt, &bad);
+    }
+    if ((v = lookup("BLASFT_MODE", ctx)) && *v)
+        cfg->mode = (blasft_mode)parse_choice("BLASFT_MODE", v, mode_names, d->mode, &bad);
+    if ((v = lookup("BLASFT_DEVICE", ctx)) && *v)
+        cfg->device = (blasft_device)parse_choice("BLASFT_DEVICE", v, device_names, d->device, &bad);
+    if ((v = lookup("BLASFT_CHECKSUMS", ctx)) && *v)
+        cfg->checksums = (int)parse_int("BLASFT_CHECKSUMS", v, 1, 2, d->checksums, &bad);
+    if ((v = lookup("BLASFT_WEIGHTS", ctx)) && *v)
+        cfg->weights = (blasft_weights)parse_choice("BLASFT_WEIGHTS", v, weights_names, d->weights, &bad);
+    if ((v = lookup("BLASFT_THRESHOLD", ctx)) && *v)
+        cfg->threshold =
+            (blasft_threshold)parse_choice("BLASFT_THRESHOLD", v, threshold_names, d->threshold, &bad);
+    if ((v = lookup("BLASFT_PEA_P", ctx)) && *v)
+        cfg->pea_p = (int)parse_int("BLASFT_PEA_P", v, 1, 64, d->pea_p, &bad);
+    if ((v = lookup("BLASFT_ON_ERROR", ctx)) && *v)
+        cfg->on_error =
+            (blasft_on_error)parse_choice("BLASFT_ON_ERROR", v, on_error_names, d->on_error, &bad);
+    if ((v = lookup("BLASFT_MIN_FLOPS", ctx)) && *v && strcasecmp(v, "auto") != 0)
+        cfg->min_flops = parse_double("BLASFT_MIN_FLOPS", v, 0, 1e30, d->min_flops,
+                                      "auto (\"auto\" or a number from 0 to 1e30)", &bad);
+    if ((v = lookup("BLASFT_LOG", ctx)) && *v)
+        cfg->log_level = (blasft_log_level)parse_choice("BLASFT_LOG", v, log_names, d->log_level, &bad);
+    if ((v = lookup("BLASFT_HOST_BLAS", ctx)))
+        copy_path(cfg->host_blas, "BLASFT_HOST_BLAS", v, &bad);
+    if ((v = lookup("BLASFT_LOG_FILE", ctx)))
+        copy_path(cfg->log_file, "BLASFT_LOG_FILE", v, &bad);
+    if ((v = lookup("BLASFT_REPORT", ctx)))
+        copy_path(cfg->report, "BLASFT_REPORT", v, &bad);
+    if ((v = lookup("BLASFT_INJECT", ctx)))
+        copy_path(cfg->inject, "BLASFT_INJECT", v, &bad);
+    return bad;
+}
+
+static const char *env_lookup(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+static blasft_config process_config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static void config_init(void) { blasft_config_parse(&process_config, env_lookup, NULL); }
+
+const blasft_config *blasft_cfg(void)
+{
+    pthread_once(&config_once, config_init);
+    return &process_config;
+}
+
+int blasft_get_config(blasft_config *out)
+{
+    *out = *blasft_cfg();
+    return 0;
+}

@@ -1,0 +1,80 @@
+#include "gemm.h"
+
+#include "abft.h"
+#include "config.h"
+#include "hostblas.h"
+#include "report.h"
+
+#include <stddef.h>
+
+static int is_trans(blasft_trans t) { return t == 'N' || t == 'T' || t == 'C'; }
+
+static int64_t max1(int64_t v) { return v > 1 ? v : 1; }
+
+int blasft_gemm_check(const blasft_gemm *g)
+{
+    if (!is_trans(g->transa))
+        return 1;
+    if (!is_trans(g->transb))
+        return 2;
+    if (g->m < 0)
+        return 3;
+    if (g->n < 0)
+        return 4;
+    if (g->k < 0)
+        return 5;
+    if (g->lda < max1(blasft_gemm_a_rows(g)))
+        return 8;
+    if (g->ldb < max1(blasft_gemm_b_rows(g)))
+        return 10;
+    if (g->ldc < max1(g->m))
+        return 13;
+    return 0;
+}
+
+/* Fortran ?gemm_ of the host BLAS; gfortran passes the two string lengths last. */
+typedef void gemm_fn(const char *, const char *, const int *, const int *, const int *,
+                     const void *, const void *, const int *, const void *, const int *,
+                     const void *, void *, const int *, size_t, size_t);
+
+static const char *const host_gemm_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_"};
+static gemm_fn *host_gemm_fn[4];
+
+void blasft_host_gemm(const blasft_gemm *g)
+{
+    gemm_fn *fn = __atomic_load_n(&host_gemm_fn[g->type], __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (gemm_fn *)blasft_host_sym(host_gemm_names[g->type]);
+        __atomic_store_n(&host_gemm_fn[g->type], fn, __ATOMIC_RELEASE);
+    }
+    int m = (int)g->m, n = (int)g->n, k = (int)g->k;
+    int lda = (int)g->lda, ldb = (int)g->ldb, ldc = (int)g->ldc;
+    float salpha[2] = {(float)g->alpha[0], (float)g->alpha[1]};
+    float sbeta[2] = {(float)g->beta[0], (float)g->beta[1]};
+    int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
+    fn(&g->transa, &g->transb, &m, &n, &k, single ? (const void *)salpha : (const void *)g->alpha,
+       g->a, &lda, g->b, &ldb, single ? (const void *)sbeta : (const void *)g->beta, g->c, &ldc, 1,
+       1);
+}
+
+/* Set while this thread is inside a GEMM of ours: a host BLAS that calls back into an exported
+ * GEMM symbol (netlib CBLAS over Fortran BLAS does) gets the plain host GEMM, never a loop. */
+static _Thread_local int gemm_depth;
+
+blasft_where blasft_gemm_run(const blasft_gemm *g)
+{
+    const blasft_config *cfg = blasft_cfg();
+    if (gemm_depth > 0 || cfg->mode == BLASFT_MODE_OFF) {
+        blasft_host_gemm(g);
+        if (gemm_depth == 0)
+            blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+        return BLASFT_WHERE_HOST;
+    }
+    gemm_depth++;
+    if (blasft_abft_host_gemm(g, cfg) != 0) {
+        blasft_host_gemm(g);
+        blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+    }
+    gemm_depth--;
+    return BLASFT_WHERE_HOST;
+}

@@ -1,0 +1,40 @@
+#include "log.h"
+
+#include "config.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_stream;
+
+static const char *const level_tag[] = {"", "error", "warning", "info", "debug"};
+
+void blasft_log(blasft_log_level level, const char *fmt, ...)
+{
+    const blasft_config *cfg = blasft_cfg();
+    if (level > cfg->log_level || level == BLASFT_LOG_OFF)
+        return;
+    pthread_mutex_lock(&log_lock);
+    if (!log_stream) {
+        log_stream = stderr;
+        if (cfg->log_file[0]) {
+            FILE *f = fopen(cfg->log_file, "a");
+            if (f) {
+                setvbuf(f, NULL, _IOLBF, 0);
+                log_stream = f;
+            } else {
+                fprintf(stderr, "libblas_ft: cannot open BLASFT_LOG_FILE '%s'; logging to stderr\n",
+                        cfg->log_file);
+            }
+        }
+    }
+    fprintf(log_stream, "libblas_ft: %s: ", level_tag[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(log_stream, fmt, ap);
+    va_end(ap);
+    fputc('\n', log_stream);
+    pthread_mutex_unlock(&log_lock);
+}

@@ -1,0 +1,253 @@
+#include "report.h"
+
+#include "config.h"
+#include "hostblas.h"
+#include "log.h"
+
+#include "blasft_build_config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t stats[BLASFT_STAT_COUNT];
+static blasft_call_stat *call_list;
+
+/* The report keeps the first events in full; later ones are only counted. */
+#define REPORT_EVENTS_KEPT 64
+static pthread_mutex_t event_lock = PTHREAD_MUTEX_INITIALIZER;
+static blasft_event kept_events[REPORT_EVENTS_KEPT];
+static uint64_t events_total;
+static blasft_event_callback event_cb;
+static void *event_cb_user;
+
+static pid_t loading_pid;
+
+__attribute__((constructor)) static void report_remember_pid(void) { loading_pid = getpid(); }
+
+const char *blasft_version(void) { return BLASFT_VERSION; }
+
+int blasft_timing_enabled(void) { return blasft_cfg()->report[0] != '\0'; }
+
+uint64_t blasft_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void blasft_call_record(blasft_call_stat *s, blasft_where where, uint64_t ns)
+{
+    __atomic_fetch_add(&s->count[where], 1, __ATOMIC_RELAXED);
+    if (ns)
+        __atomic_fetch_add(&s->nanoseconds[where], ns, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&s->registered, __ATOMIC_ACQUIRE) &&
+        !__atomic_exchange_n(&s->registered, 1, __ATOMIC_ACQ_REL)) {
+        blasft_call_stat *head = __atomic_load_n(&call_list, __ATOMIC_ACQUIRE);
+        do
+            s->next = head;
+        while (!__atomic_compare_exchange_n(&call_list, &head, s, 1, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE));
+    }
+}
+
+void blasft_stat_add(blasft_stat_id id, uint64_t n) { __atomic_fetch_add(&stats[id], n, __ATOMIC_RELAXED); }
+
+void blasft_get_stats(blasft_stats *out)
+{
+    uint64_t v[BLASFT_STAT_COUNT];
+    for (int i = 0; i < BLASFT_STAT_COUNT; i++)
+        v[i] = __atomic_load_n(&stats[i], __ATOMIC_RELAXED);
+    out->protected_gemms = v[BLASFT_STAT_PROTECTED_GEMMS];
+    out->unprotected_gemms = v[BLASFT_STAT_UNPROTECTED_GEMMS];
+    out->checks = v[BLASFT_STAT_CHECKS];
+    out->errors_detected = v[BLASFT_STAT_ERRORS_DETECTED];
+    out->errors_corrected = v[BLASFT_STAT_ERRORS_CORRECTED];
+    out->blocks_recomputed = v[BLASFT_STAT_BLOCKS_RECOMPUTED];
+    out->uncorrectable = v[BLASFT_STAT_UNCORRECTABLE];
+    out->encoder_faults = v[BLASFT_STAT_ENCODER_FAULTS];
+    out->faults_injected = v[BLASFT_STAT_FAULTS_INJECTED];
+}
+
+void blasft_reset_stats(void)
+{
+    for (int i = 0; i < BLASFT_STAT_COUNT; i++)
+        __atomic_store_n(&stats[i], 0, __ATOMIC_RELAXED);
+}
+
+void blasft_set_event_callback(blasft_event_callback cb, void *user)
+{
+    pthread_mutex_lock(&event_lock);
+    event_cb = cb;
+    event_cb_user = user;
+    pthread_mutex_unlock(&event_lock);
+}
+
+static const char *const event_kind_names[] = {"detected", "corrected", "recomputed",
+                                               "uncorrectable", "encoder_fault"};
+
+void blasft_event_emit(const blasft_event *ev)
+{
+    pthread_mutex_lock(&event_lock);
+    if (events_total < REPORT_EVENTS_KEPT)
+        kept_events[events_total] = *ev;
+    events_total++;
+    blasft_event_callback cb = event_cb;
+    void *user = event_cb_user;
+    pthread_mutex_unlock(&event_lock);
+
+    blasft_log(ev->kind == BLASFT_EVENT_UNCORRECTABLE ? BLASFT_LOG_WARN : BLASFT_LOG_INFO,
+               "%s (%c): %s in block (%lld,%lld) element (%lld,%lld): |syndrome| %.6g, threshold "
+               "%.6g, %s",
+               ev->routine, ev->type, event_kind_names[ev->kind], (long long)ev->block_row,
+               (long long)ev->block_col, (long long)ev->row, (long long)ev->col, ev->syndrome,
+               ev->threshold, ev->action);
+    if (cb)
+        cb(ev, user);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void write_config(FILE *f, const blasft_config *c)
+{
+    fprintf(f, "  \"config\": {\n");
+    fprintf(f, "    \"block_size\": %d,\n    \"omega\": %.17g,\n", c->block_size, c->omega);
+    fprintf(f, "    \"mode\": \"%s\",\n    \"device\": \"%s\",\n", blasft_mode_name(c->mode),
+            blasft_device_name(c->device));
+    fprintf(f, "    \"checksums\": %d,\n    \"weights\": \"%s\",\n", c->checksums,
+            blasft_weights_name(c->weights));
+    fprintf(f, "    \"threshold\": \"%s\",\n    \"pea_p\": %d,\n",
+            blasft_threshold_name(c->threshold), c->pea_p);
+    fprintf(f, "    \"on_error\": \"%s\",\n", blasft_on_error_name(c->on_error));
+    if (c->min_flops < 0)
+        fprintf(f, "    \"min_flops\": \"auto\",\n");
+    else
+        fprintf(f, "    \"min_flops\": %.17g,\n", c->min_flops);
+    fprintf(f, "    \"log\": \"%s\",\n", blasft_log_level_name(c->log_level));
+    fprintf(f, "    \"log_file\": ");
+    json_string(f, c->log_file);
+    fprintf(f, ",\n    \"host_blas\": ");
+    json_string(f, blasft_host_path()[0] ? blasft_host_path() : c->host_blas);
+    fprintf(f, ",\n    \"report\": ");
+    json_string(f, c->report);
+    fprintf(f, ",\n    \"inject\": ");
+    json_string(f, c->inject);
+    fprintf(f, "\n  },\n");
+}
+
+static void write_calls(FILE *f)
+{
+    static const char *const where_name[BLASFT_WHERE_COUNT] = {"host", "gpu"};
+    fprintf(f, "  \"calls\": {");
+    int first = 1;
+    for (blasft_call_stat *s = __atomic_load_n(&call_list, __ATOMIC_ACQUIRE); s; s = s->next) {
+        uint64_t total = 0, ns = 0;
+        char where[16] = "";
+        for (int w = 0; w < BLASFT_WHERE_COUNT; w++) {
+            uint64_t cnt = __atomic_load_n(&s->count[w], __ATOMIC_RELAXED);
+            total += cnt;
+            ns += __atomic_load_n(&s->nanoseconds[w], __ATOMIC_RELAXED);
+            if (cnt) {
+                if (where[0])
+                    strcat(where, "+");
+                strcat(where, where_name[w]);
+            }
+        }
+        fprintf(f, "%s\n    ", first ? "" : ",");
+        json_string(f, s->name);
+        fprintf(f, ": {\"count\": %llu, \"where\": \"%s\", \"seconds\": %.9f", (unsigned long long)total,
+                where, (double)ns * 1e-9);
+        for (int w = 0; w < BLASFT_WHERE_COUNT; w++)
+            fprintf(f, ", \"%s_count\": %llu", where_name[w],
+                    (unsigned long long)__atomic_load_n(&s->count[w], __ATOMIC_RELAXED));
+        fprintf(f, "}");
+        first = 0;
+    }
+    fprintf(f, "%s},\n", first ? "" : "\n  ");
+}
+
+static void write_abft(FILE *f)
+{
+    blasft_stats st;
+    blasft_get_stats(&st);
+    fprintf(f,
+            "  \"abft\": {\n    \"protected_gemms\": %llu,\n    \"unprotected_gemms\": %llu,\n"
+            "    \"checks\": %llu,\n    \"errors_detected\": %llu,\n    \"errors_corrected\": %llu,\n"
+            "    \"blocks_recomputed\": %llu,\n    \"uncorrectable\": %llu,\n"
+            "    \"encoder_faults\": %llu,\n    \"faults_injected\": %llu\n  },\n",
+            (unsigned long long)st.protected_gemms, (unsigned long long)st.unprotected_gemms,
+            (unsigned long long)st.checks, (unsigned long long)st.errors_detected,
+            (unsigned long long)st.errors_corrected, (unsigned long long)st.blocks_recomputed,
+            (unsigned long long)st.uncorrectable, (unsigned long long)st.encoder_faults,
+            (unsigned long long)st.faults_injected);
+}
+
+static void write_events(FILE *f)
+{
+    pthread_mutex_lock(&event_lock);
+    uint64_t kept = events_total < REPORT_EVENTS_KEPT ? events_total : REPORT_EVENTS_KEPT;
+    fprintf(f, "  \"events_total\": %llu,\n  \"events\": [", (unsigned long long)events_total);
+    for (uint64_t i = 0; i < kept; i++) {
+        const blasft_event *e = &kept_events[i];
+        fprintf(f,
+                "%s\n    {\"kind\": \"%s\", \"routine\": \"%s\", \"type\": \"%c\", \"block\": [%lld, "
+                "%lld], \"element\": [%lld, %lld], \"syndrome\": %.17g, \"threshold\": %.17g, "
+                "\"action\": \"%s\"}",
+                i ? "," : "", event_kind_names[e->kind], e->routine, e->type,
+                (long long)e->block_row, (long long)e->block_col, (long long)e->row,
+                (long long)e->col, e->syndrome, e->threshold, e->action);
+    }
+    fprintf(f, "%s]\n", kept ? "\n  " : "");
+    pthread_mutex_unlock(&event_lock);
+}
+
+int blasft_report_write(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "libblas_ft: cannot write BLASFT_REPORT '%s'\n", path);
+        return -1;
+    }
+    fprintf(f, "{\n  \"version\": \"%s\",\n  \"pid\": %ld,\n", BLASFT_VERSION, (long)getpid());
+    write_config(f, blasft_cfg());
+    write_calls(f);
+    write_abft(f);
+    write_events(f);
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* The exit report. A forked child writes its own, to "<path>.<pid>", so it never overwrites the
+ * parent's. */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    const char *path = getenv("BLASFT_REPORT");
+    if (!path || !*path)
+        return;
+    path = blasft_cfg()->report;
+    if (!*path)
+        return;
+    if (getpid() == loading_pid) {
+        blasft_report_write(path);
+    } else {
+        char child_path[BLASFT_PATH_MAX + 24];
+        snprintf(child_path, sizeof child_path, "%s.%ld", path, (long)getpid());
+        blasft_report_write(child_path);
+    }
+}

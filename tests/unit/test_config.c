@@ -1,0 +1,114 @@
+/* Parsing of the BLASFT_* environment: defaults, every accepted value, malformed values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+#include <string.h>
+
+typedef struct { const char *name, *value; } env_pair;
+
+static const char *table_lookup(const char *name, void *ctx)
+{
+    for (const env_pair *p = ctx; p->name; p++)
+        if (strcmp(p->name, name) == 0)
+            return p->value;
+    return NULL;
+}
+
+static int parse(blasft_config *cfg, const env_pair *env)
+{
+    return blasft_config_parse(cfg, table_lookup, (void *)env);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    env_pair env[] = {{NULL, NULL}};
+    blasft_config c;
+    assert_int_equal(parse(&c, env), 0);
+    assert_int_equal(c.block_size, 128);
+    assert_true(c.omega == 3.0);
+    assert_int_equal(c.mode, BLASFT_MODE_CORRECT);
+    assert_int_equal(c.device, BLASFT_DEVICE_AUTO);
+    assert_int_equal(c.on_error, BLASFT_ON_ERROR_RECOMPUTE);
+    assert_int_equal(c.log_level, BLASFT_LOG_WARN);
+    assert_string_equal(c.report, "");
+}
+
+static void test_valid_values(void **state)
+{
+    (void)state;
+    env_pair env[] = {{"BLASFT_BLOCK_SIZE", "37"}, {"BLASFT_OMEGA", "4.5"},
+                      {"BLASFT_MODE", "Detect"},   {"BLASFT_DEVICE", "host"},
+                      {"BLASFT_CHECKSUMS", "2"},   {"BLASFT_WEIGHTS", "mdr"},
+                      {"BLASFT_THRESHOLD", "sea"}, {"BLASFT_PEA_P", "5"},
+                      {"BLASFT_ON_ERROR", "abort"}, {"BLASFT_MIN_FLOPS", "1e9"},
+                      {"BLASFT_LOG", "debug"},     {"BLASFT_REPORT", "/tmp/x.json"},
+                      {NULL, NULL}};
+    blasft_config c;
+    assert_int_equal(parse(&c, env), 0);
+    assert_int_equal(c.block_size, 37);
+    assert_true(c.omega == 4.5);
+    assert_int_equal(c.mode, BLASFT_MODE_DETECT);
+    assert_int_equal(c.device, BLASFT_DEVICE_HOST);
+    assert_int_equal(c.checksums, 2);
+    assert_int_equal(c.weights, BLASFT_WEIGHTS_MDR);
+    assert_int_equal(c.threshold, BLASFT_THRESHOLD_SEA);
+    assert_int_equal(c.pea_p, 5);
+    assert_int_equal(c.on_error, BLASFT_ON_ERROR_ABORT);
+    assert_true(c.min_flops == 1e9);
+    assert_int_equal(c.log_level, BLASFT_LOG_DEBUG);
+    assert_string_equal(c.report, "/tmp/x.json");
+}
+
+static void test_malformed_values_fall_back(void **state)
+{
+    (void)state;
+    env_pair env[] = {{"BLASFT_BLOCK_SIZE", "1"},   {"BLASFT_OMEGA", "abc"},
+                      {"BLASFT_MODE", "fix"},       {"BLASFT_DEVICE", "tpu"},
+                      {"BLASFT_CHECKSUMS", "3"},    {"BLASFT_PEA_P", "2x"},
+                      {"BLASFT_MIN_FLOPS", "-5"},   {"BLASFT_LOG", "loud"},
+                      {NULL, NULL}};
+    blasft_config c, d;
+    assert_int_equal(parse(&c, env), 8);
+    env_pair none[] = {{NULL, NULL}};
+    parse(&d, none);
+    assert_int_equal(c.block_size, d.block_size);
+    assert_true(c.omega == d.omega);
+    assert_int_equal(c.mode, d.mode);
+    assert_int_equal(c.device, d.device);
+    assert_int_equal(c.checksums, d.checksums);
+    assert_int_equal(c.pea_p, d.pea_p);
+    assert_true(c.min_flops == d.min_flops);
+    assert_int_equal(c.log_level, d.log_level);
+}
+
+static void test_block_size_bounds(void **state)
+{
+    (void)state;
+    blasft_config c;
+    env_pair lo[] = {{"BLASFT_BLOCK_SIZE", "2"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, lo), 0);
+    assert_int_equal(c.block_size, 2);
+    env_pair hi[] = {{"BLASFT_BLOCK_SIZE", "1024"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, hi), 0);
+    assert_int_equal(c.block_size, 1024);
+    env_pair over[] = {{"BLASFT_BLOCK_SIZE", "1025"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, over), 1);
+    assert_int_equal(c.block_size, 128);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_valid_values),
+        cmocka_unit_test(test_malformed_values_fall_back),
+        cmocka_unit_test(test_block_size_bounds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
