@@ -9,6 +9,15 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_stream;
 
+/* A fork while another thread holds the lock must not leave the child's copy locked forever. */
+static void log_prefork(void) { pthread_mutex_lock(&log_lock); }
+static void log_postfork(void) { pthread_mutex_unlock(&log_lock); }
+
+__attribute__((constructor)) static void log_register_fork_handlers(void)
+{
+    pthread_atfork(log_prefork, log_postfork, log_postfork);
+}
+
 static const char *const level_tag[] = {"", "error", "warning", "info", "debug"};
 
 void blasft_log(blasft_log_level level, const char *fmt, ...)

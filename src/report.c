@@ -26,7 +26,15 @@ static void *event_cb_user;
 
 static pid_t loading_pid;
 
-__attribute__((constructor)) static void report_remember_pid(void) { loading_pid = getpid(); }
+static void event_prefork(void) { pthread_mutex_lock(&event_lock); }
+static void event_postfork(void) { pthread_mutex_unlock(&event_lock); }
+
+__attribute__((constructor)) static void report_init(void)
+{
+    loading_pid = getpid();
+    /* A fork while another thread holds the lock must not leave the child's copy locked. */
+    pthread_atfork(event_prefork, event_postfork, event_postfork);
+}
 
 const char *blasft_version(void) { return BLASFT_VERSION; }
 
