@@ -1,0 +1,185 @@
+/* Per-element ABFT arithmetic, written once for the host (gcc, C17) and the GPU (nvcc, C++):
+ * checksum weights, PEA/SEA thresholds, the alpha/beta combination, error location from a
+ * weighted/unweighted syndrome pair and the correction rule. Equation numbers refer to the thesis
+ * (shared/seeds/halder-abft-blas-gpgpu-thesis-de.txt), summarised in shared/design/method.md.
+ * Kept to the common subset of C17 and C++: no designated initializers, _Complex, restrict, VLAs. */
+#ifndef BLASFT_ABFT_ARITH_H
+#define BLASFT_ABFT_ARITH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define BLASFT_HD __host__ __device__
+#else
+#define BLASFT_HD
+#endif
+
+/* Same numbering as blasft_weights in blas_ft.h; repeated as plain ints so device code needs no
+ * host header. */
+#define BLASFT_W_NORMAL 0
+#define BLASFT_W_AVERAGE 1
+#define BLASFT_W_PERIODIC 2
+#define BLASFT_W_EXPONENTIAL 3
+#define BLASFT_W_LINEAR 4
+#define BLASFT_W_MDR 5
+
+/* Mantissa bits t (including the hidden bit) of the data; the unit roundoff is 2^-t. */
+#define BLASFT_T_FLOAT 24
+#define BLASFT_T_DOUBLE 53
+
+/* Exponential weights 2^(i+1) (Tab. 6.2) overflow double beyond i = 1022 and make the weighted
+ * checksum's rounding error swamp early positions; above this block size the exponent step is
+ * shrunk to EXP_SPAN/bs so the largest weight stays 2^EXP_SPAN (still strictly increasing, so
+ * still locating). For bs <= EXP_SPAN the weights are the thesis's exactly. */
+#define BLASFT_EXP_SPAN 62
+
+static inline BLASFT_HD double blasft_exp_step(int bs)
+{
+    return bs <= BLASFT_EXP_SPAN ? 1.0 : (double)BLASFT_EXP_SPAN / (double)bs;
+}
+
+/* Weight of position i (0-based) inside a block of size bs (Tab. 6.2). */
+static inline BLASFT_HD double blasft_weight(int scheme, int i, int bs)
+{
+    switch (scheme) {
+    case BLASFT_W_AVERAGE: return 1.0 / (double)bs;
+    case BLASFT_W_PERIODIC: return (i & 1) ? -1.0 : 1.0;
+    case BLASFT_W_EXPONENTIAL: return exp2((double)(i + 1) * blasft_exp_step(bs));
+    case BLASFT_W_LINEAR: return (double)(i + 1);
+    case BLASFT_W_MDR: return (double)(i + 1) / (double)bs;
+    default: return 1.0;
+    }
+}
+
+/* Whether the ratio weighted/unweighted syndrome identifies the position: only for weights that
+ * differ at every position (normal/average are constant, periodic only gives the parity). */
+static inline BLASFT_HD int blasft_weights_locate(int scheme)
+{
+    return scheme == BLASFT_W_EXPONENTIAL || scheme == BLASFT_W_LINEAR || scheme == BLASFT_W_MDR;
+}
+
+/* Position (0..len-1) of a single error inside a block vector from its syndromes: s_w / s_u is the
+ * error's weight. Returns -1 when the ratio is not within a quarter weight step of a position
+ * (several errors, or noise dominating a small syndrome): the consistency check of 6.4.3. */
+static inline BLASFT_HD int blasft_locate(int scheme, double s_u, double s_w, int len, int bs)
+{
+    if (!blasft_weights_locate(scheme) || !(s_u != 0.0) || !isfinite(s_u) || !isfinite(s_w))
+        return -1;
+    double r = s_w / s_u, x;
+    if (scheme == BLASFT_W_LINEAR)
+        x = r - 1.0;
+    else if (scheme == BLASFT_W_MDR)
+        x = r * (double)bs - 1.0;
+    else {
+        if (!(r > 0.0))
+            return -1;
+        x = log2(r) / blasft_exp_step(bs) - 1.0;
+    }
+    double pos = nearbyint(x);
+    if (!(fabs(x - pos) <= 0.25) || pos < 0.0 || pos >= (double)len)
+        return -1;
+    return (int)pos;
+}
+
+/* Error-free sum (Knuth's TwoSum) and a Neumaier-compensated accumulator: the checksum side adds
+ * almost no rounding error of its own, so the threshold is spent on the GEMM's. */
+typedef struct blasft_csum {
+    double s, c;
+} blasft_csum;
+
+static inline BLASFT_HD void blasft_csum_add(blasft_csum *a, double x)
+{
+    double t = a->s + x;
+    double bp = t - a->s;
+    a->c += (a->s - (t - bp)) + (x - bp);
+    a->s = t;
+}
+
+static inline BLASFT_HD double blasft_csum_value(const blasft_csum *a) { return a->s + a->c; }
+
+/* PEA: standard deviation bound of the rounding error of a dot product of length n whose summands
+ * are all bounded by y, data with t mantissa bits: eq. 5.41 (without FMA, the +2n term) and 6.7
+ * (with FMA). */
+static inline BLASFT_HD double blasft_pea_sigma(double n, double y, int t, int fma)
+{
+    double v = n * (n + 1.0) * (n + 0.5) + (fma ? 0.0 : 2.0 * n);
+    return sqrt(v / 24.0) * y * ldexp(1.0, -t);
+}
+
+/* Variance added by the final rounded addition c = alpha*d + beta*c_old of a black-box GEMM
+ * (eq. 6.4/6.5): (1/8) 2^-2t c_new^2. */
+static inline BLASFT_HD double blasft_blas_var_add(double c_new, int t)
+{
+    return 0.125 * ldexp(1.0, -2 * t) * c_new * c_new;
+}
+
+/* Threshold eps = omega * sigma (eq. 6.6) of a checksum element c = alpha*d + beta*c_old: var_d is
+ * the variance bound of the product part d, var_add that of the scaling and final additions. */
+static inline BLASFT_HD double blasft_pea_eps(double omega, double abs_alpha, double var_d,
+                                              double var_add)
+{
+    return omega * sqrt(abs_alpha * abs_alpha * var_d + var_add);
+}
+
+/* SEA (Roy-Chowdhury/Banerjee, eq. 4.9; eq. 4.10 is the same with the roles of A and B swapped):
+ * n inner dimension, bs block size, norm_b the norm of the other operand's vector, sum_norm_a the
+ * sum of the block vectors' norms (times |weight|), norm_s the norm of the encoded checksum
+ * vector, eps_mach = 2^-t. */
+static inline BLASFT_HD double blasft_sea_eps(double n, double bs, double norm_b,
+                                              double sum_norm_a, double norm_s, double eps_mach)
+{
+    return ((n + 2.0 * bs - 2.0) * norm_b * sum_norm_a + n * norm_s * norm_b) * eps_mach;
+}
+
+/* "PEA MAX p" (6.3.5), context-independent part: keeps the p largest |values| of a vector with
+ * their positions, vals descending. Call with n_kept = number kept so far; returns the new count. */
+static inline BLASFT_HD int blasft_topp_insert(double *vals, int64_t *pos, int n_kept, int p,
+                                               double v, int64_t at)
+{
+    if (n_kept == p && !(v > vals[p - 1]))
+        return n_kept;
+    int i = n_kept < p ? n_kept++ : p - 1;
+    while (i > 0 && vals[i - 1] < v) {
+        vals[i] = vals[i - 1];
+        pos[i] = pos[i - 1];
+        i--;
+    }
+    vals[i] = v;
+    pos[i] = at;
+    return n_kept;
+}
+
+/* Context-dependent part, O(p^2): y >= |a_k * b_k| for every k, from the two top-p lists (na, nb
+ * entries; a vector with fewer than p entries has listed all of them, its unlisted bound is 0). */
+static inline BLASFT_HD double blasft_pea_y(const double *av, const int64_t *ap, int na, int full_a,
+                                            const double *bv, const int64_t *bp, int nb, int full_b)
+{
+    if (na == 0 || nb == 0)
+        return 0.0;
+    double y = 0.0;
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if (ap[i] == bp[j] && av[i] * bv[j] > y)
+                y = av[i] * bv[j];
+    /* a position missing from one list is bounded by that list's smallest entry */
+    double amin = full_a ? 0.0 : av[na - 1], bmin = full_b ? 0.0 : bv[nb - 1];
+    if (av[0] * bmin > y)
+        y = av[0] * bmin;
+    if (amin * bv[0] > y)
+        y = amin * bv[0];
+    return y;
+}
+
+/* Correction rule (method.md 3): subtracting the syndrome keeps the element's precision only when
+ * the error is small against the value; an exponent flip, Inf or NaN needs the element recomputed.
+ * c is the faulty value, s = reference - recomputed (so c + s is the subtraction result). */
+#define BLASFT_SUBTRACT_MAX_REL 0.0625
+static inline BLASFT_HD int blasft_correct_by_recompute(double c, double s)
+{
+    if (!isfinite(c) || !isfinite(s))
+        return 1;
+    return fabs(s) > BLASFT_SUBTRACT_MAX_REL * fabs(c + s);
+}
+
+#endif
