@@ -1,0 +1,60 @@
+"""The exit report: written at exit, valid JSON (checked with python3 -m json.tool as well as
+json), with version, config, calls and abft{protected_gemms, errors_detected, errors_corrected,
+blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, and a report path
+that cannot be written does not break the program.
+
+usage: test_report.py EXE   (EXE: gemm_app linked with the system BLAS; libblas_ft is preloaded)"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import harness
+
+
+def check_file(path, what, failures):
+    tool = subprocess.run([sys.executable, "-m", "json.tool", path], capture_output=True, text=True)
+    harness.check(tool.returncode == 0, f"{what}: json.tool rejects the report: {tool.stderr}",
+                  failures)
+    report = harness.load_report(path)
+    for p in harness.report_problems(report):
+        harness.check(False, f"{what}: {p}", failures)
+    return report
+
+
+def main():
+    exe = os.path.abspath(sys.argv[1])
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="blasft-report-") as work:
+        path = os.path.join(work, "report.json")
+        status, out, err = harness.run([exe], harness.preload_env(BLASFT_REPORT=path), cwd=work)
+        harness.check(status == 0, f"gemm_app: status {status}\n{out}{err}", failures)
+        report = check_file(path, "gemm_app", failures)
+        print(open(path).read())
+        harness.check(report["config"].get("report") == path, "config.report is not the path",
+                      failures)
+        for name, entry in report["calls"].items():
+            harness.check(entry["count"] > 0 and entry["where"] in ("host", "gpu", "host+gpu"),
+                          f"calls.{name}: {entry}", failures)
+            harness.check(entry["seconds"] >= 0, f"calls.{name}: negative seconds", failures)
+
+        quiet = os.path.join(work, "true.json")
+        status, _, err = harness.run(["/bin/true"], harness.preload_env(BLASFT_REPORT=quiet))
+        harness.check(status == 0 and not err, f"/bin/true: status {status}, stderr {err!r}",
+                      failures)
+        report = check_file(quiet, "/bin/true", failures)
+        harness.check(report["calls"] == {}, f"/bin/true: calls {report['calls']}", failures)
+        harness.check(report["abft"]["protected_gemms"] == 0, "/bin/true: protected GEMMs",
+                      failures)
+
+        bad = os.path.join(work, "no-such-dir", "report.json")
+        status, out, err = harness.run([exe], harness.preload_env(BLASFT_REPORT=bad), cwd=work)
+        harness.check(status == 0 and "0 wrong" in out,
+                      f"unwritable report: the program failed (status {status})", failures)
+        harness.check("BLASFT_REPORT" in err, f"unwritable report: no message naming "
+                      f"BLASFT_REPORT:\n{err}", failures)
+    harness.finish(failures, "exit report")
+
+
+if __name__ == "__main__":
+    main()
