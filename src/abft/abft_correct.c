@@ -1,0 +1,377 @@
+/* Check, locate, correct (thesis 6.3.6, 6.4.3/6.4.4; method.md 3). Per block of C:
+ *  - one checksum (or weights that cannot locate): single localization, exactly one flagged row
+ *    and one flagged column -> that element;
+ *  - two checksums with locating weights: extended localization, each flagged column locates its
+ *    row from the weighted/unweighted syndrome ratio and each flagged row its column; an element
+ *    found by both sides with agreeing syndromes is class F2, by one side F1; a flagged line that
+ *    nothing explains, or two sides that disagree, is F0 and the block is recomputed.
+ * Every correction is verified by recomputing the block's checksums; a block that still fails is
+ * recomputed on the host BLAS, then its reference checksums are recomputed (a fault on our side),
+ * and what still fails is uncorrectable. */
+#include "abft/abft_internal.h"
+#include "log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct outcome {
+    uint64_t detected, corrected, recomputed, uncorrectable;
+} outcome;
+
+/* Largest |syndrome| over the parts of element e and whether it is over the threshold. */
+static int flag_of(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
+{
+    const double *ref = (row_side ? x->refr : x->refc) + e * x->P;
+    const double *rec = (row_side ? x->recr : x->recc) + e * x->P;
+    double t = row_side ? abft_threshold_row(x, e) : abft_threshold_col(x, e), s = 0;
+    int flagged = 0;
+    for (int part = 0; part < x->P; part++) {
+        double d = fabs(ref[part] - rec[part]);
+        if (!(d <= t)) /* NaN compares false: flagged */
+            flagged = 1;
+        if (!(d <= s))
+            s = d;
+    }
+    if (syn)
+        *syn = s;
+    if (thr)
+        *thr = t;
+    return flagged;
+}
+
+typedef struct blockview {
+    int64_t bi, bj, i0, j0, il, jl;
+    int fc[1024], fr[1024];   /* flagged column j0+q / row i0+q */
+    int lc[1024], lr[1024];   /* located row of a flagged column / column of a flagged row, -1 */
+    int nfc, nfr;
+    double maxsyn, maxthr;
+} blockview;
+
+static int64_t lookup_ci(const abft_ctx *x, const blockview *b, int r, int64_t q)
+{
+    return abft_ci(x, b->bi, r, b->j0 + q);
+}
+static int64_t lookup_ri(const abft_ctx *x, const blockview *b, int r, int64_t q)
+{
+    return abft_ri(x, b->i0 + q, b->bj, r);
+}
+
+/* Position from the syndrome pair of the part with the larger unweighted syndrome. */
+static int locate(const abft_ctx *x, int row_side, int64_t eu, int64_t ew, int len)
+{
+    const double *ru = (row_side ? x->refr : x->refc) + eu * x->P;
+    const double *cu = (row_side ? x->recr : x->recc) + eu * x->P;
+    const double *rw = (row_side ? x->refr : x->refc) + ew * x->P;
+    const double *cw = (row_side ? x->recr : x->recc) + ew * x->P;
+    int best = 0;
+    for (int part = 1; part < x->P; part++)
+        if (fabs(ru[part] - cu[part]) > fabs(ru[best] - cu[best]))
+            best = part;
+    return blasft_locate(x->scheme, ru[best] - cu[best], rw[best] - cw[best], len, x->bs);
+}
+
+static int scan_block(const abft_ctx *x, blockview *b)
+{
+    b->nfc = b->nfr = 0;
+    b->maxsyn = b->maxthr = 0;
+    int extended = x->R == 2 && blasft_weights_locate(x->scheme);
+    for (int64_t q = 0; q < b->jl; q++) {
+        int f = 0;
+        for (int r = 0; r < x->R; r++) {
+            double s, t;
+            if (flag_of(x, 0, lookup_ci(x, b, r, q), &s, &t)) {
+                f = 1;
+                if (!(s <= b->maxsyn)) {
+                    b->maxsyn = s;
+                    b->maxthr = t;
+                }
+            }
+        }
+        b->fc[q] = f;
+        b->nfc += f;
+        b->lc[q] = f && extended ? locate(x, 0, lookup_ci(x, b, 0, q), lookup_ci(x, b, 1, q), (int)b->il) : -1;
+    }
+    for (int64_t q = 0; q < b->il; q++) {
+        int f = 0;
+        for (int r = 0; r < x->R; r++) {
+            double s, t;
+            if (flag_of(x, 1, lookup_ri(x, b, r, q), &s, &t)) {
+                f = 1;
+                if (!(s <= b->maxsyn)) {
+                    b->maxsyn = s;
+                    b->maxthr = t;
+                }
+            }
+        }
+        b->fr[q] = f;
+        b->nfr += f;
+        b->lr[q] = f && extended ? locate(x, 1, lookup_ri(x, b, 0, q), lookup_ri(x, b, 1, q), (int)b->jl) : -1;
+    }
+    return b->nfc + b->nfr;
+}
+
+typedef struct cand {
+    int i, j;      /* offsets in the block */
+    int by_col;    /* syndrome taken from the column checksum */
+} cand;
+
+/* Candidate elements; returns their number, or -1 for F0 (recompute the block). */
+static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
+{
+    int n = 0;
+    if (!(x->R == 2 && blasft_weights_locate(x->scheme))) {
+        if (b->nfc != 1 || b->nfr != 1)
+            return -1;
+        int i = 0, j = 0;
+        while (!b->fr[i])
+            i++;
+        while (!b->fc[j])
+            j++;
+        out[0].i = i;
+        out[0].j = j;
+        out[0].by_col = 1;
+        return 1;
+    }
+    for (int j = 0; j < b->jl; j++) {
+        if (!b->fc[j])
+            continue;
+        int i = b->lc[j];
+        if (i >= 0) {
+            /* the row side must not place row i's error elsewhere */
+            if (b->fr[i] && b->lr[i] >= 0 && b->lr[i] != j)
+                return -1;
+            out[n].i = i;
+            out[n].j = j;
+            out[n].by_col = 1;
+            n++;
+        }
+    }
+    for (int i = 0; i < b->il; i++) {
+        if (!b->fr[i])
+            continue;
+        int j = b->lr[i];
+        if (j >= 0) {
+            if (b->fc[j] && b->lc[j] >= 0 && b->lc[j] != i)
+                return -1;
+            if (b->fc[j] && b->lc[j] == i)
+                continue; /* F2: already listed by its column */
+            out[n].i = i;
+            out[n].j = j;
+            out[n].by_col = 0;
+            n++;
+        } else {
+            /* a flagged row that locates nothing must be explained by a column's location */
+            int explained = 0;
+            for (int q = 0; q < n; q++)
+                explained |= out[q].by_col && out[q].i == i;
+            if (!explained)
+                return -1;
+        }
+    }
+    for (int j = 0; j < b->jl; j++)
+        if (b->fc[j] && b->lc[j] < 0) {
+            int explained = 0;
+            for (int q = 0; q < n; q++)
+                explained |= out[q].j == j;
+            if (!explained)
+                return -1;
+        }
+    return n;
+}
+
+/* Exact products into a compensated sum. */
+static void add_prod(blasft_csum *s, double a, double b)
+{
+    double p = a * b;
+    blasft_csum_add(s, p);
+    blasft_csum_add(s, fma(a, b, -p));
+}
+
+/* Recomputes C(i,j) = alpha op(A)(i,:) op(B)(:,j) + beta C_old(i,j) in compensated arithmetic. */
+static void recompute_element(const abft_ctx *x, int64_t i, int64_t j)
+{
+    const blasft_gemm *g = x->g;
+    blasft_csum re, im;
+    memset(&re, 0, sizeof re);
+    memset(&im, 0, sizeof im);
+    for (int64_t kk = 0; kk < x->k; kk++) {
+        double ar = abft_opa(x, i, kk, 0), br = abft_opb(x, kk, j, 0);
+        add_prod(&re, ar, br);
+        if (x->P == 2) {
+            double ai = abft_opa(x, i, kk, 1), bim = abft_opb(x, kk, j, 1);
+            add_prod(&re, -ai, bim);
+            add_prod(&im, ar, bim);
+            add_prod(&im, ai, br);
+        }
+    }
+    double dr = blasft_csum_value(&re), di = blasft_csum_value(&im);
+    double cr = g->alpha[0] * dr - g->alpha[1] * di, ci = g->alpha[0] * di + g->alpha[1] * dr;
+    if (!x->beta_zero) {
+        double orr = abft_ld(x->cold, g->type, i + x->m * j, 0);
+        double oi = x->P == 2 ? abft_ld(x->cold, g->type, i + x->m * j, 1) : 0.0;
+        cr += g->beta[0] * orr - g->beta[1] * oi;
+        ci += g->beta[0] * oi + g->beta[1] * orr;
+    }
+    abft_st(g->c, g->type, i + j * g->ldc, 0, cr);
+    if (x->P == 2)
+        abft_st(g->c, g->type, i + j * g->ldc, 1, ci);
+}
+
+static void correct_element(abft_ctx *x, const blockview *b, const cand *c, outcome *o)
+{
+    const blasft_gemm *g = x->g;
+    int64_t i = b->i0 + c->i, j = b->j0 + c->j;
+    int64_t e = c->by_col ? lookup_ci(x, b, 0, c->j) : lookup_ri(x, b, 0, c->i);
+    const double *ref = (c->by_col ? x->refc : x->refr) + e * x->P;
+    const double *rec = (c->by_col ? x->recc : x->recr) + e * x->P;
+    double thr = c->by_col ? abft_threshold_col(x, e) : abft_threshold_row(x, e);
+    int recompute = 0;
+    double s[2] = {0, 0}, v[2] = {0, 0}, smax = 0;
+    for (int part = 0; part < x->P; part++) {
+        s[part] = ref[part] - rec[part];
+        v[part] = abft_ld(g->c, g->type, i + j * g->ldc, part);
+        recompute |= blasft_correct_by_recompute(v[part], s[part]);
+        if (!(fabs(s[part]) <= smax))
+            smax = fabs(s[part]);
+    }
+    if (recompute)
+        recompute_element(x, i, j);
+    else
+        for (int part = 0; part < x->P; part++)
+            abft_st(g->c, g->type, i + j * g->ldc, part, v[part] + s[part]);
+    o->corrected++;
+    abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, i, j, smax, thr, "corrected");
+}
+
+static void recompute_block(abft_ctx *x, const blockview *b)
+{
+    const blasft_gemm *g = x->g;
+    const int sz = blasft_type_size(g->type);
+    if (!x->beta_zero)
+        for (int64_t j = 0; j < b->jl; j++)
+            memcpy((char *)g->c + ((b->i0) + (b->j0 + j) * g->ldc) * sz,
+                   (const char *)x->cold + (b->i0 + (b->j0 + j) * x->m) * sz, (size_t)(b->il * sz));
+    blasft_gemm d = *g;
+    d.m = b->il;
+    d.n = b->jl;
+    d.a = (const char *)g->a + (g->transa == 'N' ? b->i0 : b->i0 * g->lda) * sz;
+    d.b = (const char *)g->b + (g->transb == 'N' ? b->j0 * g->ldb : b->j0) * sz;
+    d.c = (char *)g->c + (b->i0 + b->j0 * g->ldc) * sz;
+    blasft_host_gemm(&d);
+}
+
+static int verify(abft_ctx *x, blockview *b)
+{
+    abft_c_checksums(x, x->g->c, x->g->ldc, 0, b->bi, b->bi + 1, b->bj, b->bj + 1);
+    return scan_block(x, b) == 0;
+}
+
+static void handle_block(abft_ctx *x, blockview *b, outcome *o)
+{
+    const blasft_config *cfg = x->cfg;
+    cand *cands = malloc(sizeof(cand) * 2048);
+    int nc = cands ? find_candidates(x, b, cands) : -1;
+    o->detected += nc > 0 ? (uint64_t)nc : (uint64_t)(b->nfc > b->nfr ? b->nfc : b->nfr);
+    if (cfg->mode == BLASFT_MODE_DETECT) {
+        if (nc > 0)
+            for (int q = 0; q < nc; q++)
+                abft_emit(x, BLASFT_EVENT_DETECTED, b->bi, b->bj, b->i0 + cands[q].i,
+                          b->j0 + cands[q].j, b->maxsyn, b->maxthr, "reported");
+        else
+            abft_emit(x, BLASFT_EVENT_DETECTED, b->bi, b->bj, -1, -1, b->maxsyn, b->maxthr, "reported");
+        o->uncorrectable += nc > 0 ? (uint64_t)nc : 1;
+        free(cands);
+        return;
+    }
+    if (nc > 0) {
+        for (int q = 0; q < nc; q++)
+            correct_element(x, b, &cands[q], o);
+        if (verify(x, b)) {
+            free(cands);
+            return;
+        }
+    }
+    free(cands);
+    double syn = b->maxsyn, thr = b->maxthr;
+    if (cfg->on_error == BLASFT_ON_ERROR_REPORT) {
+        o->uncorrectable++;
+        abft_emit(x, BLASFT_EVENT_UNCORRECTABLE, b->bi, b->bj, -1, -1, syn, thr, "reported");
+        return;
+    }
+    if (cfg->on_error == BLASFT_ON_ERROR_ABORT) {
+        abft_emit(x, BLASFT_EVENT_UNCORRECTABLE, b->bi, b->bj, -1, -1, syn, thr, "aborted");
+        blasft_log(BLASFT_LOG_ERROR, "uncorrectable error in block (%lld, %lld) of %s: aborting",
+                   (long long)b->bi, (long long)b->bj, x->g->routine ? x->g->routine : "gemm");
+        abort();
+    }
+    recompute_block(x, b);
+    o->recomputed++;
+    abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, -1, -1, syn, thr, "recomputed");
+    if (verify(x, b))
+        return;
+    /* the block was recomputed and still disagrees: suspect our reference checksums */
+    abft_reference(x, b->bi, b->bi + 1, b->bj, b->bj + 1);
+    if (verify(x, b)) {
+        x->encoder_faults++;
+        abft_emit(x, BLASFT_EVENT_ENCODER_FAULT, b->bi, b->bj, -1, -1, syn, thr, "recomputed");
+        return;
+    }
+    o->uncorrectable++;
+    abft_emit(x, BLASFT_EVENT_UNCORRECTABLE, b->bi, b->bj, -1, -1, b->maxsyn, b->maxthr, "reported");
+}
+
+int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
+{
+    const int64_t nc = abft_nc(x), nr = abft_nr(x);
+    if (want_checks) {
+        diag->checks_list = calloc((size_t)((nc + nr) * x->P + 1), sizeof *diag->checks_list);
+        if (!diag->checks_list)
+            return -1;
+        size_t q = 0;
+        for (int side = 0; side < 2; side++)
+            for (int64_t e = 0; e < (side ? nr : nc); e++) {
+                double t = side ? abft_threshold_row(x, e) : abft_threshold_col(x, e);
+                /* invert the index maps */
+                int64_t s = side ? e / x->m : e % (x->R * x->nbr);
+                int64_t v = side ? e % x->m : e / (x->R * x->nbr);
+                for (int part = 0; part < x->P; part++) {
+                    blasft_abft_check *c = &diag->checks_list[q++];
+                    c->side = (uint8_t)side;
+                    c->weighted = (uint8_t)(s % x->R);
+                    c->part = (uint8_t)part;
+                    c->block_row = side ? v / x->bs : s / x->R;
+                    c->block_col = side ? s / x->R : v / x->bs;
+                    c->index = v;
+                    c->reference = (side ? x->refr : x->refc)[e * x->P + part];
+                    c->recomputed = (side ? x->recr : x->recc)[e * x->P + part];
+                    c->threshold = t;
+                    c->flagged = !(fabs(c->reference - c->recomputed) <= t);
+                }
+            }
+        diag->count = q;
+    }
+    diag->checks += (uint64_t)((nc + nr) * x->P);
+    outcome o;
+    memset(&o, 0, sizeof o);
+    blockview *b = malloc(sizeof *b);
+    if (!b)
+        return -1;
+    for (int64_t bj = 0; bj < x->nbc; bj++)
+        for (int64_t bi = 0; bi < x->nbr; bi++) {
+            b->bi = bi;
+            b->bj = bj;
+            b->i0 = bi * x->bs;
+            b->j0 = bj * x->bs;
+            b->il = abft_len(x->m, bi, x->bs);
+            b->jl = abft_len(x->n, bj, x->bs);
+            if (scan_block(x, b))
+                handle_block(x, b, &o);
+        }
+    free(b);
+    diag->detected += o.detected;
+    diag->corrected += o.corrected;
+    diag->blocks_recomputed += o.recomputed;
+    diag->uncorrectable += o.uncorrectable;
+    return 0;
+}

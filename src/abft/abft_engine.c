@@ -1,0 +1,193 @@
+/* The protected GEMM on the host: encode, GEMM (with optional fault injection), check and
+ * correct, statistics. The user's buffers are never extended: all checksums live in ours. */
+#include "abft/abft_inject.h"
+#include "abft/abft_internal.h"
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj, int64_t row,
+               int64_t col, double syndrome, double threshold, const char *action)
+{
+    blasft_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.routine = x->g->routine ? x->g->routine : "gemm";
+    ev.type = blasft_type_letter(x->g->type);
+    ev.block_row = bi;
+    ev.block_col = bj;
+    ev.row = row;
+    ev.col = col;
+    ev.syndrome = syndrome;
+    ev.threshold = threshold;
+    ev.action = action;
+    blasft_event_emit(&ev);
+}
+
+static void ctx_free(abft_ctx *x)
+{
+    double **arrays[] = {&x->ac, &x->bc, &x->ad, &x->bd, &x->refc, &x->refr, &x->oldc, &x->oldr,
+                         &x->osqc, &x->osqr, &x->oabsc, &x->oabsr, &x->recc, &x->recr, &x->sqc,
+                         &x->sqr, &x->absc, &x->absr, &x->vdc, &x->vdr, &x->c2c, &x->c2r,
+                         &x->scratch};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+        free(*arrays[i]);
+        *arrays[i] = NULL;
+    }
+    free(x->cold);
+    x->cold = NULL;
+}
+
+static double *alloc_d(int64_t n, int *ok)
+{
+    double *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    if (!p)
+        *ok = 0;
+    return p;
+}
+
+static int ctx_init(abft_ctx *x, const blasft_gemm *g, const blasft_config *cfg)
+{
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    x->cfg = cfg;
+    x->P = blasft_type_is_complex(g->type) ? 2 : 1;
+    x->t = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE;
+    x->R = cfg->checksums == 2 ? 2 : 1;
+    x->bs = cfg->block_size < 2 ? 2 : cfg->block_size > 1024 ? 1024 : cfg->block_size;
+    x->scheme = (int)cfg->weights;
+    x->m = g->m;
+    x->n = g->n;
+    x->k = g->k;
+    x->nbr = (g->m + x->bs - 1) / x->bs;
+    x->nbc = (g->n + x->bs - 1) / x->bs;
+    x->beta_zero = g->beta[0] == 0.0 && g->beta[1] == 0.0;
+    for (int i = 0; i < x->bs; i++) {
+        x->w[0][i] = 1.0;
+        x->w[1][i] = blasft_weight(x->scheme, i, x->bs);
+    }
+    int64_t nc = abft_nc(x), nr = abft_nr(x);
+    int ok = 1;
+    x->refc = alloc_d(nc * x->P, &ok);
+    x->refr = alloc_d(nr * x->P, &ok);
+    x->recc = alloc_d(nc * x->P, &ok);
+    x->recr = alloc_d(nr * x->P, &ok);
+    x->sqc = alloc_d(nc, &ok);
+    x->sqr = alloc_d(nr, &ok);
+    x->absc = alloc_d(nc, &ok);
+    x->absr = alloc_d(nr, &ok);
+    x->vdc = alloc_d(nc, &ok);
+    x->vdr = alloc_d(nr, &ok);
+    x->c2c = alloc_d(nc, &ok);
+    x->c2r = alloc_d(nr, &ok);
+    x->scratch = alloc_d((nc + nr) * x->P, &ok);
+    if (!x->beta_zero) {
+        x->oldc = alloc_d(nc * x->P, &ok);
+        x->oldr = alloc_d(nr * x->P, &ok);
+        x->osqc = alloc_d(nc, &ok);
+        x->osqr = alloc_d(nr, &ok);
+        x->oabsc = alloc_d(nc, &ok);
+        x->oabsr = alloc_d(nr, &ok);
+        x->cold = malloc((size_t)(x->m * x->n * blasft_type_size(g->type)));
+        ok &= x->cold != NULL;
+    }
+    return ok ? 0 : -1;
+}
+
+/* Copies the old C (m x n of ldc) into a packed buffer, so beta*C_old stays available for block
+ * and element recomputation. */
+static void save_old_c(abft_ctx *x)
+{
+    const int sz = blasft_type_size(x->g->type);
+    for (int64_t j = 0; j < x->n; j++)
+        memcpy((char *)x->cold + j * x->m * sz, (const char *)x->g->c + j * x->g->ldc * sz,
+               (size_t)(x->m * sz));
+}
+
+/* The GEMM itself; with injection at site inner the K loop is split at a random k1 and the flips
+ * land in the partial result, so the rest of the accumulation carries them like a real fault. */
+static uint64_t run_gemm(abft_ctx *x)
+{
+    const blasft_gemm *g = x->g;
+    const blasft_inject_spec *spec = x->cfg->inject[0] ? blasft_inject_get(x->cfg->inject) : NULL;
+    if (!spec || spec->faults <= 0) {
+        blasft_host_gemm(g);
+        return 0;
+    }
+    uint64_t st = blasft_inject_next_stream(spec);
+    if (spec->site == BLASFT_SITE_INNER && g->k >= 2) {
+        const int sz = blasft_type_size(g->type);
+        int64_t k1 = 1 + (int64_t)(((st >> 11) ^ (st << 7)) % (uint64_t)(g->k - 1));
+        blasft_gemm d = *g;
+        d.k = k1;
+        blasft_host_gemm(&d);
+        int n = blasft_inject_flip(spec, &st, g->type, g->c, g->ldc, g->m, g->n, x->bs);
+        d.k = g->k - k1;
+        d.a = (const char *)g->a + (g->transa == 'N' ? k1 * g->lda : k1) * sz;
+        d.b = (const char *)g->b + (g->transb == 'N' ? k1 : k1 * g->ldb) * sz;
+        d.beta[0] = 1.0;
+        d.beta[1] = 0.0;
+        blasft_host_gemm(&d);
+        return (uint64_t)n;
+    }
+    blasft_host_gemm(g);
+    return (uint64_t)blasft_inject_flip(spec, &st, g->type, g->c, g->ldc, g->m, g->n, x->bs);
+}
+
+int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_diag *diag,
+                    int want_checks)
+{
+    blasft_abft_diag local;
+    if (!diag)
+        diag = &local;
+    memset(diag, 0, sizeof *diag);
+    if (g->m == 0 || g->n == 0) {
+        diag->protected_run = 1;
+        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
+        return 0;
+    }
+    abft_ctx *x = malloc(sizeof *x);
+    if (!x)
+        return -1;
+    int rc = -1;
+    if (ctx_init(x, g, cfg) != 0 || abft_encode_operands(x) != 0)
+        goto out;
+    if (!x->beta_zero) {
+        save_old_c(x);
+        if (abft_c_checksums(x, x->cold, x->m, 1, 0, x->nbr, 0, x->nbc) != 0)
+            goto out; /* Inf/NaN in the old C: cannot be checked */
+    }
+    if (abft_threshold_prepare(x) != 0 || abft_reference(x, 0, x->nbr, 0, x->nbc) != 0)
+        goto out;
+    /* from here on C is written: no more falling back */
+    diag->faults_injected = run_gemm(x);
+    rc = 0;
+    diag->protected_run = 1;
+    abft_c_checksums(x, g->c, g->ldc, 0, 0, x->nbr, 0, x->nbc);
+    abft_check_and_correct(x, diag, want_checks);
+out:
+    diag->encoder_faults = x->encoder_faults;
+    if (rc == 0) {
+        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
+        blasft_stat_add(BLASFT_STAT_CHECKS, diag->checks);
+        blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, diag->detected);
+        blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, diag->corrected);
+        blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, diag->blocks_recomputed);
+        blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, diag->uncorrectable);
+        blasft_stat_add(BLASFT_STAT_FAULTS_INJECTED, diag->faults_injected);
+    }
+    blasft_stat_add(BLASFT_STAT_ENCODER_FAULTS, diag->encoder_faults);
+    ctx_free(x);
+    free(x);
+    if (diag == &local)
+        blasft_abft_diag_free(diag);
+    return rc;
+}
+
+void blasft_abft_diag_free(blasft_abft_diag *diag)
+{
+    free(diag->checks_list);
+    diag->checks_list = NULL;
+    diag->count = 0;
+}

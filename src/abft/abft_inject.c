@@ -1,0 +1,216 @@
+/* BLASFT_INJECT: parser and bit flips (see abft_inject.h for the syntax). */
+#include "abft/abft_inject.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const accepted =
+    "faults=<n>, bits=sign|exponent|mantissa|any|<i>-<j>, site=output|inner, seed=<s>, "
+    "pattern=random|row|column|block (comma-separated)";
+
+static int parse_u64(const char *v, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 20)
+        return -1;
+    uint64_t r = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        r = r * 10 + (uint64_t)(v[i] - '0');
+    }
+    *out = r;
+    return 0;
+}
+
+static int is(const char *v, size_t len, const char *word)
+{
+    return strlen(word) == len && strncmp(v, word, len) == 0;
+}
+
+int blasft_inject_parse(const char *s, blasft_inject_spec *out, char *err, size_t errlen)
+{
+    blasft_inject_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.faults = 1;
+    sp.bits = BLASFT_BITS_MANTISSA;
+    sp.site = BLASFT_SITE_OUTPUT;
+    sp.pattern = BLASFT_PATTERN_RANDOM;
+    memset(out, 0, sizeof *out);
+    if (!s || !*s)
+        return 0;
+    const char *p = s;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (!eq) {
+            snprintf(err, errlen, "'%.*s' is not key=value; accepted: %s", (int)len, p, accepted);
+            return -1;
+        }
+        size_t kl = (size_t)(eq - p), vl = len - kl - 1;
+        const char *v = eq + 1;
+        uint64_t u;
+        int bad = 0;
+        if (is(p, kl, "faults")) {
+            bad = parse_u64(v, vl, &u) || u > 1000000;
+            sp.faults = (int)u;
+        } else if (is(p, kl, "seed")) {
+            bad = parse_u64(v, vl, &sp.seed);
+        } else if (is(p, kl, "site")) {
+            if (is(v, vl, "output"))
+                sp.site = BLASFT_SITE_OUTPUT;
+            else if (is(v, vl, "inner"))
+                sp.site = BLASFT_SITE_INNER;
+            else
+                bad = 1;
+        } else if (is(p, kl, "pattern")) {
+            if (is(v, vl, "random"))
+                sp.pattern = BLASFT_PATTERN_RANDOM;
+            else if (is(v, vl, "row"))
+                sp.pattern = BLASFT_PATTERN_ROW;
+            else if (is(v, vl, "column"))
+                sp.pattern = BLASFT_PATTERN_COLUMN;
+            else if (is(v, vl, "block"))
+                sp.pattern = BLASFT_PATTERN_BLOCK;
+            else
+                bad = 1;
+        } else if (is(p, kl, "bits")) {
+            const char *dash = memchr(v, '-', vl);
+            uint64_t lo, hi;
+            if (is(v, vl, "sign"))
+                sp.bits = BLASFT_BITS_SIGN;
+            else if (is(v, vl, "exponent"))
+                sp.bits = BLASFT_BITS_EXPONENT;
+            else if (is(v, vl, "mantissa"))
+                sp.bits = BLASFT_BITS_MANTISSA;
+            else if (is(v, vl, "any"))
+                sp.bits = BLASFT_BITS_ANY;
+            else if (dash && !parse_u64(v, (size_t)(dash - v), &lo) &&
+                     !parse_u64(dash + 1, vl - (size_t)(dash - v) - 1, &hi) && lo <= hi && hi < 64) {
+                sp.bits = BLASFT_BITS_RANGE;
+                sp.bit_lo = (int)lo;
+                sp.bit_hi = (int)hi;
+            } else
+                bad = 1;
+        } else {
+            snprintf(err, errlen, "unknown key '%.*s'; accepted: %s", (int)kl, p, accepted);
+            return -1;
+        }
+        if (bad) {
+            snprintf(err, errlen, "bad value '%.*s' for %.*s; accepted: %s", (int)vl, v, (int)kl, p,
+                     accepted);
+            return -1;
+        }
+        p = end ? end + 1 : p + len;
+    }
+    *out = sp;
+    return 0;
+}
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static char cache_str[512];
+static int cache_valid;
+static blasft_inject_spec cache_spec;
+
+const blasft_inject_spec *blasft_inject_get(const char *s)
+{
+    pthread_mutex_lock(&cache_lock);
+    if (!cache_valid || strncmp(cache_str, s, sizeof cache_str) != 0) {
+        char err[512];
+        if (blasft_inject_parse(s, &cache_spec, err, sizeof err) != 0)
+            fprintf(stderr, "libblas_ft: BLASFT_INJECT='%s' is not valid: %s; injecting nothing\n",
+                    s, err);
+        snprintf(cache_str, sizeof cache_str, "%s", s);
+        cache_valid = 1;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return &cache_spec;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t below(uint64_t *s, uint64_t n) { return n ? splitmix(s) % n : 0; }
+
+uint64_t blasft_inject_next_stream(const blasft_inject_spec *spec)
+{
+    static uint64_t calls;
+    uint64_t c = __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+    uint64_t s = spec->seed ^ (c * 0xd1342543de82ef95ULL);
+    splitmix(&s);
+    return s;
+}
+
+void blasft_flip_bit(blasft_type t, void *c, int64_t idx, int part, int bit)
+{
+    if (t == BLASFT_TYPE_S || t == BLASFT_TYPE_C) {
+        uint32_t *w = (uint32_t *)c + (t == BLASFT_TYPE_C ? 2 * idx + part : idx);
+        *w ^= (uint32_t)1 << (bit & 31);
+    } else {
+        uint64_t *w = (uint64_t *)c + (t == BLASFT_TYPE_Z ? 2 * idx + part : idx);
+        *w ^= (uint64_t)1 << (bit & 63);
+    }
+}
+
+static int pick_bit(const blasft_inject_spec *spec, uint64_t *st, blasft_type t)
+{
+    int single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
+    int mant = single ? 23 : 52, width = single ? 32 : 64;
+    int lo, hi;
+    switch (spec->bits) {
+    case BLASFT_BITS_SIGN: lo = hi = width - 1; break;
+    case BLASFT_BITS_EXPONENT: lo = mant; hi = width - 2; break;
+    case BLASFT_BITS_MANTISSA: lo = 0; hi = mant - 1; break;
+    case BLASFT_BITS_ANY: lo = 0; hi = width - 1; break;
+    default:
+        lo = spec->bit_lo < width ? spec->bit_lo : width - 1;
+        hi = spec->bit_hi < width ? spec->bit_hi : width - 1;
+        break;
+    }
+    return lo + (int)below(st, (uint64_t)(hi - lo + 1));
+}
+
+int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type t, void *c,
+                       int64_t ldc, int64_t m, int64_t n, int bs)
+{
+    if (spec->faults <= 0 || m <= 0 || n <= 0)
+        return 0;
+    int P = t == BLASFT_TYPE_C || t == BLASFT_TYPE_Z ? 2 : 1;
+    /* the anchor: a random element; row/column bursts and block faults stay in its block */
+    int64_t i = (int64_t)below(st, (uint64_t)m), j = (int64_t)below(st, (uint64_t)n);
+    int64_t bi0 = i / bs * bs, bj0 = j / bs * bs;
+    int64_t bi1 = bi0 + bs < m ? bi0 + bs : m, bj1 = bj0 + bs < n ? bj0 + bs : n;
+    int done = 0;
+    for (int f = 0; f < spec->faults; f++) {
+        int64_t fi = i, fj = j;
+        switch (spec->pattern) {
+        case BLASFT_PATTERN_RANDOM:
+            if (f > 0) {
+                fi = (int64_t)below(st, (uint64_t)m);
+                fj = (int64_t)below(st, (uint64_t)n);
+            }
+            break;
+        case BLASFT_PATTERN_ROW: /* consecutive columns, wrapping inside the block */
+            fj = bj0 + (j - bj0 + f) % (bj1 - bj0);
+            break;
+        case BLASFT_PATTERN_COLUMN:
+            fi = bi0 + (i - bi0 + f) % (bi1 - bi0);
+            break;
+        case BLASFT_PATTERN_BLOCK:
+            fi = bi0 + (int64_t)below(st, (uint64_t)(bi1 - bi0));
+            fj = bj0 + (int64_t)below(st, (uint64_t)(bj1 - bj0));
+            break;
+        }
+        int part = P == 2 ? (int)below(st, 2) : 0;
+        blasft_flip_bit(t, c, fi + fj * ldc, part, pick_bit(spec, st, t));
+        done++;
+    }
+    return done;
+}

@@ -1,0 +1,110 @@
+/* State shared by the host engine's files for one protected GEMM. Checksum arrays are laid out as
+ * the border of the extended matrix (Abb. 6.4), column-major, parts (re, im) interleaved:
+ *   column checksums: (R*nbr) x n, entry (bi*R + r, j)
+ *   row checksums:    m x (R*nbc), entry (i, bj*R + r)
+ * so the checksum products are plain host GEMMs writing straight into them. */
+#ifndef BLASFT_ABFT_INTERNAL_H
+#define BLASFT_ABFT_INTERNAL_H
+
+#include "abft/abft_arith.h"
+#include "abft/abft_engine.h"
+#include "gemm.h"
+
+#include <stdint.h>
+
+typedef struct abft_ctx {
+    const blasft_gemm *g;
+    const blasft_config *cfg;
+    int P;          /* parts per element: 1 real, 2 complex */
+    int t;          /* mantissa bits of the data */
+    int R;          /* checksums per block vector */
+    int bs, scheme;
+    int64_t m, n, k, nbr, nbc;
+    int beta_zero;  /* beta == 0: the old C is never read */
+    double w[2][1024]; /* weights by position in a block; w[0] is the unweighted checksum */
+
+    double *ac, *bc;         /* encodings of op(A) ((R*nbr) x k) and op(B) (k x (R*nbc)) */
+    double *ad, *bd;         /* A, B as stored, promoted to double (S, C only; else NULL) */
+    double *refc, *refr;     /* reference checksums */
+    double *oldc, *oldr;     /* checksums of the old C (beta != 0) */
+    double *osqc, *osqr, *oabsc, *oabsr; /* sum (w c)^2 and sum |w c| of the old C */
+    double *recc, *recr;     /* checksums recomputed from the new C */
+    double *sqc, *sqr, *absc, *absr;     /* same sums of the new C */
+    double *vdc, *vdr;       /* threshold base per element: PEA variance of d / SEA bound of d */
+    double *c2c, *c2r;       /* PEA: bound of sum (w d)^2 from the operands, d = op(A) op(B): the
+                                threshold must never grow with the (possibly faulty) new C */
+    void *cold;              /* copy of the old C, m x n packed (beta != 0) */
+    double *scratch;         /* redundant checksum pass */
+    uint64_t encoder_faults;
+} abft_ctx;
+
+static inline int64_t abft_nc(const abft_ctx *x) { return x->R * x->nbr * x->n; } /* col cs count */
+static inline int64_t abft_nr(const abft_ctx *x) { return x->m * x->R * x->nbc; } /* row cs count */
+static inline int64_t abft_ci(const abft_ctx *x, int64_t bi, int r, int64_t j)
+{
+    return bi * x->R + r + x->R * x->nbr * j;
+}
+static inline int64_t abft_ri(const abft_ctx *x, int64_t i, int64_t bj, int r)
+{
+    return i + x->m * (bj * x->R + r);
+}
+static inline int64_t abft_len(int64_t total, int64_t b, int bs)
+{
+    int64_t rest = total - b * bs;
+    return rest < bs ? rest : bs;
+}
+
+/* Element idx (in elements) part `part` of a matrix of type t, as double. */
+static inline double abft_ld(const void *base, blasft_type t, int64_t idx, int part)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: return ((const float *)base)[idx];
+    case BLASFT_TYPE_D: return ((const double *)base)[idx];
+    case BLASFT_TYPE_C: return ((const float *)base)[2 * idx + part];
+    default: return ((const double *)base)[2 * idx + part];
+    }
+}
+static inline void abft_st(void *base, blasft_type t, int64_t idx, int part, double v)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: ((float *)base)[idx] = (float)v; break;
+    case BLASFT_TYPE_D: ((double *)base)[idx] = v; break;
+    case BLASFT_TYPE_C: ((float *)base)[2 * idx + part] = (float)v; break;
+    default: ((double *)base)[2 * idx + part] = v; break;
+    }
+}
+static inline double abft_opa(const abft_ctx *x, int64_t i, int64_t kk, int part)
+{
+    const blasft_gemm *g = x->g;
+    double v = abft_ld(g->a, g->type, g->transa == 'N' ? i + kk * g->lda : kk + i * g->lda, part);
+    return part && g->transa == 'C' ? -v : v;
+}
+static inline double abft_opb(const abft_ctx *x, int64_t kk, int64_t j, int part)
+{
+    const blasft_gemm *g = x->g;
+    double v = abft_ld(g->b, g->type, g->transb == 'N' ? kk + j * g->ldb : j + kk * g->ldb, part);
+    return part && g->transb == 'C' ? -v : v;
+}
+
+/* abft_encode.c */
+int abft_encode_operands(abft_ctx *x);              /* ac, bc (redundant); -1 if not finite */
+int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t bj1);
+/* Checksums of C (or the old C copy) over blocks [bi0,bi1) x [bj0,bj1), computed twice and
+ * compared; old != 0 writes the old-C arrays. Returns 0, or -1 if any value is not finite. */
+int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,
+                     int64_t bj0, int64_t bj1);
+
+/* abft_threshold.c: fills vdc/vdr (context-independent preprocessing + per-element step). */
+int abft_threshold_prepare(abft_ctx *x);
+/* Threshold of a checksum element once the new C's sums are known. */
+double abft_threshold_col(const abft_ctx *x, int64_t e);
+double abft_threshold_row(const abft_ctx *x, int64_t e);
+
+/* abft_correct.c: check all blocks, locate, correct, recompute, report. */
+int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks);
+
+/* abft_engine.c */
+void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj, int64_t row,
+               int64_t col, double syndrome, double threshold, const char *action);
+
+#endif
