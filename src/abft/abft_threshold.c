@@ -93,7 +93,7 @@ static int prepare_pea(abft_ctx *x)
     const int R = x->R, P = x->P, p = x->cfg->pea_p > 0 ? x->cfg->pea_p : 1;
     const double nn = (double)(x->k * P);
     topl ra, ea, sa, cb, eb, sb;
-    memset(&ra, 0, sizeof ra); ra = ea = sa = cb = eb = sb;
+    memset(&ra, 0, sizeof ra); sb = eb = cb = sa = ea = ra;
     int ok = topl_init(&ra, x->m, p, x->k) == 0 && topl_init(&ea, x->nbr, p, x->k) == 0 &&
              topl_init(&sa, R * x->nbr, p, x->k) == 0 && topl_init(&cb, x->n, p, x->k) == 0 &&
              topl_init(&eb, x->nbc, p, x->k) == 0 && topl_init(&sb, R * x->nbc, p, x->k) == 0;
