@@ -1,0 +1,563 @@
+/* Fault-injection campaign for the host ABFT engine (issue 3, item 9; method.md section 5).
+ *
+ * For one data set (series, parameter, n) and each type and block size asked for:
+ *  - one fault-free protected GEMM through blasft_abft_run with every checksum comparison
+ *    recorded; each checksum element's true value comes from the double-double reference, giving
+ *    its true rounding errors and q = threshold / error (reference, recomputed, and their
+ *    difference, the syndrome); any flagged element is a false positive;
+ *  - `inject` protected GEMMs, each with one bit flip planted by the faultblas module in the data
+ *    GEMM (output or inner site): what was flipped, whether it was detected, what the engine did,
+ *    and the significance of the error against three rounding-error bounds of the element.
+ * Everything is written as JSON lines on stdout; scripts/campaign.py aggregates them. */
+#include "abft/abft_arith.h"
+#include "abft/abft_engine.h"
+#include "config.h"
+#include "datagen.h"
+#include "faultblas.h"
+#include "hpref.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef CAMPAIGN_FAULTBLAS
+#define CAMPAIGN_FAULTBLAS "libcampaign_faultblas.so"
+#endif
+
+typedef struct opts {
+    dg_series series;
+    double param; /* i of pos/full, kappa of orth, decades of heavy, cancel decades of cancel */
+    int64_t n;
+    char types[8];
+    int bs[16], nbs;
+    int inject;
+    int sites; /* bit 0 output, bit 1 inner */
+    int bit_lo, bit_hi; /* -1: whole word */
+    uint64_t seed;
+    double alpha;
+    int checksums, weights, threshold, pea_p;
+    double omega;
+    const char *faultblas;
+    int strict; /* exit 1 on a false positive, a leaked NaN, a fault that did not fire, a missed
+                 * sign/exponent flip, or a correction that made the element worse */
+} opts;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: campaign --series pos|full|orth|heavy|cauchy|cancel [--param P] [--n N]\n"
+            "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
+            "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
+            "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea]\n"
+            "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1]\n"
+            "param: the exponent i of pos/full (range 10^i), kappa of orth, decades of heavy,\n"
+            "cancel decades of cancel. Bits default to the whole word (all 32 or 64).\n");
+    exit(2);
+}
+
+static const char *const weight_names[] = {"normal", "average", "periodic", "exponential", "linear", "mdr"};
+
+static void parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){.series = DG_FULL, .param = 0, .n = 256, .types = "sd", .nbs = 0, .inject = 0,
+                .sites = 3, .bit_lo = -1, .bit_hi = -1, .seed = 1, .alpha = 1.0, .checksums = -1,
+                .weights = -1, .threshold = -1, .pea_p = -1, .omega = -1, .faultblas = CAMPAIGN_FAULTBLAS};
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            usage();
+        i++;
+        if (!strcmp(k, "--series")) {
+            int s = dg_series_from_name(v);
+            if (s < 0)
+                usage();
+            o->series = (dg_series)s;
+        } else if (!strcmp(k, "--param"))
+            o->param = atof(v);
+        else if (!strcmp(k, "--n"))
+            o->n = atoll(v);
+        else if (!strcmp(k, "--types"))
+            snprintf(o->types, sizeof o->types, "%s", v);
+        else if (!strcmp(k, "--bs")) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            for (char *t = strtok(buf, ","); t && o->nbs < 16; t = strtok(NULL, ","))
+                o->bs[o->nbs++] = atoi(t);
+        } else if (!strcmp(k, "--inject"))
+            o->inject = atoi(v);
+        else if (!strcmp(k, "--site"))
+            o->sites = !strcmp(v, "output") ? 1 : !strcmp(v, "inner") ? 2 : 3;
+        else if (!strcmp(k, "--bits")) {
+            if (sscanf(v, "%d-%d", &o->bit_lo, &o->bit_hi) != 2 || o->bit_lo < 0 || o->bit_hi < o->bit_lo)
+                usage();
+        } else if (!strcmp(k, "--seed"))
+            o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--alpha"))
+            o->alpha = atof(v);
+        else if (!strcmp(k, "--checksums"))
+            o->checksums = atoi(v);
+        else if (!strcmp(k, "--weights")) {
+            for (int w = 0; w < 6; w++)
+                if (!strcmp(v, weight_names[w]))
+                    o->weights = w;
+            if (o->weights < 0)
+                usage();
+        } else if (!strcmp(k, "--threshold"))
+            o->threshold = !strcmp(v, "sea") ? BLASFT_THRESHOLD_SEA : BLASFT_THRESHOLD_PEA;
+        else if (!strcmp(k, "--omega"))
+            o->omega = atof(v);
+        else if (!strcmp(k, "--pea-p"))
+            o->pea_p = atoi(v);
+        else if (!strcmp(k, "--faultblas"))
+            o->faultblas = v;
+        else if (!strcmp(k, "--strict"))
+            o->strict = atoi(v);
+        else
+            usage();
+    }
+    if (o->nbs == 0)
+        o->bs[o->nbs++] = 128;
+    if (o->n < 1)
+        usage();
+}
+
+static const char *no_env(const char *name, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return NULL;
+}
+
+/* ---- the problem ---------------------------------------------------------------------------- */
+
+typedef struct problem {
+    blasft_type type;
+    int single, t; /* float?, mantissa bits */
+    int64_t n;
+    void *a, *b, *c, *cff; /* A, B (n x n), C, fault-free C */
+    double alpha;
+} problem;
+
+static double elem(const problem *p, const void *base, int64_t idx)
+{
+    return p->single ? ((const float *)base)[idx] : ((const double *)base)[idx];
+}
+
+static void fill_nan(const problem *p, void *c)
+{
+    /* beta = 0: C is never read, so a C full of NaN must not leak into the result */
+    for (int64_t i = 0; i < p->n * p->n; i++) {
+        if (p->single)
+            ((float *)c)[i] = NAN;
+        else
+            ((double *)c)[i] = NAN;
+    }
+}
+
+static blasft_gemm gemm_of(const problem *p)
+{
+    blasft_gemm g = {.type = p->type, .transa = 'N', .transb = 'N', .m = p->n, .n = p->n, .k = p->n,
+                     .a = p->a, .lda = p->n, .b = p->b, .ldb = p->n, .c = p->c, .ldc = p->n,
+                     .alpha = {p->alpha, 0}, .beta = {0, 0}, .routine = "campaign"};
+    return g;
+}
+
+/* ---- JSON helpers --------------------------------------------------------------------------- */
+
+static void jnum(const char *key, double v, int comma)
+{
+    if (isfinite(v))
+        printf("\"%s\":%.17g%s", key, v, comma ? "," : "");
+    else
+        printf("\"%s\":null%s", key, comma ? "," : "");
+}
+
+/* q histogram: bucket e counts floor(log2 q) == e; q == inf (error exactly 0) goes to "exact". */
+#define QLO (-20)
+#define QHI 60
+typedef struct qhist {
+    uint64_t b[QHI - QLO + 1], exact, below;
+    double min_q;
+} qhist;
+
+static void qh_add(qhist *h, double thr, double err)
+{
+    if (err == 0.0) {
+        h->exact++;
+        return;
+    }
+    double q = thr / err;
+    if (q < h->min_q)
+        h->min_q = q;
+    int e = (int)floor(log2(q));
+    if (e < QLO) {
+        h->below++;
+        return;
+    }
+    h->b[(e > QHI ? QHI : e) - QLO]++;
+}
+
+static void qh_print(const char *key, const qhist *h)
+{
+    printf("\"%s\":{\"exact\":%llu,\"below\":%llu,", key, (unsigned long long)h->exact,
+           (unsigned long long)h->below);
+    jnum("min_q", h->min_q, 1);
+    printf("\"log2\":{");
+    int first = 1;
+    for (int e = QLO; e <= QHI; e++)
+        if (h->b[e - QLO]) {
+            printf("%s\"%d\":%llu", first ? "" : ",", e, (unsigned long long)h->b[e - QLO]);
+            first = 0;
+        }
+    printf("}}");
+}
+
+static void header(const opts *o, const problem *p, int bs, const blasft_config *cfg, const char *kind)
+{
+    printf("{\"kind\":\"%s\",\"series\":\"%s\",\"param\":%g,\"n\":%lld,\"type\":\"%c\",\"bs\":%d,"
+           "\"checksums\":%d,\"weights\":\"%s\",\"threshold\":\"%s\",\"omega\":%g,\"pea_p\":%d,"
+           "\"alpha\":%g,\"seed\":%llu,",
+           kind, dg_series_name(o->series), o->param, (long long)p->n, blasft_type_letter(p->type), bs,
+           cfg->checksums, weight_names[cfg->weights], cfg->threshold == BLASFT_THRESHOLD_SEA ? "sea" : "pea",
+           cfg->omega, cfg->pea_p, p->alpha, (unsigned long long)o->seed);
+}
+
+/* ---- true checksum values ------------------------------------------------------------------- */
+
+typedef struct truth {
+    int R, bs;
+    int64_t nb;
+    hp_dd *acs; /* exact column checksums of A: (bi*R + r) + R*nb*kk */
+    hp_dd *brs; /* exact row checksums of B: kk + n*(bj*R + r) */
+} truth;
+
+static double weight(const blasft_config *cfg, int r, int pos, int bs)
+{
+    return r == 0 ? 1.0 : blasft_weight((int)cfg->weights, pos, bs);
+}
+
+static void truth_build(truth *tr, const problem *p, const blasft_config *cfg)
+{
+    int64_t n = p->n;
+    tr->R = cfg->checksums;
+    tr->bs = cfg->block_size;
+    tr->nb = (n + tr->bs - 1) / tr->bs;
+    int64_t rows = tr->R * tr->nb;
+    tr->acs = calloc((size_t)(rows * n), sizeof *tr->acs);
+    tr->brs = calloc((size_t)(rows * n), sizeof *tr->brs);
+    for (int64_t kk = 0; kk < n; kk++)
+        for (int64_t b = 0; b < tr->nb; b++)
+            for (int r = 0; r < tr->R; r++) {
+                hp_dd sa = {0, 0}, sb = {0, 0};
+                int64_t len = n - b * tr->bs < tr->bs ? n - b * tr->bs : tr->bs;
+                for (int64_t q = 0; q < len; q++) {
+                    double w = weight(cfg, r, (int)q, tr->bs);
+                    sa = hp_add_prod(sa, w, elem(p, p->a, (b * tr->bs + q) + kk * n)); /* A(i, kk) */
+                    sb = hp_add_prod(sb, w, elem(p, p->b, kk + (b * tr->bs + q) * n)); /* B(kk, j) */
+                }
+                tr->acs[(b * tr->R + r) + rows * kk] = sa;
+                tr->brs[kk + n * (b * tr->R + r)] = sb;
+            }
+}
+
+static void truth_free(truth *tr)
+{
+    free(tr->acs);
+    free(tr->brs);
+}
+
+/* True alpha * (checksum of A B) of a recorded element. */
+static hp_dd truth_of(const truth *tr, const problem *p, const blasft_abft_check *c)
+{
+    int64_t n = p->n, rows = tr->R * tr->nb;
+    hp_dd v;
+    if (c->side == 0) { /* column checksum: sum_kk acs(block_row, r, kk) * B(kk, j) */
+        const hp_dd *row = tr->acs + (c->block_row * tr->R + c->weighted);
+        v = p->single ? hp_dot_sdd(n, (const float *)p->b + c->index * n, 1, row, rows)
+                      : hp_dot_dd(n, (const double *)p->b + c->index * n, 1, row, rows);
+    } else { /* row checksum: sum_kk A(i, kk) * brs(kk, block_col, r) */
+        const hp_dd *col = tr->brs + n * (c->block_col * tr->R + c->weighted);
+        v = p->single ? hp_dot_sdd(n, (const float *)p->a + c->index, n, col, 1)
+                      : hp_dot_dd(n, (const double *)p->a + c->index, n, col, 1);
+    }
+    return hp_mul_d(v, p->alpha);
+}
+
+/* ---- one element of C: exact value and the three rounding-error bounds ------------------- */
+
+typedef struct elem_ref {
+    hp_dd exact;
+    double err_abs;  /* |fault-free computed - exact| */
+    double err_erw;  /* expected rounding error from the squared partial sums (thesis eq. 5.18) */
+    double err_prob; /* PEA sigma of the element (eq. 6.7 with y = max |a_k b_k|) */
+} elem_ref;
+
+static elem_ref element_ref(const problem *p, int64_t i, int64_t j)
+{
+    int64_t n = p->n;
+    elem_ref e;
+    hp_dd s = {0, 0};
+    double sq_partial = 0, sq_prod = 0, y = 0;
+    for (int64_t kk = 0; kk < n; kk++) {
+        double x = elem(p, p->a, i + kk * n), z = elem(p, p->b, kk + j * n);
+        s = hp_add_prod(s, x, z);
+        double prod = fabs(p->alpha * x * z), part = p->alpha * hp_to_double(s);
+        sq_prod += prod * prod;
+        if (kk >= 1)
+            sq_partial += part * part;
+        if (prod > y)
+            y = prod;
+    }
+    e.exact = hp_mul_d(s, p->alpha);
+    e.err_abs = hp_dist(elem(p, p->cff, i + j * n), e.exact);
+    /* Var <= (1/8) 2^-2t (sum of squared products + sum of squared partial sums): eq. 5.17/5.18
+     * for the additions, the same bound for the rounded products (no FMA assumed). */
+    e.err_erw = ldexp(1.0, -p->t) * sqrt(0.125 * (sq_prod + sq_partial));
+    e.err_prob = blasft_pea_sigma((double)n, y, p->t, 1);
+    return e;
+}
+
+/* ---- the runs ----------------------------------------------------------------------------- */
+
+static int clean_run(const opts *o, problem *p, const blasft_config *cfg, truth *tr)
+{
+    fill_nan(p, p->c);
+    blasft_gemm g = gemm_of(p);
+    blasft_abft_diag d;
+    memset(&d, 0, sizeof d);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = blasft_abft_run(&g, cfg, &d, 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    memcpy(p->cff, p->c, (size_t)(p->n * p->n) * (p->single ? 4 : 8));
+    header(o, p, cfg->block_size, cfg, "clean");
+    if (rc != 0) {
+        printf("\"rc\":%d}\n", rc);
+        blasft_abft_diag_free(&d);
+        return -1;
+    }
+    truth_build(tr, p, cfg);
+    qhist qref = {.min_q = INFINITY}, qrec = qref, qsyn = qref;
+    uint64_t flagged = 0, nan_in_c = 0;
+    double worst_ratio = 0; /* max |syndrome| / threshold */
+    for (size_t e = 0; e < d.count; e++) {
+        const blasft_abft_check *c = &d.checks_list[e];
+        hp_dd tv = truth_of(tr, p, c);
+        double eref = hp_dist(c->reference, tv), erec = hp_dist(c->recomputed, tv);
+        double syn = fabs(c->reference - c->recomputed);
+        qh_add(&qref, c->threshold, eref);
+        qh_add(&qrec, c->threshold, erec);
+        qh_add(&qsyn, c->threshold, syn);
+        flagged += c->flagged != 0;
+        if (c->threshold > 0 && syn / c->threshold > worst_ratio)
+            worst_ratio = syn / c->threshold;
+    }
+    for (int64_t i = 0; i < p->n * p->n; i++)
+        nan_in_c += isnan(elem(p, p->c, i));
+    printf("\"rc\":0,\"checks\":%zu,\"flagged\":%llu,\"detected\":%llu,\"corrected\":%llu,"
+           "\"blocks_recomputed\":%llu,\"encoder_faults\":%llu,\"nan_in_c\":%llu,",
+           d.count, (unsigned long long)flagged, (unsigned long long)d.detected,
+           (unsigned long long)d.corrected, (unsigned long long)d.blocks_recomputed,
+           (unsigned long long)d.encoder_faults, (unsigned long long)nan_in_c);
+    jnum("worst_syndrome_over_threshold", worst_ratio, 1);
+    jnum("seconds", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), 1);
+    qh_print("q_ref", &qref);
+    printf(",");
+    qh_print("q_rec", &qrec);
+    printf(",");
+    qh_print("q_syn", &qsyn);
+    printf("}\n");
+    blasft_abft_diag_free(&d);
+    return (flagged || nan_in_c) ? 1 : 0;
+}
+
+static const char *bit_field(const problem *p, int bit)
+{
+    int width = p->single ? 32 : 64, mant = p->single ? 23 : 52;
+    return bit == width - 1 ? "sign" : bit >= mant ? "exponent" : "mantissa";
+}
+
+static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campaign_fault *plan,
+                       dg_rng *r, int site)
+{
+    int width = p->single ? 32 : 64;
+    int lo = o->bit_lo < 0 ? 0 : o->bit_lo, hi = o->bit_hi < 0 ? width - 1 : o->bit_hi;
+    if (hi >= width)
+        hi = width - 1;
+    int bit = lo + (int)dg_below(r, (uint64_t)(hi - lo + 1));
+    fill_nan(p, p->c);
+    memset(plan, 0, sizeof *plan);
+    plan->target = p->c;
+    plan->site = site;
+    plan->bit = bit;
+    plan->seed = dg_next(r);
+    plan->armed = 1;
+    blasft_gemm g = gemm_of(p);
+    blasft_abft_diag d;
+    memset(&d, 0, sizeof d);
+    int rc = blasft_abft_run(&g, cfg, &d, 0);
+    plan->armed = 0;
+    header(o, p, cfg->block_size, cfg, "inject");
+    printf("\"site\":\"%s\",\"bit\":%d,\"field\":\"%s\",\"rc\":%d,\"fired\":%d,",
+           site == FAULT_SITE_INNER ? "inner" : "output", bit, bit_field(p, bit), rc, plan->fired);
+    if (rc != 0 || !plan->fired) {
+        printf("\"outcome\":\"%s\"}\n", rc != 0 ? "unprotected" : "not_fired");
+        blasft_abft_diag_free(&d);
+        return 1;
+    }
+    int64_t i = plan->row, j = plan->col, n = p->n;
+    elem_ref e = element_ref(p, i, j);
+    double effect = fabs(plan->after - plan->before);
+    if (isnan(plan->after))
+        effect = INFINITY;
+    double cfin = elem(p, p->c, i + j * n);
+    double residual = isfinite(cfin) ? hp_dist(cfin, e.exact) : INFINITY;
+    /* every other element must be as the fault-free run left it (up to the rounding of a block
+     * recomputed by a differently blocked GEMM): largest change relative to max |C| */
+    double cmax = 0, other = 0;
+    for (int64_t q = 0; q < n * n; q++) {
+        double ff = elem(p, p->cff, q);
+        if (fabs(ff) > cmax)
+            cmax = fabs(ff);
+        if (q != i + j * n) {
+            double dv = fabs(elem(p, p->c, q) - ff);
+            if (!(dv <= other))
+                other = dv;
+        }
+    }
+    const char *outcome = d.detected == 0 ? "missed"
+                          : d.blocks_recomputed > 0 ? "recomputed"
+                          : d.corrected > 0 ? "corrected"
+                          : "detected_only";
+    printf("\"row\":%lld,\"col\":%lld,\"k1\":%lld,", (long long)i, (long long)j, (long long)plan->k1);
+    jnum("before", plan->before, 1);
+    jnum("after", plan->after, 1);
+    jnum("effect", effect, 1);
+    jnum("exact", hp_to_double(e.exact), 1);
+    jnum("err_abs", e.err_abs, 1);
+    jnum("err_erw", e.err_erw, 1);
+    jnum("err_prob", e.err_prob, 1);
+    jnum("residual", residual, 1);
+    jnum("other_rel", cmax > 0 ? other / cmax : other, 1);
+    printf("\"detected\":%llu,\"corrected\":%llu,\"blocks_recomputed\":%llu,\"uncorrectable\":%llu,"
+           "\"outcome\":\"%s\"}\n",
+           (unsigned long long)d.detected, (unsigned long long)d.corrected,
+           (unsigned long long)d.blocks_recomputed, (unsigned long long)d.uncorrectable, outcome);
+    blasft_abft_diag_free(&d);
+    int bad = (d.detected == 0 && strcmp(bit_field(p, bit), "mantissa") != 0) ||
+              (d.detected != 0 && !(residual <= effect + e.err_abs));
+    return bad;
+}
+
+/* ---- data --------------------------------------------------------------------------------- */
+
+static void make_data(const opts *o, int64_t n, double *a, double *b)
+{
+    dg_rng r;
+    dg_seed(&r, o->seed * 1000003ULL + (uint64_t)o->series * 7919ULL + (uint64_t)(o->param * 16));
+    dg_params pa = {.series = o->series, .role = DG_LEFT};
+    switch (o->series) {
+    case DG_POS:
+    case DG_FULL: pa.exponent = (int)o->param; break;
+    case DG_ORTH: pa.kappa = o->param > 1 ? o->param : 2; break;
+    case DG_HEAVY: pa.decades = o->param; break;
+    case DG_CANCEL: pa.cancel_decades = o->param; break;
+    default: break;
+    }
+    dg_params pb = pa;
+    pb.role = DG_RIGHT;
+    if (dg_fill(&r, DG_D, &pa, n, n, a, n) || dg_fill(&r, DG_D, &pb, n, n, b, n)) {
+        fprintf(stderr, "campaign: data generation failed\n");
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    parse(argc, argv, &o);
+    /* The engine's host BLAS is ours: set before anything reads the configuration. */
+    setenv("BLASFT_HOST_BLAS", o.faultblas, 1);
+    setenv("BLASFT_LOG", "off", 1);
+    unsetenv("BLASFT_INJECT");
+    unsetenv("BLASFT_REPORT");
+    void *fb = dlopen(o.faultblas, RTLD_NOW | RTLD_LOCAL);
+    campaign_fault *(*get_plan)(void) = fb ? (campaign_fault * (*)(void)) dlsym(fb, "campaign_fault_plan") : NULL;
+    if (!get_plan) {
+        fprintf(stderr, "campaign: cannot load %s: %s\n", o.faultblas, dlerror());
+        return 1;
+    }
+    campaign_fault *plan = get_plan();
+
+    int64_t n = o.n;
+    double *ad = malloc((size_t)(n * n) * sizeof *ad), *bd = malloc((size_t)(n * n) * sizeof *bd);
+    make_data(&o, n, ad, bd);
+    int status = 0;
+    for (const char *tc = o.types; *tc; tc++) {
+        problem p = {.single = (*tc == 's'), .n = n, .alpha = o.alpha};
+        if (*tc != 's' && *tc != 'd')
+            continue;
+        p.type = p.single ? BLASFT_TYPE_S : BLASFT_TYPE_D;
+        p.t = p.single ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE;
+        size_t es = p.single ? 4 : 8, bytes = (size_t)(n * n) * es;
+        p.a = malloc(bytes), p.b = malloc(bytes), p.c = malloc(bytes), p.cff = malloc(bytes);
+        for (int64_t q = 0; q < n * n; q++) {
+            if (p.single) {
+                ((float *)p.a)[q] = (float)ad[q];
+                ((float *)p.b)[q] = (float)bd[q];
+            } else {
+                ((double *)p.a)[q] = ad[q];
+                ((double *)p.b)[q] = bd[q];
+            }
+        }
+        for (int bi = 0; bi < o.nbs; bi++) {
+            blasft_config cfg;
+            blasft_config_parse(&cfg, no_env, NULL);
+            cfg.block_size = o.bs[bi];
+            cfg.mode = BLASFT_MODE_CORRECT;
+            cfg.on_error = BLASFT_ON_ERROR_RECOMPUTE;
+            cfg.log_level = BLASFT_LOG_OFF;
+            snprintf(cfg.host_blas, sizeof cfg.host_blas, "%s", o.faultblas);
+            if (o.checksums > 0)
+                cfg.checksums = o.checksums;
+            if (o.weights >= 0)
+                cfg.weights = (blasft_weights)o.weights;
+            if (o.threshold >= 0)
+                cfg.threshold = (blasft_threshold)o.threshold;
+            if (o.omega > 0)
+                cfg.omega = o.omega;
+            if (o.pea_p > 0)
+                cfg.pea_p = o.pea_p;
+            truth tr = {0};
+            int fp = clean_run(&o, &p, &cfg, &tr);
+            if (fp < 0) {
+                status = 1;
+                continue;
+            }
+            if (fp && o.strict) {
+                fprintf(stderr, "campaign: false positive or NaN leak (bs %d, %c)\n", o.bs[bi], *tc);
+                status = 1;
+            }
+            truth_free(&tr);
+            dg_rng r;
+            dg_seed(&r, o.seed ^ ((uint64_t)o.bs[bi] << 32) ^ (uint64_t)*tc);
+            for (int it = 0; it < o.inject; it++) {
+                int site = o.sites == 1 ? FAULT_SITE_OUTPUT
+                           : o.sites == 2 ? FAULT_SITE_INNER
+                           : (it & 1) ? FAULT_SITE_INNER : FAULT_SITE_OUTPUT;
+                if (inject_run(&o, &p, &cfg, plan, &r, site) && o.strict) {
+                    fprintf(stderr, "campaign: injection %d failed the strict checks\n", it);
+                    status = 1;
+                }
+            }
+            fflush(stdout);
+        }
+        free(p.a), free(p.b), free(p.c), free(p.cff);
+    }
+    free(ad);
+    free(bd);
+    return status;
+}
