@@ -1,0 +1,100 @@
+/* The GPU ABFT GEMM engine (issue 4): protected GEMM of device-resident operands around cuBLAS.
+ *
+ * C <- alpha * op(A) * op(B) + beta * C, column-major, op(A) m x k, op(B) k x n, all operands in
+ * device memory, types S and D. Checksums, thresholds (PEA "max p"), check, location, correction
+ * and block recomputation follow shared/design/method.md and use the per-element arithmetic of
+ * src/abft/abft_arith.h, the same the host engine uses.
+ *
+ * Loading and initialisation: nothing of CUDA or cuBLAS runs before the first call of a function
+ * here. The CUDA runtime is linked statically (it finds the driver with dlopen on its first call),
+ * cuBLAS is dlopen'ed (gpu_cublas.h): the library loads and works on machines with neither.
+ *
+ * Streams: all work is enqueued on the context's stream (and a forked helper stream joined back
+ * with events); a call returns without waiting for the GPU. Counters (blasft_get_stats) and events
+ * are delivered by a host function the stream runs when it reaches the end of the protected GEMM,
+ * so after cudaStreamSynchronize they are up to date. Events come from the CUDA callback thread,
+ * not from the caller's thread.
+ *
+ * Thread safety: a context is used by one thread at a time (one per thread or per stream). */
+#ifndef BLASFT_GPU_H
+#define BLASFT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" { /* the project's C headers have no guards of their own */
+#endif
+#include "blas_ft.h"
+#include "gemm.h"
+
+typedef struct blasft_gpu_ctx blasft_gpu_ctx;
+
+/* 1 if a CUDA device and cuBLAS are usable (initialises CUDA on the first call), else 0. */
+int blasft_gpu_available(void);
+
+/* A context bound to `stream` (a cudaStream_t; NULL: the legacy default stream) on the current
+ * device: two cuBLAS handles, a helper stream, events, pinned counters, the workspace (empty until
+ * the first GEMM or blasft_gpu_reserve). NULL if no GPU is usable. */
+blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream);
+void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx);
+void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream);
+
+/* Protection parameters of the GPU engine (from blasft_config, see blasft_gpu_params_from_cfg). */
+typedef struct blasft_gpu_params {
+    int block_size;         /* BS, 2..1024 */
+    int checksums;          /* 1: unweighted (single localization), 2: + weighted (extended) */
+    int weights;            /* BLASFT_W_* of the second checksum */
+    double omega;           /* PEA threshold factor */
+    int pea_p;              /* p of "PEA max p"; the GPU keeps at most 8 (fewer kept is a looser,
+                               still valid bound) */
+    blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
+    blasft_on_error on_error; /* what to do with a block that cannot be corrected */
+} blasft_gpu_params;
+
+void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
+
+/* One protected GEMM of device-resident operands. alpha and beta point to host memory
+ * (scalars_on_device = 0) or device memory (1), of the GEMM's type. */
+typedef struct blasft_gpu_gemm {
+    blasft_type type;   /* BLASFT_TYPE_S or BLASFT_TYPE_D */
+    char transa, transb;/* 'N', 'T' or 'C' */
+    int64_t m, n, k;
+    const void *alpha;
+    const void *a;
+    int64_t lda;
+    const void *b;
+    int64_t ldb;
+    const void *beta;
+    void *c;
+    int64_t ldc;
+    int scalars_on_device;
+    const char *routine; /* for events; NULL: "gpu_gemm" */
+} blasft_gpu_gemm;
+
+/* Enqueues the protected GEMM on the context's stream; no host synchronisation unless the
+ * workspace must grow (then the stream is synchronised once, outside any graph capture: call
+ * blasft_gpu_reserve before capturing). Returns 0; -1 for invalid arguments or an unsupported
+ * type (nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
+
+/* The plain cuBLAS GEMM through the context's handle (the benchmark's baseline). */
+int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g);
+
+/* Grows the workspace for GEMMs up to m x n x k of type t (and one old-C copy if keep_old_c). */
+int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
+                       const blasft_gpu_params *p, int keep_old_c);
+
+/* Bytes of device workspace the context holds now. */
+size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
+
+/* For the host dispatch (src/dispatch.c): runs a host-memory GEMM descriptor on the GPU (copies
+ * A, B, C to the device, protected GEMM, copies C back, synchronises), with a per-thread context.
+ * Returns 0, or -1 if it could not run there (no GPU, unsupported type, out of memory): then C is
+ * unchanged and the caller runs it on the host. */
+int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,561 @@
+/* Orchestration of the GPU ABFT GEMM (method.md 4): context-independent work (encoding A and B,
+ * "PEA max p" preprocessing) and the reference checksum GEMMs on a helper stream forked from the
+ * caller's stream, the main cuBLAS GEMM on the caller's stream, then one check over C; joined by
+ * events, no host synchronisation, outcomes delivered by a host function in stream order. */
+#include "blasft_gpu.h"
+#include "gpu_cublas.h"
+#include "gpu_kernels.h"
+
+extern "C" {
+#include "abft/abft_arith.h"
+#include "log.h"
+#include "report.h"
+}
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace {
+
+/* Calls that may be in flight on one context before enqueueing waits for the oldest. */
+constexpr int kSlots = 64;
+
+struct report_slot {
+    gk_counters c;             /* pinned: the device counters land here */
+    uint64_t checks;
+    char type;
+    const char *routine;
+    blasft_on_error on_error;
+    std::atomic<int> busy;
+};
+
+} // namespace
+
+struct blasft_gpu_ctx {
+    cudaStream_t s0, s1;
+    cublasHandle_t h0, h1;
+    cudaEvent_t ev_fork, ev_cold, ev_ref;
+    char *ws;         /* header (counters, block flags) then the per-call buffers */
+    size_t ws_bytes;
+    int64_t flag_cap; /* block flags in the header */
+    void *old_c;
+    size_t old_bytes;
+    report_slot *slots; /* pinned, kSlots */
+    int next_slot;
+};
+
+namespace {
+
+const blasft_cublas_api *cb;
+
+bool cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return true;
+    blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: %s", what, cudaGetErrorString(e));
+    return false;
+}
+bool blas_ok(cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return true;
+    blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: cuBLAS status %d", what, (int)s);
+    return false;
+}
+
+size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* The per-call buffers, carved from the workspace after the header. */
+struct layout {
+    size_t AcsT, Bcs, Ccs_ref, Crs_ref, Ccs_rec, Crs_rec, Ccs_eps, Crs_eps;
+    size_t tA_v, tA_p, tB_v, tB_p, tAc_v, tAc_p, tBc_v, tBc_p, sc_v, sc_p, list, end;
+};
+
+size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + align_up(flag_cap * 4); }
+
+layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap)
+{
+    int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    int64_t sc = gk_topp_scratch(m, k);
+    int64_t sc_b = gk_topp_scratch(n, k);
+    if (sc_b > sc)
+        sc = sc_b;
+    layout L;
+    size_t o = header_bytes(flag_cap);
+    auto take = [&](size_t bytes) { size_t at = o; o += align_up(bytes); return at; };
+    L.AcsT = take(ts * k * r * mb);
+    L.Bcs = take(ts * k * r * nb);
+    L.Ccs_ref = take(ts * r * mb * n);
+    L.Crs_ref = take(ts * m * r * nb);
+    L.Ccs_rec = take(8 * r * mb * n);
+    L.Crs_rec = take(8 * m * r * nb);
+    L.Ccs_eps = take(8 * r * mb * n);
+    L.Crs_eps = take(8 * m * r * nb);
+    L.tA_v = take(8 * m * GK_PMAX);
+    L.tA_p = take(4 * m * GK_PMAX);
+    L.tB_v = take(8 * n * GK_PMAX);
+    L.tB_p = take(4 * n * GK_PMAX);
+    L.tAc_v = take(8 * r * mb * GK_PMAX);
+    L.tAc_p = take(4 * r * mb * GK_PMAX);
+    L.tBc_v = take(8 * r * nb * GK_PMAX);
+    L.tBc_p = take(4 * r * nb * GK_PMAX);
+    L.sc_v = take(8 * sc);
+    L.sc_p = take(4 * sc);
+    L.list = take(4 * mb * nb);
+    L.end = o;
+    return L;
+}
+
+int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r)
+{
+    int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    int64_t flag_cap = mb * nb > ctx->flag_cap ? mb * nb : ctx->flag_cap;
+    size_t need = plan(ts, m, n, k, bs, r, flag_cap).end;
+    if (need <= ctx->ws_bytes && flag_cap == ctx->flag_cap)
+        return 0;
+    /* growing frees memory the stream may still use: the one synchronisation, off the hot path */
+    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+        return -2;
+    if (ctx->ws)
+        cudaFree(ctx->ws);
+    ctx->ws = nullptr;
+    ctx->ws_bytes = 0;
+    if (!cuda_ok(cudaMalloc((void **)&ctx->ws, need), "cudaMalloc(workspace)"))
+        return -2;
+    if (!cuda_ok(cudaMemset(ctx->ws, 0, header_bytes(flag_cap)), "cudaMemset"))
+        return -2;
+    ctx->ws_bytes = need;
+    ctx->flag_cap = flag_cap;
+    return 0;
+}
+
+int ensure_old(blasft_gpu_ctx *ctx, size_t bytes)
+{
+    if (bytes <= ctx->old_bytes)
+        return 0;
+    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
+        return -2;
+    if (ctx->old_c)
+        cudaFree(ctx->old_c);
+    ctx->old_c = nullptr;
+    ctx->old_bytes = 0;
+    if (!cuda_ok(cudaMalloc(&ctx->old_c, bytes), "cudaMalloc(old C)"))
+        return -2;
+    ctx->old_bytes = bytes;
+    return 0;
+}
+
+void CUDART_CB deliver(void *arg)
+{
+    report_slot *s = (report_slot *)arg;
+    const gk_counters &c = s->c;
+    blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
+    blasft_stat_add(BLASFT_STAT_CHECKS, s->checks);
+    blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, c.detected);
+    blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, c.corrected);
+    blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, c.recomputed);
+    blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, c.uncorrectable);
+    blasft_stat_add(BLASFT_STAT_ENCODER_FAULTS, c.encoder_faults);
+    unsigned int nrec = c.nrec < GK_MAX_RECORDS ? c.nrec : GK_MAX_RECORDS;
+    for (unsigned int i = 0; i < nrec; i++) {
+        const gk_record &r = c.rec[i];
+        blasft_event ev;
+        memset(&ev, 0, sizeof ev);
+        static const blasft_event_kind kinds[] = {BLASFT_EVENT_CORRECTED, BLASFT_EVENT_RECOMPUTED,
+                                                  BLASFT_EVENT_DETECTED, BLASFT_EVENT_UNCORRECTABLE};
+        static const char *const actions[] = {"corrected", "recomputed", "reported", "reported"};
+        ev.kind = kinds[r.kind];
+        ev.routine = s->routine;
+        ev.type = s->type;
+        ev.block_row = r.block_row;
+        ev.block_col = r.block_col;
+        ev.row = r.row;
+        ev.col = r.col;
+        ev.syndrome = r.syndrome < 0 ? -r.syndrome : r.syndrome;
+        ev.threshold = r.threshold;
+        ev.action = actions[r.kind];
+        blasft_event_emit(&ev);
+    }
+    bool abort_now = s->on_error == BLASFT_ON_ERROR_ABORT && c.uncorrectable > 0;
+    s->busy.store(0, std::memory_order_release);
+    if (abort_now) {
+        blasft_log(BLASFT_LOG_ERROR, "GPU %s: uncorrectable error, aborting (BLASFT_ON_ERROR=abort)",
+                   s->routine);
+        abort();
+    }
+}
+
+cublasOperation_t op_of(char t) { return t == 'N' || t == 'n' ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+template <typename T>
+cublasStatus_t xgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                     int64_t n, int64_t k, const T *alpha, const T *A, int64_t lda, const T *B,
+                     int64_t ldb, const T *beta, T *C, int64_t ldc);
+template <>
+cublasStatus_t xgemm<float>(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                            int64_t m, int64_t n, int64_t k, const float *alpha, const float *A,
+                            int64_t lda, const float *B, int64_t ldb, const float *beta, float *C,
+                            int64_t ldc)
+{
+    return cb->sgemm(h, ta, tb, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C,
+                     (int)ldc);
+}
+template <>
+cublasStatus_t xgemm<double>(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                             int64_t m, int64_t n, int64_t k, const double *alpha,
+                             const double *A, int64_t lda, const double *B, int64_t ldb,
+                             const double *beta, double *C, int64_t ldc)
+{
+    return cb->dgemm(h, ta, tb, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C,
+                     (int)ldc);
+}
+
+int set_mode(blasft_gpu_ctx *ctx, int on_device)
+{
+    cublasPointerMode_t pm = on_device ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST;
+    return blas_ok(cb->set_pointer_mode(ctx->h0, pm), "cublasSetPointerMode") &&
+                   blas_ok(cb->set_pointer_mode(ctx->h1, pm), "cublasSetPointerMode")
+               ? 0
+               : -2;
+}
+
+template <typename T> int plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
+{
+    if (set_mode(ctx, g->scalars_on_device))
+        return -2;
+    return blas_ok(xgemm<T>(ctx->h0, op_of(g->transa), op_of(g->transb), g->m, g->n, g->k,
+                            (const T *)g->alpha, (const T *)g->a, g->lda, (const T *)g->b, g->ldb,
+                            (const T *)g->beta, (T *)g->c, g->ldc),
+                   "cublas gemm")
+               ? 0
+               : -2;
+}
+
+template <typename T>
+int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    const int64_t m = g->m, n = g->n, k = g->k;
+    const int bs = p->block_size, r = p->checksums;
+    const int pp = p->pea_p < GK_PMAX ? p->pea_p : GK_PMAX;
+    const bool on_dev = g->scalars_on_device != 0;
+    const T beta_h = on_dev ? (T)0 : *(const T *)g->beta;
+    const bool need_cold = on_dev || beta_h != (T)0;
+    const bool keep_old = need_cold && p->mode == BLASFT_MODE_CORRECT &&
+                          p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    const char ta = op_of(g->transa) == CUBLAS_OP_N ? 'N' : 'T';
+    const char tb = op_of(g->transb) == CUBLAS_OP_N ? 'N' : 'T';
+    int rc = ensure_ws(ctx, sizeof(T), m, n, k, bs, r);
+    if (rc)
+        return rc;
+    if (keep_old && (rc = ensure_old(ctx, sizeof(T) * m * n)))
+        return rc;
+    if (set_mode(ctx, on_dev))
+        return -2;
+
+    /* a free report slot; if every one is still in flight, wait for the oldest */
+    report_slot *slot = &ctx->slots[ctx->next_slot];
+    ctx->next_slot = (ctx->next_slot + 1) % kSlots;
+    if (slot->busy.load(std::memory_order_acquire)) {
+        if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
+            return -2;
+    }
+
+    const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    layout L = plan(sizeof(T), m, n, k, bs, r, ctx->flag_cap);
+    char *w = ctx->ws;
+    gk_gemm<T> kg;
+    memset(&kg, 0, sizeof kg);
+    kg.m = m; kg.n = n; kg.k = k; kg.mb = mb; kg.nb = nb;
+    kg.ta = ta; kg.tb = tb;
+    kg.A = (const T *)g->a; kg.lda = g->lda;
+    kg.B = (const T *)g->b; kg.ldb = g->ldb;
+    kg.C = (T *)g->c; kg.ldc = g->ldc;
+    if (on_dev) {
+        kg.alpha_p = (const T *)g->alpha;
+        kg.beta_p = (const T *)g->beta;
+    } else {
+        kg.alpha_v = *(const T *)g->alpha;
+        kg.beta_v = beta_h;
+    }
+    kg.Cold = keep_old ? (const T *)ctx->old_c : nullptr;
+    kg.ldcold = m;
+    kg.bs = bs; kg.r = r; kg.wscheme = p->weights; kg.p = pp; kg.omega = p->omega;
+    kg.correct = p->mode == BLASFT_MODE_CORRECT;
+    kg.recompute = p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    kg.AcsT = (T *)(w + L.AcsT); kg.Bcs = (T *)(w + L.Bcs);
+    kg.Ccs_ref = (T *)(w + L.Ccs_ref); kg.Crs_ref = (T *)(w + L.Crs_ref);
+    kg.Ccs_rec = (double *)(w + L.Ccs_rec); kg.Crs_rec = (double *)(w + L.Crs_rec);
+    kg.Ccs_eps = (double *)(w + L.Ccs_eps); kg.Crs_eps = (double *)(w + L.Crs_eps);
+    kg.tA = {(double *)(w + L.tA_v), (int *)(w + L.tA_p)};
+    kg.tB = {(double *)(w + L.tB_v), (int *)(w + L.tB_p)};
+    kg.tAc = {(double *)(w + L.tAc_v), (int *)(w + L.tAc_p)};
+    kg.tBc = {(double *)(w + L.tBc_v), (int *)(w + L.tBc_p)};
+    gk_topp scratch = {(double *)(w + L.sc_v), (int *)(w + L.sc_p)};
+    kg.cnt = (gk_counters *)w;
+    kg.tile_flag = (int *)(w + align_up(sizeof(gk_counters)));
+    kg.tile_list = (int *)(w + L.list);
+
+    cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
+    const int ws = p->weights;
+    cudaMemsetAsync(kg.cnt, 0, sizeof(gk_counters), s0);
+
+    /* fork: context-independent work on s1 */
+    cudaEventRecord(ctx->ev_fork, s0);
+    cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+    gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k, kg.cnt, s1);
+    gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k, kg.cnt, s1);
+    gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
+    gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
+    gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
+    gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
+
+    /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
+    if (need_cold) {
+        gk_encode<T, T>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_ref, r * mb, 1, kg.cnt, s0);
+        gk_encode<T, T>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m, kg.cnt, s0);
+        if (keep_old)
+            cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
+                              cudaMemcpyDeviceToDevice, s0);
+        cudaEventRecord(ctx->ev_cold, s0);
+        cudaStreamWaitEvent(s1, ctx->ev_cold, 0);
+    }
+
+    if (!blas_ok(xgemm<T>(ctx->h0, op_of(ta), op_of(tb), m, n, k, (const T *)g->alpha, kg.A,
+                          g->lda, kg.B, g->ldb, (const T *)g->beta, kg.C, g->ldc),
+                 "cublas gemm"))
+        return -2;
+
+    /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
+    static const T zero = 0;
+    const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
+    if (!blas_ok(xgemm<T>(ctx->h1, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
+                          kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
+                 "cublas gemm (column checksums)") ||
+        !blas_ok(xgemm<T>(ctx->h1, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha, kg.A,
+                          g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
+                 "cublas gemm (row checksums)"))
+        return -2;
+    cudaEventRecord(ctx->ev_ref, s1);
+
+    /* the check: checksums of the new C, then compare / locate / correct */
+    gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_rec, r * mb, 1, kg.cnt, s0);
+    gk_encode<T, double>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_rec, 1, m, kg.cnt, s0);
+    cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
+    gk_check<T>(kg, s0);
+
+    slot->busy.store(1, std::memory_order_relaxed);
+    slot->checks = (uint64_t)(r * mb * n + m * r * nb);
+    slot->type = g->type == BLASFT_TYPE_S ? 'S' : 'D';
+    slot->routine = g->routine ? g->routine : "gpu_gemm";
+    slot->on_error = p->on_error;
+    cudaMemcpyAsync(&slot->c, kg.cnt, sizeof(gk_counters), cudaMemcpyDeviceToHost, s0);
+    if (!cuda_ok(cudaLaunchHostFunc(s0, deliver, slot), "cudaLaunchHostFunc"))
+        return -2;
+    return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
+}
+
+int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    if (g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D)
+        return -1;
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX)
+        return -1;
+    int64_t ar = op_of(g->transa) == CUBLAS_OP_N ? g->m : g->k;
+    int64_t br = op_of(g->transb) == CUBLAS_OP_N ? g->k : g->n;
+    if (g->lda < (ar > 1 ? ar : 1) || g->ldb < (br > 1 ? br : 1) ||
+        g->ldc < (g->m > 1 ? g->m : 1))
+        return -1;
+    if (p && (p->block_size < 2 || p->block_size > 1024 || p->checksums < 1 || p->checksums > 2))
+        return -1;
+    return 0;
+}
+
+std::once_flag avail_once;
+int avail;
+
+} // namespace
+
+extern "C" {
+
+int blasft_gpu_available(void)
+{
+    std::call_once(avail_once, [] {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+            blasft_log(BLASFT_LOG_INFO, "no CUDA device: GPU path disabled");
+            return;
+        }
+        cb = blasft_cublas();
+        avail = cb != nullptr;
+    });
+    return avail;
+}
+
+void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
+{
+    p->block_size = cfg->block_size;
+    p->checksums = cfg->checksums;
+    p->weights = (int)cfg->weights;
+    p->omega = cfg->omega;
+    p->pea_p = cfg->pea_p;
+    p->mode = cfg->mode;
+    p->on_error = cfg->on_error;
+}
+
+blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
+{
+    if (!blasft_gpu_available())
+        return nullptr;
+    blasft_gpu_ctx *ctx = (blasft_gpu_ctx *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        return nullptr;
+    ctx->s0 = (cudaStream_t)stream;
+    bool ok = cuda_ok(cudaStreamCreateWithFlags(&ctx->s1, cudaStreamNonBlocking), "stream") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_cold, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_ref, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaHostAlloc((void **)&ctx->slots, sizeof(report_slot) * kSlots,
+                                    cudaHostAllocDefault),
+                      "cudaHostAlloc") &&
+              blas_ok(cb->create(&ctx->h0), "cublasCreate") &&
+              blas_ok(cb->create(&ctx->h1), "cublasCreate") &&
+              blas_ok(cb->set_stream(ctx->h0, ctx->s0), "cublasSetStream") &&
+              blas_ok(cb->set_stream(ctx->h1, ctx->s1), "cublasSetStream");
+    if (ctx->slots)
+        for (int i = 0; i < kSlots; i++)
+            new (&ctx->slots[i].busy) std::atomic<int>(0);
+    if (!ok) {
+        blasft_gpu_ctx_destroy(ctx);
+        return nullptr;
+    }
+    return ctx;
+}
+
+void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->s0 || ctx->s1) {
+        cudaStreamSynchronize(ctx->s0);
+        if (ctx->s1)
+            cudaStreamSynchronize(ctx->s1);
+    }
+    if (ctx->h0)
+        cb->destroy(ctx->h0);
+    if (ctx->h1)
+        cb->destroy(ctx->h1);
+    if (ctx->s1)
+        cudaStreamDestroy(ctx->s1);
+    if (ctx->ev_fork)
+        cudaEventDestroy(ctx->ev_fork);
+    if (ctx->ev_cold)
+        cudaEventDestroy(ctx->ev_cold);
+    if (ctx->ev_ref)
+        cudaEventDestroy(ctx->ev_ref);
+    if (ctx->slots)
+        cudaFreeHost(ctx->slots);
+    if (ctx->ws)
+        cudaFree(ctx->ws);
+    if (ctx->old_c)
+        cudaFree(ctx->old_c);
+    free(ctx);
+}
+
+void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream)
+{
+    ctx->s0 = (cudaStream_t)stream;
+    cb->set_stream(ctx->h0, ctx->s0);
+}
+
+size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx) { return ctx->ws_bytes + ctx->old_bytes; }
+
+int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
+                       const blasft_gpu_params *p, int keep_old_c)
+{
+    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    int rc = ensure_ws(ctx, ts, m, n, k, p->block_size, p->checksums);
+    if (!rc && keep_old_c)
+        rc = ensure_old(ctx, ts * m * n);
+    return rc;
+}
+
+int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
+{
+    if (check_args(g, nullptr))
+        return -1;
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    return g->type == BLASFT_TYPE_S ? plain<float>(ctx, g) : plain<double>(ctx, g);
+}
+
+int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    if (check_args(g, p))
+        return -1;
+    if (g->m == 0 || g->n == 0)
+        return 0;
+    if (g->k == 0 || p->mode == BLASFT_MODE_OFF) {
+        /* nothing to protect (C = beta C) or protection off */
+        blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+        return blasft_gpu_gemm_plain(ctx, g);
+    }
+    return g->type == BLASFT_TYPE_S ? protected_gemm<float>(ctx, g, p)
+                                    : protected_gemm<double>(ctx, g, p);
+}
+
+int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
+{
+    if ((g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D) || !blasft_gpu_available())
+        return -1;
+    static thread_local blasft_gpu_ctx *ctx;
+    if (!ctx && !(ctx = blasft_gpu_ctx_create(nullptr)))
+        return -1;
+    size_t ts = g->type == BLASFT_TYPE_S ? 4 : 8;
+    int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
+    int64_t br = blasft_gemm_b_rows(g), bc = blasft_gemm_b_cols(g);
+    void *dA = nullptr, *dB = nullptr, *dC = nullptr;
+    int rc = -1;
+    if (cudaMalloc(&dA, ts * (ar > 0 ? ar : 1) * (ac > 0 ? ac : 1)) != cudaSuccess ||
+        cudaMalloc(&dB, ts * (br > 0 ? br : 1) * (bc > 0 ? bc : 1)) != cudaSuccess ||
+        cudaMalloc(&dC, ts * (g->m > 0 ? g->m : 1) * (g->n > 0 ? g->n : 1)) != cudaSuccess)
+        goto out;
+    if (cudaMemcpy2D(dA, ts * ar, g->a, ts * g->lda, ts * ar, ac, cudaMemcpyHostToDevice) ||
+        cudaMemcpy2D(dB, ts * br, g->b, ts * g->ldb, ts * br, bc, cudaMemcpyHostToDevice) ||
+        cudaMemcpy2D(dC, ts * g->m, g->c, ts * g->ldc, ts * g->m, g->n, cudaMemcpyHostToDevice))
+        goto out;
+    {
+        float af = (float)g->alpha[0], bf = (float)g->beta[0];
+        blasft_gpu_gemm dg;
+        dg.type = g->type;
+        dg.transa = g->transa;
+        dg.transb = g->transb;
+        dg.m = g->m; dg.n = g->n; dg.k = g->k;
+        dg.alpha = g->type == BLASFT_TYPE_S ? (const void *)&af : (const void *)&g->alpha[0];
+        dg.beta = g->type == BLASFT_TYPE_S ? (const void *)&bf : (const void *)&g->beta[0];
+        dg.a = dA; dg.lda = ar > 1 ? ar : 1;
+        dg.b = dB; dg.ldb = br > 1 ? br : 1;
+        dg.c = dC; dg.ldc = g->m > 1 ? g->m : 1;
+        dg.scalars_on_device = 0;
+        dg.routine = g->routine;
+        blasft_gpu_params p;
+        blasft_gpu_params_from_cfg(&p, cfg);
+        if (blasft_gpu_gemm_run(ctx, &dg, &p) != 0)
+            goto out;
+        if (cudaMemcpy2DAsync(g->c, ts * g->ldc, dC, ts * g->m, ts * g->m, g->n,
+                              cudaMemcpyDeviceToHost, nullptr) != cudaSuccess ||
+            cudaStreamSynchronize(nullptr) != cudaSuccess)
+            goto out;
+        rc = 0;
+    }
+out:
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    return rc;
+}
+
+} // extern "C"

@@ -1,0 +1,548 @@
+/* GPU ABFT kernels: encoding, "PEA max p" preprocessing, check / locate / correct / recompute.
+ * Every formula comes from src/abft/abft_arith.h, shared with the host engine. */
+#include "gpu_kernels.h"
+
+extern "C" {
+#include "abft/abft_arith.h"
+}
+
+#include <math.h>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T> struct mant;
+template <> struct mant<float> { static constexpr int t = BLASFT_T_FLOAT; };
+template <> struct mant<double> { static constexpr int t = BLASFT_T_DOUBLE; };
+
+/* Scheme of checksum w: w = 0 is the unweighted one. */
+__device__ __forceinline__ double weight_of(int w, int wscheme, int i, int bs)
+{
+    return w == 0 ? 1.0 : blasft_weight(wscheme, i, bs);
+}
+
+__device__ __forceinline__ void csum_merge(blasft_csum *a, const blasft_csum &b)
+{
+    blasft_csum_add(a, b.s);
+    blasft_csum_add(a, b.c);
+}
+
+/* Shuffle-reduces the compensated sums over the 16 lane pairs of a warp (xor 2..16 keeps both
+ * lanes of a pair on identical operands), then compares the pair (xor 1). Returns the value;
+ * *bad is set where the pair disagreed. */
+__device__ __forceinline__ double pair_reduce(blasft_csum acc, bool reduce, bool *bad)
+{
+    if (reduce) {
+        for (int off = 2; off < 32; off <<= 1) {
+            blasft_csum o;
+            o.s = __shfl_xor_sync(0xffffffffu, acc.s, off);
+            o.c = __shfl_xor_sync(0xffffffffu, acc.c, off);
+            csum_merge(&acc, o);
+        }
+    }
+    double v = blasft_csum_value(&acc);
+    double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+    *bad = !(v == twin) && !(v != v && twin != twin);
+    return v;
+}
+
+template <typename O> __device__ __forceinline__ O to_out(double v) { return (O)v; }
+
+/* One warp per (block b, index l); lanes 2q and 2q+1 both sum positions q, q+16, ... */
+template <typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
+              int64_t out_l, int64_t out_v, int64_t nblk, gk_counters *cnt)
+{
+    int64_t gw = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
+    if (gw >= nblk * L)
+        return; /* whole warp leaves together */
+    int lane = threadIdx.x & 31;
+    int64_t b = gw % nblk, l = gw / nblk;
+    int64_t s0 = b * bs;
+    int len = (int)(S - s0 < bs ? S - s0 : bs);
+    const T *col = X + s0 + l * ld;
+    blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    for (int s = lane >> 1; s < len; s += 16) {
+        double x = (double)col[s];
+        blasft_csum_add(&acc[0], x);
+        if (r > 1)
+            blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
+    }
+    for (int w = 0; w < r; w++) {
+        bool bad;
+        double v = pair_reduce(acc[w], true, &bad);
+        if (lane == 0) {
+            if (bad) {
+                atomicAdd(&cnt->encoder_faults, 1ull);
+                v = nan("");
+            }
+            out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
+        }
+    }
+}
+
+/* Lane pairs per index l (coalesced along l), summing the block's positions s sequentially. */
+template <typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
+               int64_t out_l, int64_t out_v, gk_counters *cnt)
+{
+    int64_t l = (int64_t)blockIdx.x * (kThreads / 2) + threadIdx.x / 2;
+    int64_t b = blockIdx.y;
+    int64_t s0 = b * bs;
+    int len = (int)(S - s0 < bs ? S - s0 : bs);
+    bool live = l < L;
+    blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    if (live) {
+        const T *p = X + l + s0 * ld;
+        int s = 0;
+        /* four loads in flight before their use */
+        for (; s + 4 <= len; s += 4) {
+            double x0 = (double)p[(s + 0) * ld], x1 = (double)p[(s + 1) * ld];
+            double x2 = (double)p[(s + 2) * ld], x3 = (double)p[(s + 3) * ld];
+            blasft_csum_add(&acc[0], x0);
+            blasft_csum_add(&acc[0], x1);
+            blasft_csum_add(&acc[0], x2);
+            blasft_csum_add(&acc[0], x3);
+            if (r > 1) {
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 0, bs) * x0);
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 1, bs) * x1);
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 2, bs) * x2);
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 3, bs) * x3);
+            }
+        }
+        for (; s < len; s++) {
+            double x = (double)p[s * ld];
+            blasft_csum_add(&acc[0], x);
+            if (r > 1)
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
+        }
+    }
+    for (int w = 0; w < r; w++) {
+        bool bad;
+        double v = pair_reduce(acc[w], false, &bad);
+        if (live && (threadIdx.x & 1) == 0) {
+            if (bad) {
+                atomicAdd(&cnt->encoder_faults, 1ull);
+                v = nan("");
+            }
+            out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
+        }
+    }
+}
+
+__device__ __forceinline__ void topp_store(gk_topp out, int64_t v, const double *vals,
+                                           const int64_t *pos, int n, int p)
+{
+    for (int i = 0; i < p; i++) {
+        out.val[v * GK_PMAX + i] = i < n ? vals[i] : 0.0;
+        out.pos[v * GK_PMAX + i] = i < n ? (int)pos[i] : -1;
+    }
+}
+
+/* One warp per contiguous vector: per-lane lists, then p rounds of a warp arg-max. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp out)
+{
+    int64_t v = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
+    if (v >= V)
+        return;
+    int lane = threadIdx.x & 31;
+    double vals[GK_PMAX];
+    int64_t pos[GK_PMAX];
+    int n = 0;
+    const T *x = X + v * ld;
+    for (int64_t l = lane; l < L; l += 32)
+        n = blasft_topp_insert(vals, pos, n, p, fabs((double)x[l]), l);
+    double rv[GK_PMAX];
+    int64_t rp[GK_PMAX];
+    int head = 0, got = 0;
+    for (int round = 0; round < p; round++) {
+        double cv = head < n ? vals[head] : -1.0;
+        long long cp = head < n ? (long long)pos[head] : -1;
+        int who = lane;
+        for (int off = 16; off > 0; off >>= 1) {
+            double ov = __shfl_xor_sync(0xffffffffu, cv, off);
+            long long op = __shfl_xor_sync(0xffffffffu, cp, off);
+            int ow = __shfl_xor_sync(0xffffffffu, who, off);
+            if (ov > cv || (ov == cv && ow < who)) {
+                cv = ov;
+                cp = op;
+                who = ow;
+            }
+        }
+        if (cv < 0.0)
+            break;
+        if (who == lane)
+            head++;
+        rv[got] = cv;
+        rp[got] = cp;
+        got++;
+    }
+    if (lane == 0)
+        topp_store(out, v, rv, rp, got, p);
+}
+
+/* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk, gk_topp part)
+{
+    int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (v >= V)
+        return;
+    int64_t c = blockIdx.y, l0 = c * chunk, l1 = l0 + chunk < L ? l0 + chunk : L;
+    double vals[GK_PMAX];
+    int64_t pos[GK_PMAX];
+    int n = 0;
+    for (int64_t l = l0; l < l1; l++)
+        n = blasft_topp_insert(vals, pos, n, p, fabs((double)X[v + l * ld]), l);
+    topp_store(part, c * V + v, vals, pos, n, p);
+}
+
+__global__ void __launch_bounds__(kThreads)
+topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
+{
+    int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (v >= V)
+        return;
+    double vals[GK_PMAX];
+    int64_t pos[GK_PMAX];
+    int n = 0;
+    for (int64_t c = 0; c < nchunk; c++)
+        for (int i = 0; i < p; i++) {
+            int64_t e = (c * V + v) * GK_PMAX + i;
+            if (part.pos[e] >= 0)
+                n = blasft_topp_insert(vals, pos, n, p, part.val[e], part.pos[e]);
+        }
+    topp_store(out, v, vals, pos, n, p);
+}
+
+template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
+{
+    return g.alpha_p ? *g.alpha_p : g.alpha_v;
+}
+template <typename T> __device__ __forceinline__ T beta_of(const gk_gemm<T> &g)
+{
+    return g.beta_p ? *g.beta_p : g.beta_v;
+}
+
+/* PEA threshold of one reference checksum element from the two top-p lists (method.md 2). */
+template <typename T>
+__device__ double pea_eps(const gk_gemm<T> &g, gk_topp ta, int64_t va, gk_topp tb, int64_t vb,
+                          double ref)
+{
+    double av[GK_PMAX], bv[GK_PMAX];
+    int64_t ap[GK_PMAX], bp[GK_PMAX];
+    int na = 0, nb = 0;
+    for (int i = 0; i < g.p; i++) {
+        if (ta.pos[va * GK_PMAX + i] >= 0) {
+            av[na] = ta.val[va * GK_PMAX + i];
+            ap[na++] = ta.pos[va * GK_PMAX + i];
+        }
+        if (tb.pos[vb * GK_PMAX + i] >= 0) {
+            bv[nb] = tb.val[vb * GK_PMAX + i];
+            bp[nb++] = tb.pos[vb * GK_PMAX + i];
+        }
+    }
+    int full = g.k <= g.p;
+    double y = blasft_pea_y(av, ap, na, full, bv, bp, nb, full);
+    double sigma = blasft_pea_sigma((double)g.k, y, mant<T>::t, 1);
+    double aa = fabs((double)alpha_of(g));
+    return blasft_pea_eps(g.omega, aa, sigma * sigma, blasft_blas_var_add(ref, mant<T>::t));
+}
+
+__device__ __forceinline__ bool over(double ref, double rec, double eps)
+{
+    return !(fabs(ref - rec) <= eps); /* NaN flags too */
+}
+
+/* One thread per checksum element, both sides; a flagged element lists its block once. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
+{
+    int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    int64_t ncol = g.r * g.mb * g.n, nrow = g.m * g.r * g.nb;
+    int64_t I, J;
+    bool flag;
+    if (e < ncol) {
+        int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb);
+        double ref = (double)g.Ccs_ref[e], rec = g.Ccs_rec[e];
+        double eps = pea_eps(g, g.tAc, u, g.tB, j, ref);
+        g.Ccs_eps[e] = eps;
+        flag = over(ref, rec, eps);
+        I = u / g.r;
+        J = j / g.bs;
+    } else if (e < ncol + nrow) {
+        e -= ncol;
+        int64_t i = e % g.m, v = e / g.m;
+        double ref = (double)g.Crs_ref[e], rec = g.Crs_rec[e];
+        double eps = pea_eps(g, g.tA, i, g.tBc, v, ref);
+        g.Crs_eps[e] = eps;
+        flag = over(ref, rec, eps);
+        I = i / g.bs;
+        J = v / g.r;
+    } else {
+        return;
+    }
+    if (flag && atomicExch(&g.tile_flag[I + J * g.mb], 1) == 0)
+        g.tile_list[atomicAdd(&g.cnt->tile_count, 1u)] = (int)(I + J * g.mb);
+}
+
+template <typename T> __device__ __forceinline__ T opA(const gk_gemm<T> &g, int64_t i, int64_t l)
+{
+    return g.ta == 'N' ? g.A[i + l * g.lda] : g.A[l + i * g.lda];
+}
+template <typename T> __device__ __forceinline__ T opB(const gk_gemm<T> &g, int64_t l, int64_t j)
+{
+    return g.tb == 'N' ? g.B[l + j * g.ldb] : g.B[j + l * g.ldb];
+}
+
+/* alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j), the dot product in double. */
+template <typename T> __device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j)
+{
+    double d = 0.0;
+    for (int64_t l = 0; l < g.k; l++)
+        d = fma((double)opA(g, i, l), (double)opB(g, l, j), d);
+    T beta = beta_of(g);
+    double c = (double)alpha_of(g) * d;
+    if (beta != (T)0)
+        c += (double)beta * (double)g.Cold[i + j * g.ldcold];
+    return (T)c;
+}
+
+__device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int64_t i, int64_t j,
+                           double s, double eps)
+{
+    unsigned int at = atomicAdd(&cnt->nrec, 1u);
+    if (at < GK_MAX_RECORDS) {
+        gk_record *r = &cnt->rec[at];
+        r->kind = kind;
+        r->block_row = I;
+        r->block_col = J;
+        r->row = i;
+        r->col = j;
+        r->syndrome = s;
+        r->threshold = eps;
+    }
+}
+
+/* Flagged checks of one block: rows (side 1) and columns (side 0) with their unweighted and
+ * weighted syndromes and unweighted threshold. */
+struct flagged {
+    int idx;
+    double su, sw, eps;
+    int loc; /* located position on the other side, -1 if none */
+};
+
+constexpr int kMaxFlagged = 64; /* more flagged checks in one block: recompute it */
+
+/* One CUDA block per flagged tile: collect, locate (single or extended), correct or recompute. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
+{
+    __shared__ flagged rows[kMaxFlagged], cols[kMaxFlagged];
+    __shared__ int nr, nc, action; /* action: 0 nothing more, 1 recompute block */
+    unsigned int ntiles = g.cnt->tile_count;
+    for (unsigned int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        int tile = g.tile_list[t];
+        int64_t I = tile % g.mb, J = tile / g.mb;
+        int64_t i0 = I * g.bs, j0 = J * g.bs;
+        int rows_t = (int)(g.m - i0 < g.bs ? g.m - i0 : g.bs);
+        int cols_t = (int)(g.n - j0 < g.bs ? g.n - j0 : g.bs);
+        if (threadIdx.x == 0) {
+            nr = nc = 0;
+            action = 0;
+        }
+        __syncthreads();
+        for (int ii = threadIdx.x; ii < rows_t; ii += blockDim.x) {
+            int64_t e0 = (i0 + ii) + (J * g.r) * g.m;
+            double su = (double)g.Crs_ref[e0] - g.Crs_rec[e0], sw = 0.0;
+            bool f = over((double)g.Crs_ref[e0], g.Crs_rec[e0], g.Crs_eps[e0]);
+            if (g.r > 1) {
+                int64_t e1 = e0 + g.m;
+                sw = (double)g.Crs_ref[e1] - g.Crs_rec[e1];
+                f = f || over((double)g.Crs_ref[e1], g.Crs_rec[e1], g.Crs_eps[e1]);
+            }
+            if (f) {
+                int at = atomicAdd(&nr, 1);
+                if (at < kMaxFlagged)
+                    rows[at] = flagged{ii, su, sw, g.Crs_eps[e0], -1};
+            }
+        }
+        for (int jj = threadIdx.x; jj < cols_t; jj += blockDim.x) {
+            int64_t e0 = I * g.r + (j0 + jj) * (g.r * g.mb);
+            double su = (double)g.Ccs_ref[e0] - g.Ccs_rec[e0], sw = 0.0;
+            bool f = over((double)g.Ccs_ref[e0], g.Ccs_rec[e0], g.Ccs_eps[e0]);
+            if (g.r > 1) {
+                int64_t e1 = e0 + 1;
+                sw = (double)g.Ccs_ref[e1] - g.Ccs_rec[e1];
+                f = f || over((double)g.Ccs_ref[e1], g.Ccs_rec[e1], g.Ccs_eps[e1]);
+            }
+            if (f) {
+                int at = atomicAdd(&nc, 1);
+                if (at < kMaxFlagged)
+                    cols[at] = flagged{jj, su, sw, g.Ccs_eps[e0], -1};
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int n_r = nr, n_c = nc;
+            atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+            bool ok = n_r <= kMaxFlagged && n_c <= kMaxFlagged && (n_r > 0 || n_c > 0);
+            if (ok && g.r == 1) {
+                /* single localization: one row and one column */
+                ok = n_r == 1 && n_c == 1;
+                if (ok) {
+                    rows[0].loc = cols[0].idx;
+                    cols[0].loc = rows[0].idx;
+                }
+            } else if (ok) {
+                /* extended localization: every flagged vector locates its element, and the
+                 * two sides agree where both flagged (F2) or only one side saw it (F1) */
+                for (int a = 0; a < n_r && ok; a++) {
+                    rows[a].loc = blasft_locate(g.wscheme, rows[a].su, rows[a].sw, cols_t, g.bs);
+                    ok = rows[a].loc >= 0;
+                }
+                for (int b = 0; b < n_c && ok; b++) {
+                    cols[b].loc = blasft_locate(g.wscheme, cols[b].su, cols[b].sw, rows_t, g.bs);
+                    ok = cols[b].loc >= 0;
+                }
+                for (int a = 0; a < n_r && ok; a++)
+                    for (int b = 0; b < n_c && ok; b++) {
+                        bool same_col = cols[b].idx == rows[a].loc;
+                        bool same_row = rows[a].idx == cols[b].loc;
+                        if (same_col != same_row)
+                            ok = false; /* not 1-to-1 */
+                        else if (same_col &&
+                                 !(fabs(rows[a].su - cols[b].su) <= rows[a].eps + cols[b].eps))
+                            ok = false; /* the two syndromes of one element disagree */
+                    }
+            }
+            if (!g.correct) {
+                atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
+                add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
+                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+            } else if (ok) {
+                /* corrections: every flagged row, then the columns no row accounted for */
+                for (int a = 0; a < n_r; a++) {
+                    int64_t i = i0 + rows[a].idx, j = j0 + rows[a].loc;
+                    T *c = &g.C[i + j * g.ldc];
+                    double s = rows[a].su;
+                    if (blasft_correct_by_recompute((double)*c, s))
+                        *c = recompute_element(g, i, j);
+                    else
+                        *c = (T)((double)*c + s);
+                    atomicAdd(&g.cnt->corrected, 1ull);
+                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, s, rows[a].eps);
+                }
+                for (int b = 0; b < n_c; b++) {
+                    bool done = false;
+                    for (int a = 0; a < n_r; a++)
+                        done = done || rows[a].idx == cols[b].loc;
+                    if (done)
+                        continue;
+                    int64_t i = i0 + cols[b].loc, j = j0 + cols[b].idx;
+                    T *c = &g.C[i + j * g.ldc];
+                    double s = cols[b].su;
+                    if (blasft_correct_by_recompute((double)*c, s))
+                        *c = recompute_element(g, i, j);
+                    else
+                        *c = (T)((double)*c + s);
+                    atomicAdd(&g.cnt->corrected, 1ull);
+                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, s, cols[b].eps);
+                }
+            } else if (g.recompute && (g.Cold || beta_of(g) == (T)0)) {
+                action = 1;
+                atomicAdd(&g.cnt->recomputed, 1ull);
+                add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1,
+                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+            } else {
+                atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
+                add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
+                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+            }
+            g.tile_flag[tile] = 0; /* clean for the next GEMM */
+        }
+        __syncthreads();
+        if (action == 1) {
+            for (int e = threadIdx.x; e < rows_t * cols_t; e += blockDim.x) {
+                int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
+                g.C[i + j * g.ldc] = recompute_element(g, i, j);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
+
+} // namespace
+
+template <typename T, typename O>
+void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
+               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_counters *cnt,
+               cudaStream_t st)
+{
+    int64_t nblk = (S + bs - 1) / bs;
+    if (nblk == 0 || L == 0)
+        return;
+    if (contiguous)
+        encode_contig<T, O><<<blocks_for(nblk * L, kThreads / 32), kThreads, 0, st>>>(
+            X, ld, S, L, bs, r, wscheme, out, out_l, out_v, nblk, cnt);
+    else
+        encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 2), (unsigned int)nblk), kThreads, 0,
+                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, cnt);
+}
+
+static int64_t topp_chunks(int64_t V, int64_t L)
+{
+    /* enough threads to cover the memory latency, chunks not shorter than 64 */
+    int64_t want = (64 * 1024 + V - 1) / (V > 0 ? V : 1);
+    int64_t most = (L + 63) / 64;
+    int64_t c = want < most ? want : most;
+    return c < 1 ? 1 : (c > 256 ? 256 : c);
+}
+
+int64_t gk_topp_scratch(int64_t V, int64_t L) { return topp_chunks(V, L) * V * GK_PMAX; }
+
+template <typename T>
+void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
+                 gk_topp scratch, cudaStream_t st)
+{
+    if (V == 0)
+        return;
+    if (contiguous) {
+        topp_contig<T><<<blocks_for(V, kThreads / 32), kThreads, 0, st>>>(X, ld, L, V, p, out);
+        return;
+    }
+    int64_t nch = topp_chunks(V, L), chunk = (L + nch - 1) / nch;
+    if (chunk == 0)
+        chunk = 1;
+    topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
+        X, ld, L, V, p, chunk, scratch);
+    topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
+}
+
+template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
+{
+    int64_t total = g.r * g.mb * g.n + g.m * g.r * g.nb;
+    if (total == 0)
+        return;
+    compare_kernel<T><<<blocks_for(total, kThreads), kThreads, 0, st>>>(g);
+    correct_kernel<T><<<64, kThreads, 0, st>>>(g);
+}
+
+#define INSTANTIATE(T)                                                                             \
+    template void gk_encode<T, T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,   \
+                                  int64_t, int64_t, gk_counters *, cudaStream_t);                  \
+    template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
+                                 gk_topp, cudaStream_t);                                           \
+    template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);
+INSTANTIATE(float)
+INSTANTIATE(double)
+template void gk_encode<float, double>(const float *, int64_t, int, int64_t, int64_t, int, int, int,
+                                       double *, int64_t, int64_t, gk_counters *, cudaStream_t);

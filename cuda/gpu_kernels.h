@@ -1,0 +1,87 @@
+/* GPU ABFT kernels and their launchers (gpu_kernels.cu); the orchestration is gpu_gemm.cu.
+ *
+ * Layout of the checksums (method.md 1, the border of the extended matrix, in our buffers):
+ *   AcsT  k x (R*mb), ld k:  AcsT(l, I*R+w) = sum_{i in block I} w_w(i) op(A)(i,l)  (op(A)'s
+ *         column checksums, stored transposed so every checksum row is contiguous)
+ *   Bcs   k x (R*nb), ld k:  Bcs(l, J*R+w)  = sum_{j in block J} w_w(j) op(B)(l,j)
+ *   Ccs   (R*mb) x n, ld R*mb: column checksums of C;  Crs  m x (R*nb), ld m: row checksums.
+ * w = 0 is the unweighted checksum, w = 1 the weighted one (scheme p.weights). */
+#ifndef BLASFT_GPU_KERNELS_H
+#define BLASFT_GPU_KERNELS_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* The GPU keeps at most this many entries of "PEA max p" per vector. */
+#define GK_PMAX 8
+/* Events recorded per GEMM; more are counted but not described. */
+#define GK_MAX_RECORDS 16
+
+enum { GK_REC_CORRECTED = 0, GK_REC_RECOMPUTED, GK_REC_DETECTED, GK_REC_UNCORRECTABLE };
+
+typedef struct gk_record {
+    int kind;
+    int64_t block_row, block_col, row, col;
+    double syndrome, threshold;
+} gk_record;
+
+/* Outcome counters of one GEMM, in device memory; copied to pinned memory at the end. */
+typedef struct gk_counters {
+    unsigned long long detected, corrected, recomputed, uncorrectable, encoder_faults;
+    unsigned int tile_count; /* flagged tiles listed in tile_list */
+    unsigned int nrec;
+    gk_record rec[GK_MAX_RECORDS];
+} gk_counters;
+
+/* Top-p list of a set of vectors: vector v's entries at [v*GK_PMAX, v*GK_PMAX + p), values
+ * descending, position -1 for an empty entry. */
+typedef struct gk_topp {
+    double *val;
+    int *pos;
+} gk_topp;
+
+template <typename T> struct gk_gemm {
+    int64_t m, n, k, mb, nb;
+    char ta, tb;
+    const T *A;
+    int64_t lda;
+    const T *B;
+    int64_t ldb;
+    T *C;
+    int64_t ldc;
+    T alpha_v, beta_v;         /* used when the pointers are NULL (host pointer mode) */
+    const T *alpha_p, *beta_p; /* device pointer mode */
+    const T *Cold;             /* copy of the old C for recomputation, NULL if beta is known 0 */
+    int64_t ldcold;
+    int bs, r, wscheme, p;
+    double omega;
+    int correct;   /* 0: detect only */
+    int recompute; /* on_error == recompute */
+    T *AcsT, *Bcs, *Ccs_ref, *Crs_ref;
+    double *Ccs_rec, *Crs_rec, *Ccs_eps, *Crs_eps;
+    gk_topp tA, tB, tAc, tBc; /* op(A) rows, op(B) columns, AcsT columns, Bcs columns */
+    int *tile_flag, *tile_list;
+    gk_counters *cnt;
+};
+
+/* Partitioned weighted checksums of X along s, for every l: element (s, l) is X[s + l*ld]
+ * (contiguous) or X[l + s*ld] (strided); S elements along s, L along l; the checksum of block b,
+ * weight w, index l goes to out[l*out_l + (b*r + w)*out_v]. Each checksum is computed by two
+ * neighbouring lanes and compared by a warp shuffle; a mismatch counts an encoder fault and
+ * stores NaN (so every check that uses it flags and its blocks are recomputed). */
+template <typename T, typename O>
+void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
+               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_counters *cnt,
+               cudaStream_t st);
+
+/* Top-p of |x| of V vectors of length L: vector v's element l is X[l + v*ld] (contiguous) or
+ * X[v + l*ld] (strided, uses part/part_pos as scratch of gk_topp_scratch elements). */
+template <typename T>
+void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
+                 gk_topp scratch, cudaStream_t st);
+int64_t gk_topp_scratch(int64_t V, int64_t L);
+
+/* Thresholds, comparison, location, correction and recomputation of flagged blocks. */
+template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st);
+
+#endif
