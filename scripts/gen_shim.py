@@ -313,12 +313,12 @@ def arg_expr(p, i):
 
 def expect_arg(r, p, i):
     if p.is_pointer:
-        return f'    expect_pointer({i}, case_buffer({i}), {pointee_size(r, p)});'
+        return f'    expect_arg_pointer({i}, case_buffer({i}), {pointee_size(r, p)});'
     if p.ctype in ('float', 'double'):
-        return f'    expect_value({i}, fake_encode_{p.ctype}(case_{p.ctype}({i})));'
+        return f'    expect_arg_value({i}, fake_encode_{p.ctype}(case_{p.ctype}({i})));'
     if p.ctype == 'size_t':
-        return f'    expect_value({i}, (uint64_t)case_size({i}));'
-    return f'    expect_value({i}, fake_encode_int(case_int({i})));'
+        return f'    expect_arg_value({i}, (uint64_t)case_size({i}));'
+    return f'    expect_arg_value({i}, fake_encode_int(case_int({i})));'
 
 
 def test_case(r, symbol, index):
@@ -326,7 +326,7 @@ def test_case(r, symbol, index):
     host_params = r.host_params()
     fname = f'forward_{symbol}'
     out = [f'static void {fname}(void **state)', '{', '    (void)state;']
-    out.append(prototype(f'    typedef {r.ret}', 'fn_t', params, '    ') + ';')
+    out.append(prototype(f'typedef {r.ret}', 'fn_t', params, '    ') + ';')
     out.append(f'    fn_t *fn = (fn_t *)shim_symbol("{symbol}");')
     out.append(f'    case_begin({index});')
     args = [arg_expr(p, i) for i, p in enumerate(params)]
@@ -365,9 +365,9 @@ def gen_cases(routines):
             names.append(fname)
             out.append(text)
     out.append('#define GENERATED_FORWARD_TESTS \\')
-    out += [f'    cmocka_unit_test({n}), \\' for n in names]
-    out.append('\n')
-    return '\n'.join(out).rstrip('\n') + '\n'
+    out += [f'    cmocka_unit_test({n}),' + (' \\' if i + 1 < len(names) else '')
+            for i, n in enumerate(names)]
+    return '\n'.join(out) + '\n'
 
 
 def gen_export_list(routines):

@@ -4,6 +4,7 @@
 #ifndef BLASFT_SHIM_FORWARD_H
 #define BLASFT_SHIM_FORWARD_H
 
+#include "cblas_enums.h"
 #include "hostblas.h"
 #include "report.h"
 
@@ -16,14 +17,6 @@
 #define BLASFT_SHIM_ALIAS(second_name, symbol)                                                    \
     extern __typeof__(symbol) second_name                                                         \
         __attribute__((alias(#symbol), visibility("default")));
-
-typedef enum CBLAS_LAYOUT { CblasRowMajor = 101, CblasColMajor = 102 } CBLAS_LAYOUT;
-typedef enum CBLAS_TRANSPOSE {
-    CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113
-} CBLAS_TRANSPOSE;
-typedef enum CBLAS_UPLO { CblasUpper = 121, CblasLower = 122 } CBLAS_UPLO;
-typedef enum CBLAS_DIAG { CblasNonUnit = 131, CblasUnit = 132 } CBLAS_DIAG;
-typedef enum CBLAS_SIDE { CblasLeft = 141, CblasRight = 142 } CBLAS_SIDE;
 
 /* The host routine `name`, looked up on the first call and kept in *cache. */
 static inline void *blasft_shim_host(void **cache, const char *name)

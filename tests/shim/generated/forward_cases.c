@@ -4,1719 +4,1719 @@
 static void forward_dcabs1_(void **state)
 {
     (void)state;
-        typedef double fn_t(const void *z);
+    typedef double fn_t(const void *z);
     fn_t *fn = (fn_t *)shim_symbol("dcabs1_");
     case_begin(1);
     double result = fn((const void *)case_buffer(0));
     expect_host_call("dcabs1_", 1);
-    expect_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
     expect_double_result(result, "dcabs1_");
 }
 
 static void forward_dcabs1(void **state)
 {
     (void)state;
-        typedef double fn_t(const void *z);
+    typedef double fn_t(const void *z);
     fn_t *fn = (fn_t *)shim_symbol("dcabs1");
     case_begin(2);
     double result = fn((const void *)case_buffer(0));
     expect_host_call("dcabs1_", 1);
-    expect_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
     expect_double_result(result, "dcabs1_");
 }
 
 static void forward_scabs1_(void **state)
 {
     (void)state;
-        typedef float fn_t(const void *c);
+    typedef float fn_t(const void *c);
     fn_t *fn = (fn_t *)shim_symbol("scabs1_");
     case_begin(3);
     float result = fn((const void *)case_buffer(0));
     expect_host_call("scabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_float_result(result, "scabs1_");
 }
 
 static void forward_scabs1(void **state)
 {
     (void)state;
-        typedef float fn_t(const void *c);
+    typedef float fn_t(const void *c);
     fn_t *fn = (fn_t *)shim_symbol("scabs1");
     case_begin(4);
     float result = fn((const void *)case_buffer(0));
     expect_host_call("scabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_float_result(result, "scabs1_");
 }
 
 static void forward_sdsdot_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                           const float *y, const int *incy);
+    typedef float fn_t(const int *n, const float *alpha, const float *x, const int *incx,
+                       const float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sdsdot_");
     case_begin(5);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const float *)case_buffer(2), (const int *)case_buffer(3),
                       (const float *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("sdsdot_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
     expect_float_result(result, "sdsdot_");
 }
 
 static void forward_sdsdot(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                           const float *y, const int *incy);
+    typedef float fn_t(const int *n, const float *alpha, const float *x, const int *incx,
+                       const float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sdsdot");
     case_begin(6);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const float *)case_buffer(2), (const int *)case_buffer(3),
                       (const float *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("sdsdot_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
     expect_float_result(result, "sdsdot_");
 }
 
 static void forward_dsdot_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const float *x, const int *incx, const float *y,
-                            const int *incy);
+    typedef double fn_t(const int *n, const float *x, const int *incx, const float *y,
+                        const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dsdot_");
     case_begin(7);
     double result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                        (const int *)case_buffer(2), (const float *)case_buffer(3),
                        (const int *)case_buffer(4));
     expect_host_call("dsdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "dsdot_");
 }
 
 static void forward_dsdot(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const float *x, const int *incx, const float *y,
-                            const int *incy);
+    typedef double fn_t(const int *n, const float *x, const int *incx, const float *y,
+                        const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dsdot");
     case_begin(8);
     double result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                        (const int *)case_buffer(2), (const float *)case_buffer(3),
                        (const int *)case_buffer(4));
     expect_host_call("dsdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "dsdot_");
 }
 
 static void forward_sdot_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx, const float *y,
-                           const int *incy);
+    typedef float fn_t(const int *n, const float *x, const int *incx, const float *y,
+                       const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sdot_");
     case_begin(9);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2), (const float *)case_buffer(3),
                       (const int *)case_buffer(4));
     expect_host_call("sdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_float_result(result, "sdot_");
 }
 
 static void forward_sdot(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx, const float *y,
-                           const int *incy);
+    typedef float fn_t(const int *n, const float *x, const int *incx, const float *y,
+                       const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sdot");
     case_begin(10);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2), (const float *)case_buffer(3),
                       (const int *)case_buffer(4));
     expect_host_call("sdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_float_result(result, "sdot_");
 }
 
 static void forward_ddot_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx, const double *y,
-                            const int *incy);
+    typedef double fn_t(const int *n, const double *x, const int *incx, const double *y,
+                        const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("ddot_");
     case_begin(11);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2), (const double *)case_buffer(3),
                        (const int *)case_buffer(4));
     expect_host_call("ddot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "ddot_");
 }
 
 static void forward_ddot(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx, const double *y,
-                            const int *incy);
+    typedef double fn_t(const int *n, const double *x, const int *incx, const double *y,
+                        const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("ddot");
     case_begin(12);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2), (const double *)case_buffer(3),
                        (const int *)case_buffer(4));
     expect_host_call("ddot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "ddot_");
 }
 
 static void forward_cdotu_(void **state)
 {
     (void)state;
-        typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                    const int *incy);
+    typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cdotu_");
     case_begin(13);
     float _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                (const int *)case_buffer(2), (const void *)case_buffer(3),
                                (const int *)case_buffer(4));
     expect_host_call("cdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotu_");
 }
 
 static void forward_cdotu(void **state)
 {
     (void)state;
-        typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                    const int *incy);
+    typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cdotu");
     case_begin(14);
     float _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                (const int *)case_buffer(2), (const void *)case_buffer(3),
                                (const int *)case_buffer(4));
     expect_host_call("cdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotu_");
 }
 
 static void forward_cdotc_(void **state)
 {
     (void)state;
-        typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                    const int *incy);
+    typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cdotc_");
     case_begin(15);
     float _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                (const int *)case_buffer(2), (const void *)case_buffer(3),
                                (const int *)case_buffer(4));
     expect_host_call("cdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotc_");
 }
 
 static void forward_cdotc(void **state)
 {
     (void)state;
-        typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                    const int *incy);
+    typedef float _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cdotc");
     case_begin(16);
     float _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                (const int *)case_buffer(2), (const void *)case_buffer(3),
                                (const int *)case_buffer(4));
     expect_host_call("cdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotc_");
 }
 
 static void forward_zdotu_(void **state)
 {
     (void)state;
-        typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
+    typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                 const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zdotu_");
     case_begin(17);
     double _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                 (const int *)case_buffer(2), (const void *)case_buffer(3),
                                 (const int *)case_buffer(4));
     expect_host_call("zdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotu_");
 }
 
 static void forward_zdotu(void **state)
 {
     (void)state;
-        typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
+    typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                 const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zdotu");
     case_begin(18);
     double _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                 (const int *)case_buffer(2), (const void *)case_buffer(3),
                                 (const int *)case_buffer(4));
     expect_host_call("zdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotu_");
 }
 
 static void forward_zdotc_(void **state)
 {
     (void)state;
-        typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
+    typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                 const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zdotc_");
     case_begin(19);
     double _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                 (const int *)case_buffer(2), (const void *)case_buffer(3),
                                 (const int *)case_buffer(4));
     expect_host_call("zdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotc_");
 }
 
 static void forward_zdotc(void **state)
 {
     (void)state;
-        typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
+    typedef double _Complex fn_t(const int *n, const void *x, const int *incx, const void *y,
+                                 const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zdotc");
     case_begin(20);
     double _Complex result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                                 (const int *)case_buffer(2), (const void *)case_buffer(3),
                                 (const int *)case_buffer(4));
     expect_host_call("zdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotc_");
 }
 
 static void forward_snrm2_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx);
+    typedef float fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("snrm2_");
     case_begin(21);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("snrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "snrm2_");
 }
 
 static void forward_snrm2(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx);
+    typedef float fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("snrm2");
     case_begin(22);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("snrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "snrm2_");
 }
 
 static void forward_sasum_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx);
+    typedef float fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("sasum_");
     case_begin(23);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("sasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "sasum_");
 }
 
 static void forward_sasum(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const float *x, const int *incx);
+    typedef float fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("sasum");
     case_begin(24);
     float result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("sasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "sasum_");
 }
 
 static void forward_dnrm2_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx);
+    typedef double fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dnrm2_");
     case_begin(25);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dnrm2_");
 }
 
 static void forward_dnrm2(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx);
+    typedef double fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dnrm2");
     case_begin(26);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dnrm2_");
 }
 
 static void forward_dasum_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx);
+    typedef double fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dasum_");
     case_begin(27);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dasum_");
 }
 
 static void forward_dasum(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const double *x, const int *incx);
+    typedef double fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dasum");
     case_begin(28);
     double result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dasum_");
 }
 
 static void forward_scnrm2_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const void *x, const int *incx);
+    typedef float fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("scnrm2_");
     case_begin(29);
     float result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("scnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scnrm2_");
 }
 
 static void forward_scnrm2(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const void *x, const int *incx);
+    typedef float fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("scnrm2");
     case_begin(30);
     float result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("scnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scnrm2_");
 }
 
 static void forward_scasum_(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const void *x, const int *incx);
+    typedef float fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("scasum_");
     case_begin(31);
     float result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("scasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scasum_");
 }
 
 static void forward_scasum(void **state)
 {
     (void)state;
-        typedef float fn_t(const int *n, const void *x, const int *incx);
+    typedef float fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("scasum");
     case_begin(32);
     float result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                       (const int *)case_buffer(2));
     expect_host_call("scasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scasum_");
 }
 
 static void forward_dznrm2_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const void *x, const int *incx);
+    typedef double fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dznrm2_");
     case_begin(33);
     double result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dznrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dznrm2_");
 }
 
 static void forward_dznrm2(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const void *x, const int *incx);
+    typedef double fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dznrm2");
     case_begin(34);
     double result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dznrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dznrm2_");
 }
 
 static void forward_dzasum_(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const void *x, const int *incx);
+    typedef double fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dzasum_");
     case_begin(35);
     double result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dzasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dzasum_");
 }
 
 static void forward_dzasum(void **state)
 {
     (void)state;
-        typedef double fn_t(const int *n, const void *x, const int *incx);
+    typedef double fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dzasum");
     case_begin(36);
     double result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                        (const int *)case_buffer(2));
     expect_host_call("dzasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dzasum_");
 }
 
 static void forward_isamax_(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const float *x, const int *incx);
+    typedef int fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("isamax_");
     case_begin(37);
     int result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("isamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "isamax_");
 }
 
 static void forward_isamax(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const float *x, const int *incx);
+    typedef int fn_t(const int *n, const float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("isamax");
     case_begin(38);
     int result = fn((const int *)case_buffer(0), (const float *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("isamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "isamax_");
 }
 
 static void forward_idamax_(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const double *x, const int *incx);
+    typedef int fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("idamax_");
     case_begin(39);
     int result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("idamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "idamax_");
 }
 
 static void forward_idamax(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const double *x, const int *incx);
+    typedef int fn_t(const int *n, const double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("idamax");
     case_begin(40);
     int result = fn((const int *)case_buffer(0), (const double *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("idamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "idamax_");
 }
 
 static void forward_icamax_(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const void *x, const int *incx);
+    typedef int fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("icamax_");
     case_begin(41);
     int result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("icamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "icamax_");
 }
 
 static void forward_icamax(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const void *x, const int *incx);
+    typedef int fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("icamax");
     case_begin(42);
     int result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("icamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "icamax_");
 }
 
 static void forward_izamax_(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const void *x, const int *incx);
+    typedef int fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("izamax_");
     case_begin(43);
     int result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("izamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "izamax_");
 }
 
 static void forward_izamax(void **state)
 {
     (void)state;
-        typedef int fn_t(const int *n, const void *x, const int *incx);
+    typedef int fn_t(const int *n, const void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("izamax");
     case_begin(44);
     int result = fn((const int *)case_buffer(0), (const void *)case_buffer(1),
                     (const int *)case_buffer(2));
     expect_host_call("izamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "izamax_");
 }
 
 static void forward_sswap_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sswap_");
     case_begin(45);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("sswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_sswap(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("sswap");
     case_begin(46);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("sswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_scopy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *y, const int *incy);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("scopy_");
     case_begin(47);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("scopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_scopy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *y, const int *incy);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("scopy");
     case_begin(48);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("scopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_saxpy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                          float *y, const int *incy);
+    typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx, float *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("saxpy_");
     case_begin(49);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const float *)case_buffer(2),
        (const int *)case_buffer(3), (float *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("saxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_saxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                          float *y, const int *incy);
+    typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx, float *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("saxpy");
     case_begin(50);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const float *)case_buffer(2),
        (const int *)case_buffer(3), (float *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("saxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_dswap_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dswap_");
     case_begin(51);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("dswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_dswap(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dswap");
     case_begin(52);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("dswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_dcopy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *y, const int *incy);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dcopy_");
     case_begin(53);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("dcopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_dcopy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *y, const int *incy);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("dcopy");
     case_begin(54);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("dcopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_daxpy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, const double *x, const int *incx,
-                          double *y, const int *incy);
+    typedef void fn_t(const int *n, const double *alpha, const double *x, const int *incx,
+                      double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("daxpy_");
     case_begin(55);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const double *)case_buffer(2),
        (const int *)case_buffer(3), (double *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("daxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_daxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, const double *x, const int *incx,
-                          double *y, const int *incy);
+    typedef void fn_t(const int *n, const double *alpha, const double *x, const int *incx,
+                      double *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("daxpy");
     case_begin(56);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const double *)case_buffer(2),
        (const int *)case_buffer(3), (double *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("daxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_cswap_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cswap_");
     case_begin(57);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("cswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_cswap(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("cswap");
     case_begin(58);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("cswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_ccopy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("ccopy_");
     case_begin(59);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("ccopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_ccopy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("ccopy");
     case_begin(60);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("ccopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_caxpy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                          const int *incy);
+    typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("caxpy_");
     case_begin(61);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const void *)case_buffer(2),
        (const int *)case_buffer(3), (void *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("caxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_caxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                          const int *incy);
+    typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("caxpy");
     case_begin(62);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const void *)case_buffer(2),
        (const int *)case_buffer(3), (void *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("caxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_zswap_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zswap_");
     case_begin(63);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("zswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_zswap(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zswap");
     case_begin(64);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("zswap_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_zcopy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zcopy_");
     case_begin(65);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("zcopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_zcopy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
+    typedef void fn_t(const int *n, const void *x, const int *incx, void *y, const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zcopy");
     case_begin(66);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4));
     expect_host_call("zcopy_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
 }
 
 static void forward_zaxpy_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                          const int *incy);
+    typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zaxpy_");
     case_begin(67);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const void *)case_buffer(2),
        (const int *)case_buffer(3), (void *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("zaxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_zaxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                          const int *incy);
+    typedef void fn_t(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                      const int *incy);
     fn_t *fn = (fn_t *)shim_symbol("zaxpy");
     case_begin(68);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const void *)case_buffer(2),
        (const int *)case_buffer(3), (void *)case_buffer(4), (const int *)case_buffer(5));
     expect_host_call("zaxpy_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
 }
 
 static void forward_srotmg_(void **state)
 {
     (void)state;
-        typedef void fn_t(float *d1, float *d2, float *b1, const float *b2, float *p);
+    typedef void fn_t(float *d1, float *d2, float *b1, const float *b2, float *p);
     fn_t *fn = (fn_t *)shim_symbol("srotmg_");
     case_begin(69);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2),
        (const float *)case_buffer(3), (float *)case_buffer(4));
     expect_host_call("srotmg_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
 }
 
 static void forward_srotmg(void **state)
 {
     (void)state;
-        typedef void fn_t(float *d1, float *d2, float *b1, const float *b2, float *p);
+    typedef void fn_t(float *d1, float *d2, float *b1, const float *b2, float *p);
     fn_t *fn = (fn_t *)shim_symbol("srotmg");
     case_begin(70);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2),
        (const float *)case_buffer(3), (float *)case_buffer(4));
     expect_host_call("srotmg_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
 }
 
 static void forward_srotm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
-                          const float *p);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
+                      const float *p);
     fn_t *fn = (fn_t *)shim_symbol("srotm_");
     case_begin(71);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5));
     expect_host_call("srotm_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
 }
 
 static void forward_srotm(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
-                          const float *p);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
+                      const float *p);
     fn_t *fn = (fn_t *)shim_symbol("srotm");
     case_begin(72);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5));
     expect_host_call("srotm_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
 }
 
 static void forward_drotmg_(void **state)
 {
     (void)state;
-        typedef void fn_t(double *d1, double *d2, double *b1, const double *b2, double *p);
+    typedef void fn_t(double *d1, double *d2, double *b1, const double *b2, double *p);
     fn_t *fn = (fn_t *)shim_symbol("drotmg_");
     case_begin(73);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2),
        (const double *)case_buffer(3), (double *)case_buffer(4));
     expect_host_call("drotmg_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
 }
 
 static void forward_drotmg(void **state)
 {
     (void)state;
-        typedef void fn_t(double *d1, double *d2, double *b1, const double *b2, double *p);
+    typedef void fn_t(double *d1, double *d2, double *b1, const double *b2, double *p);
     fn_t *fn = (fn_t *)shim_symbol("drotmg");
     case_begin(74);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2),
        (const double *)case_buffer(3), (double *)case_buffer(4));
     expect_host_call("drotmg_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
 }
 
 static void forward_drotm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
-                          const double *p);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
+                      const double *p);
     fn_t *fn = (fn_t *)shim_symbol("drotm_");
     case_begin(75);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5));
     expect_host_call("drotm_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
 }
 
 static void forward_drotm(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
-                          const double *p);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
+                      const double *p);
     fn_t *fn = (fn_t *)shim_symbol("drotm");
     case_begin(76);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5));
     expect_host_call("drotm_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
 }
 
 static void forward_sscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, float *x, const int *incx);
+    typedef void fn_t(const int *n, const float *alpha, float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("sscal_");
     case_begin(77);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (float *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("sscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_sscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, float *x, const int *incx);
+    typedef void fn_t(const int *n, const float *alpha, float *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("sscal");
     case_begin(78);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (float *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("sscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_dscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, double *x, const int *incx);
+    typedef void fn_t(const int *n, const double *alpha, double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dscal_");
     case_begin(79);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (double *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("dscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_dscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, double *x, const int *incx);
+    typedef void fn_t(const int *n, const double *alpha, double *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("dscal");
     case_begin(80);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (double *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("dscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_cscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("cscal_");
     case_begin(81);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("cscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_cscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("cscal");
     case_begin(82);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("cscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_zscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("zscal_");
     case_begin(83);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("zscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_zscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const void *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("zscal");
     case_begin(84);
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("zscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_csscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const float *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("csscal_");
     case_begin(85);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("csscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_csscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const float *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("csscal");
     case_begin(86);
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("csscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_zdscal_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const double *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("zdscal_");
     case_begin(87);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("zdscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_zdscal(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *alpha, void *x, const int *incx);
+    typedef void fn_t(const int *n, const double *alpha, void *x, const int *incx);
     fn_t *fn = (fn_t *)shim_symbol("zdscal");
     case_begin(88);
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (void *)case_buffer(2),
        (const int *)case_buffer(3));
     expect_host_call("zdscal_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
 }
 
 static void forward_srotg_(void **state)
 {
     (void)state;
-        typedef void fn_t(float *a, float *b, float *c, float *s);
+    typedef void fn_t(float *a, float *b, float *c, float *s);
     fn_t *fn = (fn_t *)shim_symbol("srotg_");
     case_begin(89);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2),
        (float *)case_buffer(3));
     expect_host_call("srotg_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
 }
 
 static void forward_srotg(void **state)
 {
     (void)state;
-        typedef void fn_t(float *a, float *b, float *c, float *s);
+    typedef void fn_t(float *a, float *b, float *c, float *s);
     fn_t *fn = (fn_t *)shim_symbol("srotg");
     case_begin(90);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2),
        (float *)case_buffer(3));
     expect_host_call("srotg_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
 }
 
 static void forward_drotg_(void **state)
 {
     (void)state;
-        typedef void fn_t(double *a, double *b, double *c, double *s);
+    typedef void fn_t(double *a, double *b, double *c, double *s);
     fn_t *fn = (fn_t *)shim_symbol("drotg_");
     case_begin(91);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2),
        (double *)case_buffer(3));
     expect_host_call("drotg_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
 }
 
 static void forward_drotg(void **state)
 {
     (void)state;
-        typedef void fn_t(double *a, double *b, double *c, double *s);
+    typedef void fn_t(double *a, double *b, double *c, double *s);
     fn_t *fn = (fn_t *)shim_symbol("drotg");
     case_begin(92);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2),
        (double *)case_buffer(3));
     expect_host_call("drotg_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
 }
 
 static void forward_crotg_(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, float *c, void *s);
+    typedef void fn_t(void *a, void *b, float *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("crotg_");
     case_begin(93);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (float *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("crotg_", 4);
-    expect_pointer(0, case_buffer(0), 8);
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
 }
 
 static void forward_crotg(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, float *c, void *s);
+    typedef void fn_t(void *a, void *b, float *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("crotg");
     case_begin(94);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (float *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("crotg_", 4);
-    expect_pointer(0, case_buffer(0), 8);
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
 }
 
 static void forward_zrotg_(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, double *c, void *s);
+    typedef void fn_t(void *a, void *b, double *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("zrotg_");
     case_begin(95);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (double *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("zrotg_", 4);
-    expect_pointer(0, case_buffer(0), 16);
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
 }
 
 static void forward_zrotg(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, double *c, void *s);
+    typedef void fn_t(void *a, void *b, double *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("zrotg");
     case_begin(96);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (double *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("zrotg_", 4);
-    expect_pointer(0, case_buffer(0), 16);
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
 }
 
 static void forward_srot_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
-                          const float *c, const float *s);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
+                      const float *c, const float *s);
     fn_t *fn = (fn_t *)shim_symbol("srot_");
     case_begin(97);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const float *)case_buffer(6));
     expect_host_call("srot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
 }
 
 static void forward_srot(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
-                          const float *c, const float *s);
+    typedef void fn_t(const int *n, float *x, const int *incx, float *y, const int *incy,
+                      const float *c, const float *s);
     fn_t *fn = (fn_t *)shim_symbol("srot");
     case_begin(98);
     fn((const int *)case_buffer(0), (float *)case_buffer(1), (const int *)case_buffer(2),
        (float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const float *)case_buffer(6));
     expect_host_call("srot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
 }
 
 static void forward_drot_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
-                          const double *c, const double *s);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
+                      const double *c, const double *s);
     fn_t *fn = (fn_t *)shim_symbol("drot_");
     case_begin(99);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const double *)case_buffer(6));
     expect_host_call("drot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
 }
 
 static void forward_drot(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
-                          const double *c, const double *s);
+    typedef void fn_t(const int *n, double *x, const int *incx, double *y, const int *incy,
+                      const double *c, const double *s);
     fn_t *fn = (fn_t *)shim_symbol("drot");
     case_begin(100);
     fn((const int *)case_buffer(0), (double *)case_buffer(1), (const int *)case_buffer(2),
        (double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const double *)case_buffer(6));
     expect_host_call("drot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
 }
 
 static void forward_csrot_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
-                          const float *c, const float *s);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
+                      const float *c, const float *s);
     fn_t *fn = (fn_t *)shim_symbol("csrot_");
     case_begin(101);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const float *)case_buffer(6));
     expect_host_call("csrot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
 }
 
 static void forward_csrot(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
-                          const float *c, const float *s);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
+                      const float *c, const float *s);
     fn_t *fn = (fn_t *)shim_symbol("csrot");
     case_begin(102);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const float *)case_buffer(6));
     expect_host_call("csrot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
 }
 
 static void forward_zdrot_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
-                          const double *c, const double *s);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
+                      const double *c, const double *s);
     fn_t *fn = (fn_t *)shim_symbol("zdrot_");
     case_begin(103);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const double *)case_buffer(6));
     expect_host_call("zdrot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
 }
 
 static void forward_zdrot(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
-                          const double *c, const double *s);
+    typedef void fn_t(const int *n, void *x, const int *incx, void *y, const int *incy,
+                      const double *c, const double *s);
     fn_t *fn = (fn_t *)shim_symbol("zdrot");
     case_begin(104);
     fn((const int *)case_buffer(0), (void *)case_buffer(1), (const int *)case_buffer(2),
        (void *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const double *)case_buffer(6));
     expect_host_call("zdrot_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
 }
 
 static void forward_sgemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const float *alpha,
-                          const float *a, const int *lda, const float *x, const int *incx,
-                          const float *beta, float *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const float *alpha,
+                      const float *a, const int *lda, const float *x, const int *incx,
+                      const float *beta, float *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("sgemv_");
     case_begin(105);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -1724,26 +1724,26 @@ static void forward_sgemv_(void **state)
        (const float *)case_buffer(6), (const int *)case_buffer(7), (const float *)case_buffer(8),
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("sgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_sgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const float *alpha,
-                          const float *a, const int *lda, const float *x, const int *incx,
-                          const float *beta, float *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const float *alpha,
+                      const float *a, const int *lda, const float *x, const int *incx,
+                      const float *beta, float *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("sgemv");
     case_begin(106);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -1751,27 +1751,27 @@ static void forward_sgemv(void **state)
        (const float *)case_buffer(6), (const int *)case_buffer(7), (const float *)case_buffer(8),
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("sgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_sgbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const float *alpha, const float *a, const int *lda,
-                          const float *x, const int *incx, const float *beta, float *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const float *alpha, const float *a, const int *lda, const float *x,
+                      const int *incx, const float *beta, float *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("sgbmv_");
     case_begin(107);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -1780,29 +1780,29 @@ static void forward_sgbmv_(void **state)
        (const int *)case_buffer(9), (const float *)case_buffer(10), (float *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("sgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(float));
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(float));
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_sgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const float *alpha, const float *a, const int *lda,
-                          const float *x, const int *incx, const float *beta, float *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const float *alpha, const float *a, const int *lda, const float *x,
+                      const int *incx, const float *beta, float *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("sgbmv");
     case_begin(108);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -1811,28 +1811,28 @@ static void forward_sgbmv(void **state)
        (const int *)case_buffer(9), (const float *)case_buffer(10), (float *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("sgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(float));
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(float));
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_strmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strmv_");
     case_begin(109);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -1840,25 +1840,25 @@ static void forward_strmv_(void **state)
        (float *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("strmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_strmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strmv");
     case_begin(110);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -1866,25 +1866,25 @@ static void forward_strmv(void **state)
        (float *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("strmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_stbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const float *a, const int *lda, float *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stbmv_");
     case_begin(111);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -1892,26 +1892,26 @@ static void forward_stbmv_(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("stbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_stbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const float *a, const int *lda, float *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stbmv");
     case_begin(112);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -1919,74 +1919,74 @@ static void forward_stbmv(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("stbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_stpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *ap, float *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *ap, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stpmv_");
     case_begin(113);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const float *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("stpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_stpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *ap, float *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *ap, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stpmv");
     case_begin(114);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const float *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("stpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_strsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strsv_");
     case_begin(115);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -1994,25 +1994,25 @@ static void forward_strsv_(void **state)
        (float *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("strsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_strsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strsv");
     case_begin(116);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2020,25 +2020,25 @@ static void forward_strsv(void **state)
        (float *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("strsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_stbsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const float *a, const int *lda, float *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stbsv_");
     case_begin(117);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2046,26 +2046,26 @@ static void forward_stbsv_(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("stbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_stbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const float *a, const int *lda, float *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const float *a, const int *lda, float *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stbsv");
     case_begin(118);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2073,74 +2073,74 @@ static void forward_stbsv(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("stbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_stpsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *ap, float *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *ap, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stpsv_");
     case_begin(119);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const float *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("stpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_stpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const float *ap, float *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const float *ap, float *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("stpsv");
     case_begin(120);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const float *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("stpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dgemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const double *alpha,
-                          const double *a, const int *lda, const double *x, const int *incx,
-                          const double *beta, double *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const double *alpha,
+                      const double *a, const int *lda, const double *x, const int *incx,
+                      const double *beta, double *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("dgemv_");
     case_begin(121);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2148,26 +2148,26 @@ static void forward_dgemv_(void **state)
        (const double *)case_buffer(6), (const int *)case_buffer(7), (const double *)case_buffer(8),
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("dgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const double *alpha,
-                          const double *a, const int *lda, const double *x, const int *incx,
-                          const double *beta, double *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const double *alpha,
+                      const double *a, const int *lda, const double *x, const int *incx,
+                      const double *beta, double *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("dgemv");
     case_begin(122);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2175,27 +2175,27 @@ static void forward_dgemv(void **state)
        (const double *)case_buffer(6), (const int *)case_buffer(7), (const double *)case_buffer(8),
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("dgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dgbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const double *alpha, const double *a, const int *lda,
-                          const double *x, const int *incx, const double *beta, double *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const double *alpha, const double *a, const int *lda, const double *x,
+                      const int *incx, const double *beta, double *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("dgbmv_");
     case_begin(123);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2204,29 +2204,29 @@ static void forward_dgbmv_(void **state)
        (const int *)case_buffer(9), (const double *)case_buffer(10), (double *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("dgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(double));
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(double));
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const double *alpha, const double *a, const int *lda,
-                          const double *x, const int *incx, const double *beta, double *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const double *alpha, const double *a, const int *lda, const double *x,
+                      const int *incx, const double *beta, double *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("dgbmv");
     case_begin(124);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2235,28 +2235,28 @@ static void forward_dgbmv(void **state)
        (const int *)case_buffer(9), (const double *)case_buffer(10), (double *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("dgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(double));
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(double));
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dtrmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *a, const int *lda, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrmv_");
     case_begin(125);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2264,25 +2264,25 @@ static void forward_dtrmv_(void **state)
        (double *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("dtrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dtrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *a, const int *lda, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrmv");
     case_begin(126);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2290,25 +2290,25 @@ static void forward_dtrmv(void **state)
        (double *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("dtrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dtbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const double *a, const int *lda, double *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtbmv_");
     case_begin(127);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2316,26 +2316,26 @@ static void forward_dtbmv_(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("dtbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dtbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const double *a, const int *lda, double *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtbmv");
     case_begin(128);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2343,74 +2343,74 @@ static void forward_dtbmv(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("dtbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dtpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *ap, double *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *ap, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtpmv_");
     case_begin(129);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const double *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("dtpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dtpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *ap, double *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *ap, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtpmv");
     case_begin(130);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const double *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("dtpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dtrsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *a, const int *lda, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrsv_");
     case_begin(131);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2418,25 +2418,25 @@ static void forward_dtrsv_(void **state)
        (double *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("dtrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dtrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *a, const int *lda, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrsv");
     case_begin(132);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2444,25 +2444,25 @@ static void forward_dtrsv(void **state)
        (double *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("dtrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dtbsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const double *a, const int *lda, double *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtbsv_");
     case_begin(133);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2470,26 +2470,26 @@ static void forward_dtbsv_(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("dtbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dtbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const double *a, const int *lda, double *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const double *a, const int *lda, double *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtbsv");
     case_begin(134);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2497,74 +2497,74 @@ static void forward_dtbsv(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("dtbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dtpsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *ap, double *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *ap, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtpsv_");
     case_begin(135);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const double *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("dtpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dtpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const double *ap, double *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const double *ap, double *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtpsv");
     case_begin(136);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const double *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("dtpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_cgemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgemv_");
     case_begin(137);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2572,26 +2572,26 @@ static void forward_cgemv_(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("cgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_cgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgemv");
     case_begin(138);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2599,27 +2599,26 @@ static void forward_cgemv(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("cgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_cgbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const void *alpha, const void *a, const int *lda,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const void *alpha, const void *a, const int *lda, const void *x,
+                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgbmv_");
     case_begin(139);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2628,29 +2627,28 @@ static void forward_cgbmv_(void **state)
        (const int *)case_buffer(9), (const void *)case_buffer(10), (void *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("cgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), 8);
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_cgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const void *alpha, const void *a, const int *lda,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const void *alpha, const void *a, const int *lda, const void *x,
+                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgbmv");
     case_begin(140);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2659,28 +2657,28 @@ static void forward_cgbmv(void **state)
        (const int *)case_buffer(9), (const void *)case_buffer(10), (void *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("cgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), 8);
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ctrmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrmv_");
     case_begin(141);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2688,25 +2686,25 @@ static void forward_ctrmv_(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ctrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ctrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrmv");
     case_begin(142);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2714,25 +2712,25 @@ static void forward_ctrmv(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ctrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ctbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctbmv_");
     case_begin(143);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2740,26 +2738,26 @@ static void forward_ctbmv_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ctbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ctbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctbmv");
     case_begin(144);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2767,74 +2765,74 @@ static void forward_ctbmv(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ctbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ctpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctpmv_");
     case_begin(145);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ctpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ctpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctpmv");
     case_begin(146);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ctpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ctrsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrsv_");
     case_begin(147);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2842,25 +2840,25 @@ static void forward_ctrsv_(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ctrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ctrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrsv");
     case_begin(148);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2868,25 +2866,25 @@ static void forward_ctrsv(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ctrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ctbsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctbsv_");
     case_begin(149);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2894,26 +2892,26 @@ static void forward_ctbsv_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ctbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ctbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctbsv");
     case_begin(150);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -2921,74 +2919,74 @@ static void forward_ctbsv(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ctbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ctpsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctpsv_");
     case_begin(151);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ctpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ctpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctpsv");
     case_begin(152);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ctpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_zgemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgemv_");
     case_begin(153);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2996,26 +2994,26 @@ static void forward_zgemv_(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("zgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgemv");
     case_begin(154);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3023,27 +3021,26 @@ static void forward_zgemv(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("zgemv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zgbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const void *alpha, const void *a, const int *lda,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const void *alpha, const void *a, const int *lda, const void *x,
+                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgbmv_");
     case_begin(155);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3052,29 +3049,28 @@ static void forward_zgbmv_(void **state)
        (const int *)case_buffer(9), (const void *)case_buffer(10), (void *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("zgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), 16);
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl,
-                          const int *ku, const void *alpha, const void *a, const int *lda,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t transa_len);
+    typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
+                      const void *alpha, const void *a, const int *lda, const void *x,
+                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgbmv");
     case_begin(156);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3083,28 +3079,28 @@ static void forward_zgbmv(void **state)
        (const int *)case_buffer(9), (const void *)case_buffer(10), (void *)case_buffer(11),
        (const int *)case_buffer(12), case_size(13));
     expect_host_call("zgbmv_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), 16);
-    expect_pointer(12, case_buffer(12), sizeof(int));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_pointer(12, case_buffer(12), sizeof(int));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ztrmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrmv_");
     case_begin(157);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3112,25 +3108,25 @@ static void forward_ztrmv_(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ztrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ztrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrmv");
     case_begin(158);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3138,25 +3134,25 @@ static void forward_ztrmv(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ztrmv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ztbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztbmv_");
     case_begin(159);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3164,26 +3160,26 @@ static void forward_ztbmv_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ztbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ztbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztbmv");
     case_begin(160);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3191,74 +3187,74 @@ static void forward_ztbmv(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ztbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ztpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztpmv_");
     case_begin(161);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ztpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ztpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztpmv");
     case_begin(162);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ztpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ztrsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrsv_");
     case_begin(163);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3266,25 +3262,25 @@ static void forward_ztrsv_(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ztrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ztrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrsv");
     case_begin(164);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3292,25 +3288,25 @@ static void forward_ztrsv(void **state)
        (void *)case_buffer(6), (const int *)case_buffer(7), case_size(8), case_size(9),
        case_size(10));
     expect_host_call("ztrsv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ztbsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztbsv_");
     case_begin(165);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3318,26 +3314,26 @@ static void forward_ztbsv_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ztbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ztbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const int *k, const void *a, const int *lda, void *x, const int *incx,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const int *k, const void *a, const int *lda, void *x, const int *incx,
+                      size_t uplo_len, size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztbsv");
     case_begin(166);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -3345,74 +3341,74 @@ static void forward_ztbsv(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9), case_size(10), case_size(11));
     expect_host_call("ztbsv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ztpsv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztpsv_");
     case_begin(167);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ztpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ztpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
-                          const void *ap, void *x, const int *incx, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *uplo, const char *transa, const char *diag, const int *n,
+                      const void *ap, void *x, const int *incx, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztpsv");
     case_begin(168);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
        (const int *)case_buffer(3), (const void *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7), case_size(8), case_size(9));
     expect_host_call("ztpsv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
-    expect_value(8, (uint64_t)case_size(8));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
+    expect_arg_value(8, (uint64_t)case_size(8));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ssymv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *a,
-                          const int *lda, const float *x, const int *incx, const float *beta,
-                          float *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *a,
+                      const int *lda, const float *x, const int *incx, const float *beta, float *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssymv_");
     case_begin(169);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3420,25 +3416,25 @@ static void forward_ssymv_(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (float *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("ssymv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ssymv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *a,
-                          const int *lda, const float *x, const int *incx, const float *beta,
-                          float *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *a,
+                      const int *lda, const float *x, const int *incx, const float *beta, float *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssymv");
     case_begin(170);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3446,25 +3442,25 @@ static void forward_ssymv(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (float *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("ssymv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_ssbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const float *alpha,
-                          const float *a, const int *lda, const float *x, const int *incx,
-                          const float *beta, float *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const float *alpha,
+                      const float *a, const int *lda, const float *x, const int *incx,
+                      const float *beta, float *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssbmv_");
     case_begin(171);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3472,26 +3468,26 @@ static void forward_ssbmv_(void **state)
        (const float *)case_buffer(6), (const int *)case_buffer(7), (const float *)case_buffer(8),
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("ssbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ssbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const float *alpha,
-                          const float *a, const int *lda, const float *x, const int *incx,
-                          const float *beta, float *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const float *alpha,
+                      const float *a, const int *lda, const float *x, const int *incx,
+                      const float *beta, float *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssbmv");
     case_begin(172);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3499,26 +3495,26 @@ static void forward_ssbmv(void **state)
        (const float *)case_buffer(6), (const int *)case_buffer(7), (const float *)case_buffer(8),
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("ssbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_sspmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *ap,
-                          const float *x, const int *incx, const float *beta, float *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *ap,
+                      const float *x, const int *incx, const float *beta, float *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspmv_");
     case_begin(173);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3526,24 +3522,24 @@ static void forward_sspmv_(void **state)
        (const float *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("sspmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_sspmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *ap,
-                          const float *x, const int *incx, const float *beta, float *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *ap,
+                      const float *x, const int *incx, const float *beta, float *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspmv");
     case_begin(174);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3551,150 +3547,150 @@ static void forward_sspmv(void **state)
        (const float *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("sspmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_sger_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("sger_");
     case_begin(175);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("sger_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_sger(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("sger");
     case_begin(176);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("sger_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_ssyr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, float *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr_");
     case_begin(177);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("ssyr_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_ssyr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, float *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr");
     case_begin(178);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (float *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("ssyr_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_sspr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, float *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspr_");
     case_begin(179);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (float *)case_buffer(5),
        case_size(6));
     expect_host_call("sspr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_sspr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, float *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspr");
     case_begin(180);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (float *)case_buffer(5),
        case_size(6));
     expect_host_call("sspr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_ssyr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a,
-                          const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr2_");
     case_begin(181);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3702,24 +3698,24 @@ static void forward_ssyr2_(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("ssyr2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_ssyr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a,
-                          const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr2");
     case_begin(182);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
@@ -3727,70 +3723,68 @@ static void forward_ssyr2(void **state)
        (const int *)case_buffer(6), (float *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("ssyr2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_sspr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspr2_");
     case_begin(183);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const int *)case_buffer(6), (float *)case_buffer(7), case_size(8));
     expect_host_call("sspr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_sspr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const float *x,
+                      const int *incx, const float *y, const int *incy, float *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("sspr2");
     case_begin(184);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), (const float *)case_buffer(5),
        (const int *)case_buffer(6), (float *)case_buffer(7), case_size(8));
     expect_host_call("sspr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_dsymv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *a,
-                          const int *lda, const double *x, const int *incx, const double *beta,
-                          double *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *a,
+                      const int *lda, const double *x, const int *incx, const double *beta,
+                      double *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsymv_");
     case_begin(185);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -3798,25 +3792,25 @@ static void forward_dsymv_(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (double *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("dsymv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dsymv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *a,
-                          const int *lda, const double *x, const int *incx, const double *beta,
-                          double *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *a,
+                      const int *lda, const double *x, const int *incx, const double *beta,
+                      double *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsymv");
     case_begin(186);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -3824,25 +3818,25 @@ static void forward_dsymv(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (double *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("dsymv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_dsbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const double *alpha,
-                          const double *a, const int *lda, const double *x, const int *incx,
-                          const double *beta, double *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const double *alpha,
+                      const double *a, const int *lda, const double *x, const int *incx,
+                      const double *beta, double *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsbmv_");
     case_begin(187);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3850,26 +3844,26 @@ static void forward_dsbmv_(void **state)
        (const double *)case_buffer(6), (const int *)case_buffer(7), (const double *)case_buffer(8),
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("dsbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dsbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const double *alpha,
-                          const double *a, const int *lda, const double *x, const int *incx,
-                          const double *beta, double *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const double *alpha,
+                      const double *a, const int *lda, const double *x, const int *incx,
+                      const double *beta, double *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsbmv");
     case_begin(188);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3877,26 +3871,26 @@ static void forward_dsbmv(void **state)
        (const double *)case_buffer(6), (const int *)case_buffer(7), (const double *)case_buffer(8),
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("dsbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dspmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *ap,
-                          const double *x, const int *incx, const double *beta, double *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *ap,
+                      const double *x, const int *incx, const double *beta, double *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspmv_");
     case_begin(189);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -3904,24 +3898,24 @@ static void forward_dspmv_(void **state)
        (const double *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("dspmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dspmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *ap,
-                          const double *x, const int *incx, const double *beta, double *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *ap,
+                      const double *x, const int *incx, const double *beta, double *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspmv");
     case_begin(190);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -3929,152 +3923,150 @@ static void forward_dspmv(void **state)
        (const double *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("dspmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dger_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          const int *lda);
+    typedef void fn_t(const int *m, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("dger_");
     case_begin(191);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("dger_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_dger(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          const int *lda);
+    typedef void fn_t(const int *m, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("dger");
     case_begin(192);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("dger_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_dsyr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, double *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr_");
     case_begin(193);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("dsyr_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_dsyr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, double *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr");
     case_begin(194);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (double *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("dsyr_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_dspr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, double *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr_");
     case_begin(195);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (double *)case_buffer(5),
        case_size(6));
     expect_host_call("dspr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_dspr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, double *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr");
     case_begin(196);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (double *)case_buffer(5),
        case_size(6));
     expect_host_call("dspr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_dsyr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr2_");
     case_begin(197);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -4082,24 +4074,24 @@ static void forward_dsyr2_(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("dsyr2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dsyr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr2");
     case_begin(198);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -4107,70 +4099,68 @@ static void forward_dsyr2(void **state)
        (const int *)case_buffer(6), (double *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("dsyr2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_dspr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr2_");
     case_begin(199);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const int *)case_buffer(6), (double *)case_buffer(7), case_size(8));
     expect_host_call("dspr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_dspr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
+                      const int *incx, const double *y, const int *incy, double *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr2");
     case_begin(200);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), (const double *)case_buffer(5),
        (const int *)case_buffer(6), (double *)case_buffer(7), case_size(8));
     expect_host_call("dspr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_chemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
-                          const int *lda, const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
+                      const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chemv_");
     case_begin(201);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4178,25 +4168,25 @@ static void forward_chemv_(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("chemv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_chemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
-                          const int *lda, const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
+                      const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chemv");
     case_begin(202);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4204,25 +4194,25 @@ static void forward_chemv(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("chemv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_chbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chbmv_");
     case_begin(203);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -4230,26 +4220,26 @@ static void forward_chbmv_(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("chbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_chbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chbmv");
     case_begin(204);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -4257,26 +4247,26 @@ static void forward_chbmv(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("chbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_chpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
+                      const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpmv_");
     case_begin(205);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4284,24 +4274,24 @@ static void forward_chpmv_(void **state)
        (const void *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("chpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_chpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
+                      const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpmv");
     case_begin(206);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4309,194 +4299,194 @@ static void forward_chpmv(void **state)
        (const void *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("chpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_cgeru_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("cgeru_");
     case_begin(207);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("cgeru_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_cgeru(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("cgeru");
     case_begin(208);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("cgeru_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_cgerc_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("cgerc_");
     case_begin(209);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("cgerc_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_cgerc(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("cgerc");
     case_begin(210);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("cgerc_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_cher_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
+                      const int *incx, void *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("cher_");
     case_begin(211);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("cher_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_cher(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
+                      const int *incx, void *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("cher");
     case_begin(212);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("cher_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_chpr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
+                      const int *incx, void *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpr_");
     case_begin(213);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        case_size(6));
     expect_host_call("chpr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_chpr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const float *alpha, const void *x,
+                      const int *incx, void *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpr");
     case_begin(214);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const float *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        case_size(6));
     expect_host_call("chpr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_cher2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("cher2_");
     case_begin(215);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4504,24 +4494,24 @@ static void forward_cher2_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("cher2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_cher2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("cher2");
     case_begin(216);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4529,68 +4519,68 @@ static void forward_cher2(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("cher2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_chpr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpr2_");
     case_begin(217);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), case_size(8));
     expect_host_call("chpr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_chpr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chpr2");
     case_begin(218);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), case_size(8));
     expect_host_call("chpr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_zhemv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
-                          const int *lda, const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
+                      const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhemv_");
     case_begin(219);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4598,25 +4588,25 @@ static void forward_zhemv_(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("zhemv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_zhemv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
-                          const int *lda, const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *a,
+                      const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                      const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhemv");
     case_begin(220);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4624,25 +4614,25 @@ static void forward_zhemv(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10));
     expect_host_call("zhemv_", 11);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
 }
 
 static void forward_zhbmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhbmv_");
     case_begin(221);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -4650,26 +4640,26 @@ static void forward_zhbmv_(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("zhbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zhbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
-                          const void *a, const int *lda, const void *x, const int *incx,
-                          const void *beta, void *y, const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const int *k, const void *alpha,
+                      const void *a, const int *lda, const void *x, const int *incx,
+                      const void *beta, void *y, const int *incy, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhbmv");
     case_begin(222);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -4677,26 +4667,26 @@ static void forward_zhbmv(void **state)
        (const void *)case_buffer(6), (const int *)case_buffer(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11));
     expect_host_call("zhbmv_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), sizeof(int));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), sizeof(int));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zhpmv_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
+                      const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpmv_");
     case_begin(223);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4704,24 +4694,24 @@ static void forward_zhpmv_(void **state)
        (const void *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("zhpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_zhpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
-                          const void *x, const int *incx, const void *beta, void *y,
-                          const int *incy, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *ap,
+                      const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpmv");
     case_begin(224);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4729,194 +4719,194 @@ static void forward_zhpmv(void **state)
        (const void *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("zhpmv_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_zgeru_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("zgeru_");
     case_begin(225);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("zgeru_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_zgeru(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("zgeru");
     case_begin(226);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("zgeru_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_zgerc_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("zgerc_");
     case_begin(227);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("zgerc_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_zgerc(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda);
+    typedef void fn_t(const int *m, const int *n, const void *alpha, const void *x, const int *incx,
+                      const void *y, const int *incy, void *a, const int *lda);
     fn_t *fn = (fn_t *)shim_symbol("zgerc");
     case_begin(228);
     fn((const int *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8));
     expect_host_call("zgerc_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
 }
 
 static void forward_zher_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
+                      const int *incx, void *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zher_");
     case_begin(229);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("zher_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_zher(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
+                      const int *incx, void *a, const int *lda, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zher");
     case_begin(230);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        (const int *)case_buffer(6), case_size(7));
     expect_host_call("zher_", 8);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_value(7, (uint64_t)case_size(7));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_value(7, (uint64_t)case_size(7));
 }
 
 static void forward_zhpr_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
+                      const int *incx, void *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpr_");
     case_begin(231);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        case_size(6));
     expect_host_call("zhpr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_zhpr(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const double *alpha, const void *x,
+                      const int *incx, void *a, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpr");
     case_begin(232);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (void *)case_buffer(5),
        case_size(6));
     expect_host_call("zhpr_", 7);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, (uint64_t)case_size(6));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, (uint64_t)case_size(6));
 }
 
 static void forward_zher2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zher2_");
     case_begin(233);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4924,24 +4914,24 @@ static void forward_zher2_(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("zher2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_zher2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                          size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zher2");
     case_begin(234);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
@@ -4949,69 +4939,69 @@ static void forward_zher2(void **state)
        (const int *)case_buffer(6), (void *)case_buffer(7), (const int *)case_buffer(8),
        case_size(9));
     expect_host_call("zher2_", 10);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_value(9, (uint64_t)case_size(9));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_value(9, (uint64_t)case_size(9));
 }
 
 static void forward_zhpr2_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpr2_");
     case_begin(235);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), case_size(8));
     expect_host_call("zhpr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_zhpr2(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
-                          const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
+    typedef void fn_t(const char *uplo, const int *n, const void *alpha, const void *x,
+                      const int *incx, const void *y, const int *incy, void *ap, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhpr2");
     case_begin(236);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const void *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), (const void *)case_buffer(5),
        (const int *)case_buffer(6), (void *)case_buffer(7), case_size(8));
     expect_host_call("zhpr2_", 9);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(int));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, (uint64_t)case_size(8));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(int));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, (uint64_t)case_size(8));
 }
 
 static void forward_ssymm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const float *alpha, const float *a, const int *lda, const float *b,
-                          const int *ldb, const float *beta, float *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const float *alpha, const float *a, const int *lda, const float *b,
+                      const int *ldb, const float *beta, float *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssymm_");
     case_begin(237);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5020,29 +5010,29 @@ static void forward_ssymm_(void **state)
        (const float *)case_buffer(9), (float *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("ssymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ssymm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const float *alpha, const float *a, const int *lda, const float *b,
-                          const int *ldb, const float *beta, float *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const float *alpha, const float *a, const int *lda, const float *b,
+                      const int *ldb, const float *beta, float *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("ssymm");
     case_begin(238);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5051,28 +5041,28 @@ static void forward_ssymm(void **state)
        (const float *)case_buffer(9), (float *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("ssymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ssyrk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const float *a, const int *lda, const float *beta,
-                          float *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const float *a, const int *lda, const float *beta,
+                      float *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyrk_");
     case_begin(239);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5080,26 +5070,26 @@ static void forward_ssyrk_(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (float *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("ssyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ssyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const float *a, const int *lda, const float *beta,
-                          float *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const float *a, const int *lda, const float *beta,
+                      float *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyrk");
     case_begin(240);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5107,27 +5097,27 @@ static void forward_ssyrk(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (float *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("ssyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_ssyr2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const float *a, const int *lda, const float *b,
-                          const int *ldb, const float *beta, float *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const float *a, const int *lda, const float *b,
+                      const int *ldb, const float *beta, float *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr2k_");
     case_begin(241);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5136,29 +5126,29 @@ static void forward_ssyr2k_(void **state)
        (const float *)case_buffer(9), (float *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("ssyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ssyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const float *a, const int *lda, const float *b,
-                          const int *ldb, const float *beta, float *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const float *a, const int *lda, const float *b,
+                      const int *ldb, const float *beta, float *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("ssyr2k");
     case_begin(242);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5167,29 +5157,29 @@ static void forward_ssyr2k(void **state)
        (const float *)case_buffer(9), (float *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("ssyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_strmm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const float *alpha, const float *a,
-                          const int *lda, float *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const float *alpha, const float *a,
+                      const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strmm_");
     case_begin(243);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5198,30 +5188,30 @@ static void forward_strmm_(void **state)
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("strmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_strmm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const float *alpha, const float *a,
-                          const int *lda, float *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const float *alpha, const float *a,
+                      const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strmm");
     case_begin(244);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5230,30 +5220,30 @@ static void forward_strmm(void **state)
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("strmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_strsm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const float *alpha, const float *a,
-                          const int *lda, float *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const float *alpha, const float *a,
+                      const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strsm_");
     case_begin(245);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5262,30 +5252,30 @@ static void forward_strsm_(void **state)
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("strsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_strsm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const float *alpha, const float *a,
-                          const int *lda, float *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const float *alpha, const float *a,
+                      const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("strsm");
     case_begin(246);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5294,30 +5284,30 @@ static void forward_strsm(void **state)
        (float *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("strsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_dsymm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const double *alpha, const double *a, const int *lda, const double *b,
-                          const int *ldb, const double *beta, double *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const double *alpha, const double *a, const int *lda, const double *b,
+                      const int *ldb, const double *beta, double *c, const int *ldc,
+                      size_t side_len, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsymm_");
     case_begin(247);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5326,29 +5316,29 @@ static void forward_dsymm_(void **state)
        (const double *)case_buffer(9), (double *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("dsymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dsymm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const double *alpha, const double *a, const int *lda, const double *b,
-                          const int *ldb, const double *beta, double *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const double *alpha, const double *a, const int *lda, const double *b,
+                      const int *ldb, const double *beta, double *c, const int *ldc,
+                      size_t side_len, size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dsymm");
     case_begin(248);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5357,28 +5347,28 @@ static void forward_dsymm(void **state)
        (const double *)case_buffer(9), (double *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("dsymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dsyrk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const double *a, const int *lda, const double *beta,
-                          double *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const double *a, const int *lda, const double *beta,
+                      double *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyrk_");
     case_begin(249);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5386,26 +5376,26 @@ static void forward_dsyrk_(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (double *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("dsyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dsyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const double *a, const int *lda, const double *beta,
-                          double *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const double *a, const int *lda, const double *beta,
+                      double *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyrk");
     case_begin(250);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5413,27 +5403,27 @@ static void forward_dsyrk(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (double *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("dsyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_dsyr2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const double *a, const int *lda, const double *b,
-                          const int *ldb, const double *beta, double *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const double *a, const int *lda, const double *b,
+                      const int *ldb, const double *beta, double *c, const int *ldc,
+                      size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr2k_");
     case_begin(251);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5442,29 +5432,29 @@ static void forward_dsyr2k_(void **state)
        (const double *)case_buffer(9), (double *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("dsyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dsyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const double *a, const int *lda, const double *b,
-                          const int *ldb, const double *beta, double *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const double *a, const int *lda, const double *b,
+                      const int *ldb, const double *beta, double *c, const int *ldc,
+                      size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("dsyr2k");
     case_begin(252);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5473,29 +5463,29 @@ static void forward_dsyr2k(void **state)
        (const double *)case_buffer(9), (double *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("dsyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_dtrmm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const double *alpha, const double *a,
-                          const int *lda, double *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const double *alpha, const double *a,
+                      const int *lda, double *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrmm_");
     case_begin(253);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5504,30 +5494,30 @@ static void forward_dtrmm_(void **state)
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("dtrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_dtrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const double *alpha, const double *a,
-                          const int *lda, double *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const double *alpha, const double *a,
+                      const int *lda, double *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrmm");
     case_begin(254);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5536,30 +5526,30 @@ static void forward_dtrmm(void **state)
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("dtrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_dtrsm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const double *alpha, const double *a,
-                          const int *lda, double *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const double *alpha, const double *a,
+                      const int *lda, double *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrsm_");
     case_begin(255);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5568,30 +5558,30 @@ static void forward_dtrsm_(void **state)
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("dtrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_dtrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const double *alpha, const double *a,
-                          const int *lda, double *b, const int *ldb, size_t side_len,
-                          size_t uplo_len, size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const double *alpha, const double *a,
+                      const int *lda, double *b, const int *ldb, size_t side_len, size_t uplo_len,
+                      size_t transa_len, size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("dtrsm");
     case_begin(256);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5600,30 +5590,30 @@ static void forward_dtrsm(void **state)
        (double *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("dtrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_csymm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("csymm_");
     case_begin(257);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5632,29 +5622,29 @@ static void forward_csymm_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("csymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_csymm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("csymm");
     case_begin(258);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5663,28 +5653,28 @@ static void forward_csymm(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("csymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_csyrk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("csyrk_");
     case_begin(259);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5692,26 +5682,26 @@ static void forward_csyrk_(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("csyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_csyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("csyrk");
     case_begin(260);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5719,27 +5709,27 @@ static void forward_csyrk(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("csyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_csyr2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("csyr2k_");
     case_begin(261);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5748,29 +5738,29 @@ static void forward_csyr2k_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("csyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_csyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("csyr2k");
     case_begin(262);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5779,29 +5769,29 @@ static void forward_csyr2k(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("csyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ctrmm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrmm_");
     case_begin(263);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5810,30 +5800,30 @@ static void forward_ctrmm_(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ctrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ctrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrmm");
     case_begin(264);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5842,30 +5832,30 @@ static void forward_ctrmm(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ctrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ctrsm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrsm_");
     case_begin(265);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5874,30 +5864,30 @@ static void forward_ctrsm_(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ctrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ctrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ctrsm");
     case_begin(266);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -5906,30 +5896,30 @@ static void forward_ctrsm(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ctrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_zsymm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zsymm_");
     case_begin(267);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5938,29 +5928,29 @@ static void forward_zsymm_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zsymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zsymm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zsymm");
     case_begin(268);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5969,28 +5959,28 @@ static void forward_zsymm(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zsymm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zsyrk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zsyrk_");
     case_begin(269);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -5998,26 +5988,26 @@ static void forward_zsyrk_(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("zsyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zsyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zsyrk");
     case_begin(270);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6025,27 +6015,27 @@ static void forward_zsyrk(void **state)
        (const int *)case_buffer(6), (const void *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("zsyrk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zsyr2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zsyr2k_");
     case_begin(271);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6054,29 +6044,29 @@ static void forward_zsyr2k_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zsyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zsyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zsyr2k");
     case_begin(272);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6085,29 +6075,29 @@ static void forward_zsyr2k(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zsyr2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_ztrmm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrmm_");
     case_begin(273);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -6116,30 +6106,30 @@ static void forward_ztrmm_(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ztrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ztrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrmm");
     case_begin(274);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -6148,30 +6138,30 @@ static void forward_ztrmm(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ztrmm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ztrsm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrsm_");
     case_begin(275);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -6180,30 +6170,30 @@ static void forward_ztrsm_(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ztrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_ztrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
-                          const int *m, const int *n, const void *alpha, const void *a,
-                          const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
-                          size_t transa_len, size_t diag_len);
+    typedef void fn_t(const char *side, const char *uplo, const char *transa, const char *diag,
+                      const int *m, const int *n, const void *alpha, const void *a, const int *lda,
+                      void *b, const int *ldb, size_t side_len, size_t uplo_len, size_t transa_len,
+                      size_t diag_len);
     fn_t *fn = (fn_t *)shim_symbol("ztrsm");
     case_begin(276);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const char *)case_buffer(2),
@@ -6212,30 +6202,30 @@ static void forward_ztrsm(void **state)
        (void *)case_buffer(9), (const int *)case_buffer(10), case_size(11), case_size(12),
        case_size(13), case_size(14));
     expect_host_call("ztrsm_", 15);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(char));
-    expect_pointer(3, case_buffer(3), sizeof(char));
-    expect_pointer(4, case_buffer(4), sizeof(int));
-    expect_pointer(5, case_buffer(5), sizeof(int));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), sizeof(int));
-    expect_value(11, (uint64_t)case_size(11));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
-    expect_value(14, (uint64_t)case_size(14));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(char));
+    expect_arg_pointer(3, case_buffer(3), sizeof(char));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), sizeof(int));
+    expect_arg_value(11, (uint64_t)case_size(11));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
+    expect_arg_value(14, (uint64_t)case_size(14));
 }
 
 static void forward_chemm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chemm_");
     case_begin(277);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6244,29 +6234,29 @@ static void forward_chemm_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("chemm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_chemm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("chemm");
     case_begin(278);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6275,28 +6265,28 @@ static void forward_chemm(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("chemm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_cherk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const void *a, const int *lda, const float *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const void *a, const int *lda, const float *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("cherk_");
     case_begin(279);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6304,26 +6294,26 @@ static void forward_cherk_(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("cherk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_cherk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const float *alpha, const void *a, const int *lda, const float *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const float *alpha, const void *a, const int *lda, const float *beta, void *c,
+                      const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("cherk");
     case_begin(280);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6331,27 +6321,27 @@ static void forward_cherk(void **state)
        (const int *)case_buffer(6), (const float *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("cherk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_cher2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const float *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const float *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("cher2k_");
     case_begin(281);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6360,29 +6350,29 @@ static void forward_cher2k_(void **state)
        (const float *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("cher2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_cher2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const float *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const float *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("cher2k");
     case_begin(282);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6391,29 +6381,29 @@ static void forward_cher2k(void **state)
        (const float *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("cher2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zhemm_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhemm_");
     case_begin(283);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6422,29 +6412,29 @@ static void forward_zhemm_(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zhemm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zhemm(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const void *beta, void *c, const int *ldc,
-                          size_t side_len, size_t uplo_len);
+    typedef void fn_t(const char *side, const char *uplo, const int *m, const int *n,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("zhemm");
     case_begin(284);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6453,28 +6443,28 @@ static void forward_zhemm(void **state)
        (const void *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zhemm_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zherk_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const void *a, const int *lda, const double *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const void *a, const int *lda, const double *beta,
+                      void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zherk_");
     case_begin(285);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6482,26 +6472,26 @@ static void forward_zherk_(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("zherk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zherk(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const double *alpha, const void *a, const int *lda, const double *beta,
-                          void *c, const int *ldc, size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const double *alpha, const void *a, const int *lda, const double *beta,
+                      void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zherk");
     case_begin(286);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6509,27 +6499,27 @@ static void forward_zherk(void **state)
        (const int *)case_buffer(6), (const double *)case_buffer(7), (void *)case_buffer(8),
        (const int *)case_buffer(9), case_size(10), case_size(11));
     expect_host_call("zherk_", 12);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), sizeof(int));
-    expect_value(10, (uint64_t)case_size(10));
-    expect_value(11, (uint64_t)case_size(11));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), sizeof(int));
+    expect_arg_value(10, (uint64_t)case_size(10));
+    expect_arg_value(11, (uint64_t)case_size(11));
 }
 
 static void forward_zher2k_(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const double *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const double *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zher2k_");
     case_begin(287);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6538,29 +6528,29 @@ static void forward_zher2k_(void **state)
        (const double *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zher2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_zher2k(void **state)
 {
     (void)state;
-        typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
-                          const void *alpha, const void *a, const int *lda, const void *b,
-                          const int *ldb, const double *beta, void *c, const int *ldc,
-                          size_t uplo_len, size_t trans_len);
+    typedef void fn_t(const char *uplo, const char *trans, const int *n, const int *k,
+                      const void *alpha, const void *a, const int *lda, const void *b,
+                      const int *ldb, const double *beta, void *c, const int *ldc, size_t uplo_len,
+                      size_t trans_len);
     fn_t *fn = (fn_t *)shim_symbol("zher2k");
     case_begin(288);
     fn((const char *)case_buffer(0), (const char *)case_buffer(1), (const int *)case_buffer(2),
@@ -6569,653 +6559,653 @@ static void forward_zher2k(void **state)
        (const double *)case_buffer(9), (void *)case_buffer(10), (const int *)case_buffer(11),
        case_size(12), case_size(13));
     expect_host_call("zher2k_", 14);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), sizeof(int));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), sizeof(int));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), sizeof(int));
-    expect_value(12, (uint64_t)case_size(12));
-    expect_value(13, (uint64_t)case_size(13));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), sizeof(int));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), sizeof(int));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), sizeof(int));
+    expect_arg_value(12, (uint64_t)case_size(12));
+    expect_arg_value(13, (uint64_t)case_size(13));
 }
 
 static void forward_lsame_(void **state)
 {
     (void)state;
-        typedef int fn_t(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
+    typedef int fn_t(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
     fn_t *fn = (fn_t *)shim_symbol("lsame_");
     case_begin(289);
     int result = fn((const char *)case_buffer(0), (const char *)case_buffer(1), case_size(2),
                     case_size(3));
     expect_host_call("lsame_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_value(2, (uint64_t)case_size(2));
-    expect_value(3, (uint64_t)case_size(3));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_value(2, (uint64_t)case_size(2));
+    expect_arg_value(3, (uint64_t)case_size(3));
     expect_int_result(result, "lsame_");
 }
 
 static void forward_lsame(void **state)
 {
     (void)state;
-        typedef int fn_t(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
+    typedef int fn_t(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
     fn_t *fn = (fn_t *)shim_symbol("lsame");
     case_begin(290);
     int result = fn((const char *)case_buffer(0), (const char *)case_buffer(1), case_size(2),
                     case_size(3));
     expect_host_call("lsame_", 4);
-    expect_pointer(0, case_buffer(0), sizeof(char));
-    expect_pointer(1, case_buffer(1), sizeof(char));
-    expect_value(2, (uint64_t)case_size(2));
-    expect_value(3, (uint64_t)case_size(3));
+    expect_arg_pointer(0, case_buffer(0), sizeof(char));
+    expect_arg_pointer(1, case_buffer(1), sizeof(char));
+    expect_arg_value(2, (uint64_t)case_size(2));
+    expect_arg_value(3, (uint64_t)case_size(3));
     expect_int_result(result, "lsame_");
 }
 
 static void forward_cdotcsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, float _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      float _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("cdotcsub_");
     case_begin(291);
     float _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("cdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotc_");
 }
 
 static void forward_cdotcsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, float _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      float _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("cdotcsub");
     case_begin(292);
     float _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("cdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotc_");
 }
 
 static void forward_cdotusub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, float _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      float _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("cdotusub_");
     case_begin(293);
     float _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("cdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotu_");
 }
 
 static void forward_cdotusub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, float _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      float _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("cdotusub");
     case_begin(294);
     float _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("cdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_float_result(result, "cdotu_");
 }
 
 static void forward_dasumsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dasumsub_");
     case_begin(295);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dasum_");
 }
 
 static void forward_dasumsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dasumsub");
     case_begin(296);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dasum_");
 }
 
 static void forward_dcabs1sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const void *z, double *result);
+    typedef void fn_t(const void *z, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dcabs1sub_");
     case_begin(297);
     double result;
     fn((const void *)case_buffer(0), &result);
     expect_host_call("dcabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_double_result(result, "dcabs1_");
 }
 
 static void forward_dcabs1sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const void *z, double *result);
+    typedef void fn_t(const void *z, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dcabs1sub");
     case_begin(298);
     double result;
     fn((const void *)case_buffer(0), &result);
     expect_host_call("dcabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_double_result(result, "dcabs1_");
 }
 
 static void forward_ddotsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, const double *y,
-                          const int *incy, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, const double *y,
+                      const int *incy, double *result);
     fn_t *fn = (fn_t *)shim_symbol("ddotsub_");
     case_begin(299);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("ddot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "ddot_");
 }
 
 static void forward_ddotsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, const double *y,
-                          const int *incy, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, const double *y,
+                      const int *incy, double *result);
     fn_t *fn = (fn_t *)shim_symbol("ddotsub");
     case_begin(300);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        (const double *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("ddot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "ddot_");
 }
 
 static void forward_dnrm2sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dnrm2sub_");
     case_begin(301);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dnrm2_");
 }
 
 static void forward_dnrm2sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dnrm2sub");
     case_begin(302);
     double result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dnrm2_");
 }
 
 static void forward_dsdotsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
-                          const int *incy, double *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
+                      const int *incy, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dsdotsub_");
     case_begin(303);
     double result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("dsdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "dsdot_");
 }
 
 static void forward_dsdotsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
-                          const int *incy, double *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
+                      const int *incy, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dsdotsub");
     case_begin(304);
     double result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("dsdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_double_result(result, "dsdot_");
 }
 
 static void forward_dzasumsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dzasumsub_");
     case_begin(305);
     double result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dzasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dzasum_");
 }
 
 static void forward_dzasumsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dzasumsub");
     case_begin(306);
     double result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dzasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dzasum_");
 }
 
 static void forward_dznrm2sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dznrm2sub_");
     case_begin(307);
     double result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dznrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dznrm2_");
 }
 
 static void forward_dznrm2sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, double *result);
     fn_t *fn = (fn_t *)shim_symbol("dznrm2sub");
     case_begin(308);
     double result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("dznrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_double_result(result, "dznrm2_");
 }
 
 static void forward_icamaxsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("icamaxsub_");
     case_begin(309);
     int result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("icamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "icamax_");
 }
 
 static void forward_icamaxsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("icamaxsub");
     case_begin(310);
     int result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("icamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "icamax_");
 }
 
 static void forward_idamaxsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("idamaxsub_");
     case_begin(311);
     int result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("idamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "idamax_");
 }
 
 static void forward_idamaxsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const double *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const double *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("idamaxsub");
     case_begin(312);
     int result;
     fn((const int *)case_buffer(0), (const double *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("idamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "idamax_");
 }
 
 static void forward_isamaxsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("isamaxsub_");
     case_begin(313);
     int result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("isamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "isamax_");
 }
 
 static void forward_isamaxsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("isamaxsub");
     case_begin(314);
     int result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("isamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "isamax_");
 }
 
 static void forward_izamaxsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("izamaxsub_");
     case_begin(315);
     int result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("izamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "izamax_");
 }
 
 static void forward_izamaxsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, int *result);
     fn_t *fn = (fn_t *)shim_symbol("izamaxsub");
     case_begin(316);
     int result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("izamax_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_int_result(result, "izamax_");
 }
 
 static void forward_sasumsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sasumsub_");
     case_begin(317);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("sasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "sasum_");
 }
 
 static void forward_sasumsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sasumsub");
     case_begin(318);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("sasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "sasum_");
 }
 
 static void forward_scabs1sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const void *c, float *result);
+    typedef void fn_t(const void *c, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scabs1sub_");
     case_begin(319);
     float result;
     fn((const void *)case_buffer(0), &result);
     expect_host_call("scabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_float_result(result, "scabs1_");
 }
 
 static void forward_scabs1sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const void *c, float *result);
+    typedef void fn_t(const void *c, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scabs1sub");
     case_begin(320);
     float result;
     fn((const void *)case_buffer(0), &result);
     expect_host_call("scabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_float_result(result, "scabs1_");
 }
 
 static void forward_scasumsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scasumsub_");
     case_begin(321);
     float result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("scasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scasum_");
 }
 
 static void forward_scasumsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scasumsub");
     case_begin(322);
     float result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("scasum_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scasum_");
 }
 
 static void forward_scnrm2sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scnrm2sub_");
     case_begin(323);
     float result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("scnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scnrm2_");
 }
 
 static void forward_scnrm2sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("scnrm2sub");
     case_begin(324);
     float result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("scnrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "scnrm2_");
 }
 
 static void forward_sdotsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
-                          const int *incy, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
+                      const int *incy, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sdotsub_");
     case_begin(325);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("sdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_float_result(result, "sdot_");
 }
 
 static void forward_sdotsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
-                          const int *incy, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, const float *y,
+                      const int *incy, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sdotsub");
     case_begin(326);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        (const float *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("sdot_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_float_result(result, "sdot_");
 }
 
 static void forward_sdsdotsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                          const float *y, const int *incy, float *result);
+    typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
+                      const float *y, const int *incy, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sdsdotsub_");
     case_begin(327);
     float result;
@@ -7223,20 +7213,20 @@ static void forward_sdsdotsub_(void **state)
        (const int *)case_buffer(3), (const float *)case_buffer(4), (const int *)case_buffer(5),
        &result);
     expect_host_call("sdsdot_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
     expect_float_result(result, "sdsdot_");
 }
 
 static void forward_sdsdotsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
-                          const float *y, const int *incy, float *result);
+    typedef void fn_t(const int *n, const float *alpha, const float *x, const int *incx,
+                      const float *y, const int *incy, float *result);
     fn_t *fn = (fn_t *)shim_symbol("sdsdotsub");
     case_begin(328);
     float result;
@@ -7244,955 +7234,955 @@ static void forward_sdsdotsub(void **state)
        (const int *)case_buffer(3), (const float *)case_buffer(4), (const int *)case_buffer(5),
        &result);
     expect_host_call("sdsdot_", 6);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(int));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(int));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(int));
     expect_float_result(result, "sdsdot_");
 }
 
 static void forward_snrm2sub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("snrm2sub_");
     case_begin(329);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("snrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "snrm2_");
 }
 
 static void forward_snrm2sub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
+    typedef void fn_t(const int *n, const float *x, const int *incx, float *result);
     fn_t *fn = (fn_t *)shim_symbol("snrm2sub");
     case_begin(330);
     float result;
     fn((const int *)case_buffer(0), (const float *)case_buffer(1), (const int *)case_buffer(2),
        &result);
     expect_host_call("snrm2_", 3);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
     expect_float_result(result, "snrm2_");
 }
 
 static void forward_zdotcsub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, double _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      double _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("zdotcsub_");
     case_begin(331);
     double _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("zdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotc_");
 }
 
 static void forward_zdotcsub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, double _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      double _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("zdotcsub");
     case_begin(332);
     double _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("zdotc_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotc_");
 }
 
 static void forward_zdotusub_(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, double _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      double _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("zdotusub_");
     case_begin(333);
     double _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("zdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotu_");
 }
 
 static void forward_zdotusub(void **state)
 {
     (void)state;
-        typedef void fn_t(const int *n, const void *x, const int *incx, const void *y,
-                          const int *incy, double _Complex *result);
+    typedef void fn_t(const int *n, const void *x, const int *incx, const void *y, const int *incy,
+                      double _Complex *result);
     fn_t *fn = (fn_t *)shim_symbol("zdotusub");
     case_begin(334);
     double _Complex result;
     fn((const int *)case_buffer(0), (const void *)case_buffer(1), (const int *)case_buffer(2),
        (const void *)case_buffer(3), (const int *)case_buffer(4), &result);
     expect_host_call("zdotu_", 5);
-    expect_pointer(0, case_buffer(0), sizeof(int));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(int));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), sizeof(int));
+    expect_arg_pointer(0, case_buffer(0), sizeof(int));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(int));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), sizeof(int));
     expect_complex_double_result(result, "zdotu_");
 }
 
 static void forward_cblas_dcabs1(void **state)
 {
     (void)state;
-        typedef double fn_t(const void *z);
+    typedef double fn_t(const void *z);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dcabs1");
     case_begin(335);
     double result = fn((const void *)case_buffer(0));
     expect_host_call("dcabs1_", 1);
-    expect_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
     expect_double_result(result, "dcabs1_");
 }
 
 static void forward_cblas_scabs1(void **state)
 {
     (void)state;
-        typedef float fn_t(const void *c);
+    typedef float fn_t(const void *c);
     fn_t *fn = (fn_t *)shim_symbol("cblas_scabs1");
     case_begin(336);
     float result = fn((const void *)case_buffer(0));
     expect_host_call("scabs1_", 1);
-    expect_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
     expect_float_result(result, "scabs1_");
 }
 
 static void forward_cblas_sdsdot(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, float alpha, const float *x, int incx, const float *y, int incy);
+    typedef float fn_t(int n, float alpha, const float *x, int incx, const float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sdsdot");
     case_begin(337);
     float result = fn(case_int(0), case_float(1), (const float *)case_buffer(2), case_int(3),
                       (const float *)case_buffer(4), case_int(5));
     expect_host_call("cblas_sdsdot", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_float(case_float(1)));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_float(case_float(1)));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
     expect_float_result(result, "cblas_sdsdot");
 }
 
 static void forward_cblas_dsdot(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const float *x, int incx, const float *y, int incy);
+    typedef double fn_t(int n, const float *x, int incx, const float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsdot");
     case_begin(338);
     double result = fn(case_int(0), (const float *)case_buffer(1), case_int(2),
                        (const float *)case_buffer(3), case_int(4));
     expect_host_call("cblas_dsdot", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
     expect_double_result(result, "cblas_dsdot");
 }
 
 static void forward_cblas_sdot(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, const float *x, int incx, const float *y, int incy);
+    typedef float fn_t(int n, const float *x, int incx, const float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sdot");
     case_begin(339);
     float result = fn(case_int(0), (const float *)case_buffer(1), case_int(2),
                       (const float *)case_buffer(3), case_int(4));
     expect_host_call("cblas_sdot", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
     expect_float_result(result, "cblas_sdot");
 }
 
 static void forward_cblas_ddot(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const double *x, int incx, const double *y, int incy);
+    typedef double fn_t(int n, const double *x, int incx, const double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ddot");
     case_begin(340);
     double result = fn(case_int(0), (const double *)case_buffer(1), case_int(2),
                        (const double *)case_buffer(3), case_int(4));
     expect_host_call("cblas_ddot", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
     expect_double_result(result, "cblas_ddot");
 }
 
 static void forward_cblas_cdotu_sub(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotu);
+    typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotu);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cdotu_sub");
     case_begin(341);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (const void *)case_buffer(3),
        case_int(4), (void *)case_buffer(5));
     expect_host_call("cblas_cdotu_sub", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
 }
 
 static void forward_cblas_cdotc_sub(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotc);
+    typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cdotc_sub");
     case_begin(342);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (const void *)case_buffer(3),
        case_int(4), (void *)case_buffer(5));
     expect_host_call("cblas_cdotc_sub", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
 }
 
 static void forward_cblas_zdotu_sub(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotu);
+    typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotu);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zdotu_sub");
     case_begin(343);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (const void *)case_buffer(3),
        case_int(4), (void *)case_buffer(5));
     expect_host_call("cblas_zdotu_sub", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
 }
 
 static void forward_cblas_zdotc_sub(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotc);
+    typedef void fn_t(int n, const void *x, int incx, const void *y, int incy, void *dotc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zdotc_sub");
     case_begin(344);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (const void *)case_buffer(3),
        case_int(4), (void *)case_buffer(5));
     expect_host_call("cblas_zdotc_sub", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
 }
 
 static void forward_cblas_snrm2(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, const float *x, int incx);
+    typedef float fn_t(int n, const float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_snrm2");
     case_begin(345);
     float result = fn(case_int(0), (const float *)case_buffer(1), case_int(2));
     expect_host_call("cblas_snrm2", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_float_result(result, "cblas_snrm2");
 }
 
 static void forward_cblas_sasum(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, const float *x, int incx);
+    typedef float fn_t(int n, const float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sasum");
     case_begin(346);
     float result = fn(case_int(0), (const float *)case_buffer(1), case_int(2));
     expect_host_call("cblas_sasum", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_float_result(result, "cblas_sasum");
 }
 
 static void forward_cblas_dnrm2(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const double *x, int incx);
+    typedef double fn_t(int n, const double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dnrm2");
     case_begin(347);
     double result = fn(case_int(0), (const double *)case_buffer(1), case_int(2));
     expect_host_call("cblas_dnrm2", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_double_result(result, "cblas_dnrm2");
 }
 
 static void forward_cblas_dasum(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const double *x, int incx);
+    typedef double fn_t(int n, const double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dasum");
     case_begin(348);
     double result = fn(case_int(0), (const double *)case_buffer(1), case_int(2));
     expect_host_call("cblas_dasum", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_double_result(result, "cblas_dasum");
 }
 
 static void forward_cblas_scnrm2(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, const void *x, int incx);
+    typedef float fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_scnrm2");
     case_begin(349);
     float result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_scnrm2", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_float_result(result, "cblas_scnrm2");
 }
 
 static void forward_cblas_scasum(void **state)
 {
     (void)state;
-        typedef float fn_t(int n, const void *x, int incx);
+    typedef float fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_scasum");
     case_begin(350);
     float result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_scasum", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_float_result(result, "cblas_scasum");
 }
 
 static void forward_cblas_dznrm2(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const void *x, int incx);
+    typedef double fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dznrm2");
     case_begin(351);
     double result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_dznrm2", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_double_result(result, "cblas_dznrm2");
 }
 
 static void forward_cblas_dzasum(void **state)
 {
     (void)state;
-        typedef double fn_t(int n, const void *x, int incx);
+    typedef double fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dzasum");
     case_begin(352);
     double result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_dzasum", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_double_result(result, "cblas_dzasum");
 }
 
 static void forward_cblas_isamax(void **state)
 {
     (void)state;
-        typedef size_t fn_t(int n, const float *x, int incx);
+    typedef size_t fn_t(int n, const float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_isamax");
     case_begin(353);
     size_t result = fn(case_int(0), (const float *)case_buffer(1), case_int(2));
     expect_host_call("cblas_isamax", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_int_result(result, "cblas_isamax");
 }
 
 static void forward_cblas_idamax(void **state)
 {
     (void)state;
-        typedef size_t fn_t(int n, const double *x, int incx);
+    typedef size_t fn_t(int n, const double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_idamax");
     case_begin(354);
     size_t result = fn(case_int(0), (const double *)case_buffer(1), case_int(2));
     expect_host_call("cblas_idamax", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_int_result(result, "cblas_idamax");
 }
 
 static void forward_cblas_icamax(void **state)
 {
     (void)state;
-        typedef size_t fn_t(int n, const void *x, int incx);
+    typedef size_t fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_icamax");
     case_begin(355);
     size_t result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_icamax", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_int_result(result, "cblas_icamax");
 }
 
 static void forward_cblas_izamax(void **state)
 {
     (void)state;
-        typedef size_t fn_t(int n, const void *x, int incx);
+    typedef size_t fn_t(int n, const void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_izamax");
     case_begin(356);
     size_t result = fn(case_int(0), (const void *)case_buffer(1), case_int(2));
     expect_host_call("cblas_izamax", 3);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
     expect_int_result(result, "cblas_izamax");
 }
 
 static void forward_cblas_sswap(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float *x, int incx, float *y, int incy);
+    typedef void fn_t(int n, float *x, int incx, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sswap");
     case_begin(357);
     fn(case_int(0), (float *)case_buffer(1), case_int(2), (float *)case_buffer(3), case_int(4));
     expect_host_call("cblas_sswap", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_scopy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const float *x, int incx, float *y, int incy);
+    typedef void fn_t(int n, const float *x, int incx, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_scopy");
     case_begin(358);
     fn(case_int(0), (const float *)case_buffer(1), case_int(2), (float *)case_buffer(3), case_int(4));
     expect_host_call("cblas_scopy", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_saxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float alpha, const float *x, int incx, float *y, int incy);
+    typedef void fn_t(int n, float alpha, const float *x, int incx, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_saxpy");
     case_begin(359);
     fn(case_int(0), case_float(1), (const float *)case_buffer(2), case_int(3),
        (float *)case_buffer(4), case_int(5));
     expect_host_call("cblas_saxpy", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_float(case_float(1)));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_float(case_float(1)));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
 }
 
 static void forward_cblas_dswap(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double *x, int incx, double *y, int incy);
+    typedef void fn_t(int n, double *x, int incx, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dswap");
     case_begin(360);
     fn(case_int(0), (double *)case_buffer(1), case_int(2), (double *)case_buffer(3), case_int(4));
     expect_host_call("cblas_dswap", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_dcopy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const double *x, int incx, double *y, int incy);
+    typedef void fn_t(int n, const double *x, int incx, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dcopy");
     case_begin(361);
     fn(case_int(0), (const double *)case_buffer(1), case_int(2), (double *)case_buffer(3),
        case_int(4));
     expect_host_call("cblas_dcopy", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_daxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double alpha, const double *x, int incx, double *y, int incy);
+    typedef void fn_t(int n, double alpha, const double *x, int incx, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_daxpy");
     case_begin(362);
     fn(case_int(0), case_double(1), (const double *)case_buffer(2), case_int(3),
        (double *)case_buffer(4), case_int(5));
     expect_host_call("cblas_daxpy", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_double(case_double(1)));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_double(case_double(1)));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
 }
 
 static void forward_cblas_cswap(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cswap");
     case_begin(363);
     fn(case_int(0), (void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4));
     expect_host_call("cblas_cswap", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_ccopy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, const void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ccopy");
     case_begin(364);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4));
     expect_host_call("cblas_ccopy", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_caxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *alpha, const void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, const void *alpha, const void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_caxpy");
     case_begin(365);
     fn(case_int(0), (const void *)case_buffer(1), (const void *)case_buffer(2), case_int(3),
        (void *)case_buffer(4), case_int(5));
     expect_host_call("cblas_caxpy", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
 }
 
 static void forward_cblas_zswap(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zswap");
     case_begin(366);
     fn(case_int(0), (void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4));
     expect_host_call("cblas_zswap", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_zcopy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, const void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zcopy");
     case_begin(367);
     fn(case_int(0), (const void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4));
     expect_host_call("cblas_zcopy", 5);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
 }
 
 static void forward_cblas_zaxpy(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *alpha, const void *x, int incx, void *y, int incy);
+    typedef void fn_t(int n, const void *alpha, const void *x, int incx, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zaxpy");
     case_begin(368);
     fn(case_int(0), (const void *)case_buffer(1), (const void *)case_buffer(2), case_int(3),
        (void *)case_buffer(4), case_int(5));
     expect_host_call("cblas_zaxpy", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
 }
 
 static void forward_cblas_srotmg(void **state)
 {
     (void)state;
-        typedef void fn_t(float *d1, float *d2, float *b1, float b2, float *p);
+    typedef void fn_t(float *d1, float *d2, float *b1, float b2, float *p);
     fn_t *fn = (fn_t *)shim_symbol("cblas_srotmg");
     case_begin(369);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2), case_float(3),
        (float *)case_buffer(4));
     expect_host_call("cblas_srotmg", 5);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
 }
 
 static void forward_cblas_srotm(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float *x, int incx, float *y, int incy, const float *p);
+    typedef void fn_t(int n, float *x, int incx, float *y, int incy, const float *p);
     fn_t *fn = (fn_t *)shim_symbol("cblas_srotm");
     case_begin(370);
     fn(case_int(0), (float *)case_buffer(1), case_int(2), (float *)case_buffer(3), case_int(4),
        (const float *)case_buffer(5));
     expect_host_call("cblas_srotm", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
 }
 
 static void forward_cblas_drotmg(void **state)
 {
     (void)state;
-        typedef void fn_t(double *d1, double *d2, double *b1, double b2, double *p);
+    typedef void fn_t(double *d1, double *d2, double *b1, double b2, double *p);
     fn_t *fn = (fn_t *)shim_symbol("cblas_drotmg");
     case_begin(371);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2), case_double(3),
        (double *)case_buffer(4));
     expect_host_call("cblas_drotmg", 5);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
 }
 
 static void forward_cblas_drotm(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double *x, int incx, double *y, int incy, const double *p);
+    typedef void fn_t(int n, double *x, int incx, double *y, int incy, const double *p);
     fn_t *fn = (fn_t *)shim_symbol("cblas_drotm");
     case_begin(372);
     fn(case_int(0), (double *)case_buffer(1), case_int(2), (double *)case_buffer(3), case_int(4),
        (const double *)case_buffer(5));
     expect_host_call("cblas_drotm", 6);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
 }
 
 static void forward_cblas_sscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float alpha, float *x, int incx);
+    typedef void fn_t(int n, float alpha, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sscal");
     case_begin(373);
     fn(case_int(0), case_float(1), (float *)case_buffer(2), case_int(3));
     expect_host_call("cblas_sscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_float(case_float(1)));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_float(case_float(1)));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_dscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double alpha, double *x, int incx);
+    typedef void fn_t(int n, double alpha, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dscal");
     case_begin(374);
     fn(case_int(0), case_double(1), (double *)case_buffer(2), case_int(3));
     expect_host_call("cblas_dscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_double(case_double(1)));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_double(case_double(1)));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_cscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *alpha, void *x, int incx);
+    typedef void fn_t(int n, const void *alpha, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cscal");
     case_begin(375);
     fn(case_int(0), (const void *)case_buffer(1), (void *)case_buffer(2), case_int(3));
     expect_host_call("cblas_cscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), 8);
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_zscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, const void *alpha, void *x, int incx);
+    typedef void fn_t(int n, const void *alpha, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zscal");
     case_begin(376);
     fn(case_int(0), (const void *)case_buffer(1), (void *)case_buffer(2), case_int(3));
     expect_host_call("cblas_zscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), 16);
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_csscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float alpha, void *x, int incx);
+    typedef void fn_t(int n, float alpha, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csscal");
     case_begin(377);
     fn(case_int(0), case_float(1), (void *)case_buffer(2), case_int(3));
     expect_host_call("cblas_csscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_float(case_float(1)));
-    expect_pointer(2, case_buffer(2), 8);
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_float(case_float(1)));
+    expect_arg_pointer(2, case_buffer(2), 8);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_zdscal(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double alpha, void *x, int incx);
+    typedef void fn_t(int n, double alpha, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zdscal");
     case_begin(378);
     fn(case_int(0), case_double(1), (void *)case_buffer(2), case_int(3));
     expect_host_call("cblas_zdscal", 4);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_double(case_double(1)));
-    expect_pointer(2, case_buffer(2), 16);
-    expect_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_double(case_double(1)));
+    expect_arg_pointer(2, case_buffer(2), 16);
+    expect_arg_value(3, fake_encode_int(case_int(3)));
 }
 
 static void forward_cblas_srotg(void **state)
 {
     (void)state;
-        typedef void fn_t(float *a, float *b, float *c, float *s);
+    typedef void fn_t(float *a, float *b, float *c, float *s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_srotg");
     case_begin(379);
     fn((float *)case_buffer(0), (float *)case_buffer(1), (float *)case_buffer(2),
        (float *)case_buffer(3));
     expect_host_call("cblas_srotg", 4);
-    expect_pointer(0, case_buffer(0), sizeof(float));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_pointer(0, case_buffer(0), sizeof(float));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
 }
 
 static void forward_cblas_drotg(void **state)
 {
     (void)state;
-        typedef void fn_t(double *a, double *b, double *c, double *s);
+    typedef void fn_t(double *a, double *b, double *c, double *s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_drotg");
     case_begin(380);
     fn((double *)case_buffer(0), (double *)case_buffer(1), (double *)case_buffer(2),
        (double *)case_buffer(3));
     expect_host_call("cblas_drotg", 4);
-    expect_pointer(0, case_buffer(0), sizeof(double));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_pointer(0, case_buffer(0), sizeof(double));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
 }
 
 static void forward_cblas_crotg(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, float *c, void *s);
+    typedef void fn_t(void *a, void *b, float *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_crotg");
     case_begin(381);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (float *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("cblas_crotg", 4);
-    expect_pointer(0, case_buffer(0), 8);
-    expect_pointer(1, case_buffer(1), 8);
-    expect_pointer(2, case_buffer(2), sizeof(float));
-    expect_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(0, case_buffer(0), 8);
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_pointer(2, case_buffer(2), sizeof(float));
+    expect_arg_pointer(3, case_buffer(3), 8);
 }
 
 static void forward_cblas_zrotg(void **state)
 {
     (void)state;
-        typedef void fn_t(void *a, void *b, double *c, void *s);
+    typedef void fn_t(void *a, void *b, double *c, void *s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zrotg");
     case_begin(382);
     fn((void *)case_buffer(0), (void *)case_buffer(1), (double *)case_buffer(2),
        (void *)case_buffer(3));
     expect_host_call("cblas_zrotg", 4);
-    expect_pointer(0, case_buffer(0), 16);
-    expect_pointer(1, case_buffer(1), 16);
-    expect_pointer(2, case_buffer(2), sizeof(double));
-    expect_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(0, case_buffer(0), 16);
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_pointer(2, case_buffer(2), sizeof(double));
+    expect_arg_pointer(3, case_buffer(3), 16);
 }
 
 static void forward_cblas_srot(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, float *x, int incx, float *y, int incy, float c, float s);
+    typedef void fn_t(int n, float *x, int incx, float *y, int incy, float c, float s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_srot");
     case_begin(383);
     fn(case_int(0), (float *)case_buffer(1), case_int(2), (float *)case_buffer(3), case_int(4),
        case_float(5), case_float(6));
     expect_host_call("cblas_srot", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(float));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(float));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_value(6, fake_encode_float(case_float(6)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(float));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(float));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_value(6, fake_encode_float(case_float(6)));
 }
 
 static void forward_cblas_drot(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, double *x, int incx, double *y, int incy, double c, double s);
+    typedef void fn_t(int n, double *x, int incx, double *y, int incy, double c, double s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_drot");
     case_begin(384);
     fn(case_int(0), (double *)case_buffer(1), case_int(2), (double *)case_buffer(3), case_int(4),
        case_double(5), case_double(6));
     expect_host_call("cblas_drot", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), sizeof(double));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), sizeof(double));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_value(6, fake_encode_double(case_double(6)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), sizeof(double));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), sizeof(double));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_value(6, fake_encode_double(case_double(6)));
 }
 
 static void forward_cblas_csrot(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, void *x, int incx, void *y, int incy, float c, float s);
+    typedef void fn_t(int n, void *x, int incx, void *y, int incy, float c, float s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csrot");
     case_begin(385);
     fn(case_int(0), (void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4),
        case_float(5), case_float(6));
     expect_host_call("cblas_csrot", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 8);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_value(6, fake_encode_float(case_float(6)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 8);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_value(6, fake_encode_float(case_float(6)));
 }
 
 static void forward_cblas_zdrot(void **state)
 {
     (void)state;
-        typedef void fn_t(int n, void *x, int incx, void *y, int incy, double c, double s);
+    typedef void fn_t(int n, void *x, int incx, void *y, int incy, double c, double s);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zdrot");
     case_begin(386);
     fn(case_int(0), (void *)case_buffer(1), case_int(2), (void *)case_buffer(3), case_int(4),
        case_double(5), case_double(6));
     expect_host_call("cblas_zdrot", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_pointer(1, case_buffer(1), 16);
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_value(6, fake_encode_double(case_double(6)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_pointer(1, case_buffer(1), 16);
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_value(6, fake_encode_double(case_double(6)));
 }
 
 static void forward_cblas_sgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, float alpha,
-                          const float *a, int lda, const float *x, int incx, float beta, float *y,
-                          int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, float alpha,
+                      const float *a, int lda, const float *x, int incx, float beta, float *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sgemv");
     case_begin(387);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
        case_float(4), (const float *)case_buffer(5), case_int(6), (const float *)case_buffer(7),
        case_int(8), case_float(9), (float *)case_buffer(10), case_int(11));
     expect_host_call("cblas_sgemv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_float(case_float(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_value(9, fake_encode_float(case_float(9)));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_float(case_float(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(9, fake_encode_float(case_float(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_sgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
-                          float alpha, const float *a, int lda, const float *x, int incx,
-                          float beta, float *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                      float alpha, const float *a, int lda, const float *x, int incx, float beta,
+                      float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sgbmv");
     case_begin(388);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8200,186 +8190,186 @@ static void forward_cblas_sgbmv(void **state)
        (const float *)case_buffer(9), case_int(10), case_float(11), (float *)case_buffer(12),
        case_int(13));
     expect_host_call("cblas_sgbmv", 14);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_float(case_float(6)));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_value(10, fake_encode_int(case_int(10)));
-    expect_value(11, fake_encode_float(case_float(11)));
-    expect_pointer(12, case_buffer(12), sizeof(float));
-    expect_value(13, fake_encode_int(case_int(13)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_float(case_float(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(11, fake_encode_float(case_float(11)));
+    expect_arg_pointer(12, case_buffer(12), sizeof(float));
+    expect_arg_value(13, fake_encode_int(case_int(13)));
 }
 
 static void forward_cblas_strmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const float *a, int lda, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_strmv");
     case_begin(389);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const float *)case_buffer(5), case_int(6),
        (float *)case_buffer(7), case_int(8));
     expect_host_call("cblas_strmv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_stbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const float *a, int lda, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_stbmv");
     case_begin(390);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const float *)case_buffer(6),
        case_int(7), (float *)case_buffer(8), case_int(9));
     expect_host_call("cblas_stbmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_stpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const float *ap, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_stpmv");
     case_begin(391);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const float *)case_buffer(5), (float *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_stpmv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_strsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const float *a, int lda, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_strsv");
     case_begin(392);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const float *)case_buffer(5), case_int(6),
        (float *)case_buffer(7), case_int(8));
     expect_host_call("cblas_strsv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_stbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const float *a, int lda, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_stbsv");
     case_begin(393);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const float *)case_buffer(6),
        case_int(7), (float *)case_buffer(8), case_int(9));
     expect_host_call("cblas_stbsv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_stpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const float *ap, float *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_stpsv");
     case_begin(394);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const float *)case_buffer(5), (float *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_stpsv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_dgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, double alpha,
-                          const double *a, int lda, const double *x, int incx, double beta,
-                          double *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, double alpha,
+                      const double *a, int lda, const double *x, int incx, double beta, double *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dgemv");
     case_begin(395);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
        case_double(4), (const double *)case_buffer(5), case_int(6), (const double *)case_buffer(7),
        case_int(8), case_double(9), (double *)case_buffer(10), case_int(11));
     expect_host_call("cblas_dgemv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_double(case_double(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_value(9, fake_encode_double(case_double(9)));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_double(case_double(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(9, fake_encode_double(case_double(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_dgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
-                          double alpha, const double *a, int lda, const double *x, int incx,
-                          double beta, double *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                      double alpha, const double *a, int lda, const double *x, int incx,
+                      double beta, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dgbmv");
     case_begin(396);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8387,162 +8377,160 @@ static void forward_cblas_dgbmv(void **state)
        (const double *)case_buffer(9), case_int(10), case_double(11), (double *)case_buffer(12),
        case_int(13));
     expect_host_call("cblas_dgbmv", 14);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_double(case_double(6)));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_value(10, fake_encode_int(case_int(10)));
-    expect_value(11, fake_encode_double(case_double(11)));
-    expect_pointer(12, case_buffer(12), sizeof(double));
-    expect_value(13, fake_encode_int(case_int(13)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_double(case_double(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(11, fake_encode_double(case_double(11)));
+    expect_arg_pointer(12, case_buffer(12), sizeof(double));
+    expect_arg_value(13, fake_encode_int(case_int(13)));
 }
 
 static void forward_cblas_dtrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const double *a, int lda, double *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const double *a, int lda, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtrmv");
     case_begin(397);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const double *)case_buffer(5), case_int(6),
        (double *)case_buffer(7), case_int(8));
     expect_host_call("cblas_dtrmv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_dtbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
-                          int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const double *a, int lda, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtbmv");
     case_begin(398);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const double *)case_buffer(6),
        case_int(7), (double *)case_buffer(8), case_int(9));
     expect_host_call("cblas_dtbmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_dtpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const double *ap, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtpmv");
     case_begin(399);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const double *)case_buffer(5),
        (double *)case_buffer(6), case_int(7));
     expect_host_call("cblas_dtpmv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_dtrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const double *a, int lda, double *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const double *a, int lda, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtrsv");
     case_begin(400);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const double *)case_buffer(5), case_int(6),
        (double *)case_buffer(7), case_int(8));
     expect_host_call("cblas_dtrsv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_dtbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
-                          int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const double *a, int lda, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtbsv");
     case_begin(401);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const double *)case_buffer(6),
        case_int(7), (double *)case_buffer(8), case_int(9));
     expect_host_call("cblas_dtbsv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_dtpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const double *ap, double *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtpsv");
     case_begin(402);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const double *)case_buffer(5),
        (double *)case_buffer(6), case_int(7));
     expect_host_call("cblas_dtpsv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_cgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *x, int incx,
-                          const void *beta, void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, const void *alpha,
+                      const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cgemv");
     case_begin(403);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8550,26 +8538,26 @@ static void forward_cblas_cgemv(void **state)
        (const void *)case_buffer(7), case_int(8), (const void *)case_buffer(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_cgemv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_cgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
-                          const void *alpha, const void *a, int lda, const void *x, int incx,
-                          const void *beta, void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                      const void *alpha, const void *a, int lda, const void *x, int incx,
+                      const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cgbmv");
     case_begin(404);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8577,160 +8565,160 @@ static void forward_cblas_cgbmv(void **state)
        case_int(8), (const void *)case_buffer(9), case_int(10), (const void *)case_buffer(11),
        (void *)case_buffer(12), case_int(13));
     expect_host_call("cblas_cgbmv", 14);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_value(10, fake_encode_int(case_int(10)));
-    expect_pointer(11, case_buffer(11), 8);
-    expect_pointer(12, case_buffer(12), 8);
-    expect_value(13, fake_encode_int(case_int(13)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_pointer(12, case_buffer(12), 8);
+    expect_arg_value(13, fake_encode_int(case_int(13)));
 }
 
 static void forward_cblas_ctrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctrmv");
     case_begin(405);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), case_int(6),
        (void *)case_buffer(7), case_int(8));
     expect_host_call("cblas_ctrmv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_ctbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctbmv");
     case_begin(406);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_ctbmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_ctpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *ap, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctpmv");
     case_begin(407);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), (void *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_ctpmv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_ctrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctrsv");
     case_begin(408);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), case_int(6),
        (void *)case_buffer(7), case_int(8));
     expect_host_call("cblas_ctrsv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_ctbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctbsv");
     case_begin(409);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_ctbsv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_ctpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *ap, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctpsv");
     case_begin(410);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), (void *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_ctpsv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_zgemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *x, int incx,
-                          const void *beta, void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, const void *alpha,
+                      const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zgemv");
     case_begin(411);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8738,26 +8726,26 @@ static void forward_cblas_zgemv(void **state)
        (const void *)case_buffer(7), case_int(8), (const void *)case_buffer(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_zgemv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_zgbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
-                          const void *alpha, const void *a, int lda, const void *x, int incx,
-                          const void *beta, void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                      const void *alpha, const void *a, int lda, const void *x, int incx,
+                      const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zgbmv");
     case_begin(412);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_TRANSPOSE)case_int(1), case_int(2), case_int(3),
@@ -8765,522 +8753,519 @@ static void forward_cblas_zgbmv(void **state)
        case_int(8), (const void *)case_buffer(9), case_int(10), (const void *)case_buffer(11),
        (void *)case_buffer(12), case_int(13));
     expect_host_call("cblas_zgbmv", 14);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_value(10, fake_encode_int(case_int(10)));
-    expect_pointer(11, case_buffer(11), 16);
-    expect_pointer(12, case_buffer(12), 16);
-    expect_value(13, fake_encode_int(case_int(13)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_pointer(12, case_buffer(12), 16);
+    expect_arg_value(13, fake_encode_int(case_int(13)));
 }
 
 static void forward_cblas_ztrmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztrmv");
     case_begin(413);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), case_int(6),
        (void *)case_buffer(7), case_int(8));
     expect_host_call("cblas_ztrmv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_ztbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztbmv");
     case_begin(414);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_ztbmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_ztpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *ap, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztpmv");
     case_begin(415);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), (void *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_ztpmv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_ztrsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztrsv");
     case_begin(416);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), case_int(6),
        (void *)case_buffer(7), case_int(8));
     expect_host_call("cblas_ztrsv", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
 }
 
 static void forward_cblas_ztbsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, int k, const void *a, int lda, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztbsv");
     case_begin(417);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_ztbsv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_ztpsv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                          CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa, CBLAS_DIAG diag,
+                      int n, const void *ap, void *x, int incx);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztpsv");
     case_begin(418);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        (CBLAS_DIAG)case_int(3), case_int(4), (const void *)case_buffer(5), (void *)case_buffer(6),
        case_int(7));
     expect_host_call("cblas_ztpsv", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_ssymv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *a,
-                          int lda, const float *x, int incx, float beta, float *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *a,
+                      int lda, const float *x, int incx, float beta, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssymv");
     case_begin(419);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (const float *)case_buffer(6), case_int(7),
        case_float(8), (float *)case_buffer(9), case_int(10));
     expect_host_call("cblas_ssymv", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_float(case_float(8)));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_float(case_float(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_ssbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, float alpha,
-                          const float *a, int lda, const float *x, int incx, float beta, float *y,
-                          int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, float alpha,
+                      const float *a, int lda, const float *x, int incx, float beta, float *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssbmv");
     case_begin(420);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_int(3), case_float(4),
        (const float *)case_buffer(5), case_int(6), (const float *)case_buffer(7), case_int(8),
        case_float(9), (float *)case_buffer(10), case_int(11));
     expect_host_call("cblas_ssbmv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_float(case_float(4)));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(float));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_value(9, fake_encode_float(case_float(9)));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_float(case_float(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(float));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(9, fake_encode_float(case_float(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_sspmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *ap,
-                          const float *x, int incx, float beta, float *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *ap,
+                      const float *x, int incx, float beta, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sspmv");
     case_begin(421);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), (const float *)case_buffer(5), case_int(6), case_float(7),
        (float *)case_buffer(8), case_int(9));
     expect_host_call("cblas_sspmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_pointer(5, case_buffer(5), sizeof(float));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_float(case_float(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_pointer(5, case_buffer(5), sizeof(float));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_float(case_float(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_sger(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, float alpha, const float *x, int incx,
-                          const float *y, int incy, float *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, float alpha, const float *x, int incx,
+                      const float *y, int incy, float *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sger");
     case_begin(422);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (const float *)case_buffer(6), case_int(7),
        (float *)case_buffer(8), case_int(9));
     expect_host_call("cblas_sger", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_ssyr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
-                          int incx, float *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                      int incx, float *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssyr");
     case_begin(423);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (float *)case_buffer(6), case_int(7));
     expect_host_call("cblas_ssyr", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_sspr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
-                          int incx, float *ap);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                      int incx, float *ap);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sspr");
     case_begin(424);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (float *)case_buffer(6));
     expect_host_call("cblas_sspr", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
 }
 
 static void forward_cblas_ssyr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
-                          int incx, const float *y, int incy, float *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                      int incx, const float *y, int incy, float *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssyr2");
     case_begin(425);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (const float *)case_buffer(6), case_int(7),
        (float *)case_buffer(8), case_int(9));
     expect_host_call("cblas_ssyr2", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_sspr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
-                          int incx, const float *y, int incy, float *a);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                      int incx, const float *y, int incy, float *a);
     fn_t *fn = (fn_t *)shim_symbol("cblas_sspr2");
     case_begin(426);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const float *)case_buffer(4), case_int(5), (const float *)case_buffer(6), case_int(7),
        (float *)case_buffer(8));
     expect_host_call("cblas_sspr2", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), sizeof(float));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(float));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
 }
 
 static void forward_cblas_dsymv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *a, int lda, const double *x, int incx, double beta,
-                          double *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *a,
+                      int lda, const double *x, int incx, double beta, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsymv");
     case_begin(427);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (const double *)case_buffer(6), case_int(7),
        case_double(8), (double *)case_buffer(9), case_int(10));
     expect_host_call("cblas_dsymv", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_double(case_double(8)));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_double(case_double(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_dsbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, double alpha,
-                          const double *a, int lda, const double *x, int incx, double beta,
-                          double *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, double alpha,
+                      const double *a, int lda, const double *x, int incx, double beta, double *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsbmv");
     case_begin(428);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_int(3), case_double(4),
        (const double *)case_buffer(5), case_int(6), (const double *)case_buffer(7), case_int(8),
        case_double(9), (double *)case_buffer(10), case_int(11));
     expect_host_call("cblas_dsbmv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_double(case_double(4)));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), sizeof(double));
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_value(9, fake_encode_double(case_double(9)));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_double(case_double(4)));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), sizeof(double));
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_value(9, fake_encode_double(case_double(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_dspmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *ap, const double *x, int incx, double beta, double *y,
-                          int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *ap,
+                      const double *x, int incx, double beta, double *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dspmv");
     case_begin(429);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), (const double *)case_buffer(5), case_int(6), case_double(7),
        (double *)case_buffer(8), case_int(9));
     expect_host_call("cblas_dspmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_pointer(5, case_buffer(5), sizeof(double));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_double(case_double(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_pointer(5, case_buffer(5), sizeof(double));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_double(case_double(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_dger(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, double alpha, const double *x,
-                          int incx, const double *y, int incy, double *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, double alpha, const double *x, int incx,
+                      const double *y, int incy, double *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dger");
     case_begin(430);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (const double *)case_buffer(6), case_int(7),
        (double *)case_buffer(8), case_int(9));
     expect_host_call("cblas_dger", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_dsyr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *x, int incx, double *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                      int incx, double *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsyr");
     case_begin(431);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (double *)case_buffer(6), case_int(7));
     expect_host_call("cblas_dsyr", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_dspr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *x, int incx, double *ap);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                      int incx, double *ap);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dspr");
     case_begin(432);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (double *)case_buffer(6));
     expect_host_call("cblas_dspr", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
 }
 
 static void forward_cblas_dsyr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *x, int incx, const double *y, int incy, double *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                      int incx, const double *y, int incy, double *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsyr2");
     case_begin(433);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (const double *)case_buffer(6), case_int(7),
        (double *)case_buffer(8), case_int(9));
     expect_host_call("cblas_dsyr2", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_dspr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                          const double *x, int incx, const double *y, int incy, double *a);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                      int incx, const double *y, int incy, double *a);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dspr2");
     case_begin(434);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const double *)case_buffer(4), case_int(5), (const double *)case_buffer(6), case_int(7),
        (double *)case_buffer(8));
     expect_host_call("cblas_dspr2", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), sizeof(double));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), sizeof(double));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
 }
 
 static void forward_cblas_chemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *a, int lda, const void *x, int incx, const void *beta,
-                          void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *a,
+                      int lda, const void *x, int incx, const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chemv");
     case_begin(435);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
@@ -9288,25 +9273,25 @@ static void forward_cblas_chemv(void **state)
        (const void *)case_buffer(6), case_int(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_chemv", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_chbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
-                          const void *a, int lda, const void *x, int incx, const void *beta,
-                          void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
+                      const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chbmv");
     case_begin(436);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_int(3),
@@ -9314,180 +9299,178 @@ static void forward_cblas_chbmv(void **state)
        (const void *)case_buffer(7), case_int(8), (const void *)case_buffer(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_chbmv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_pointer(10, case_buffer(10), 8);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_chpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *ap, const void *x, int incx, const void *beta, void *y,
-                          int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                      const void *ap, const void *x, int incx, const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chpmv");
     case_begin(437);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), (const void *)case_buffer(5),
        case_int(6), (const void *)case_buffer(7), (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_chpmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_pointer(5, case_buffer(5), 8);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_cgeru(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
-                          int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x, int incx,
+                      const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cgeru");
     case_begin(438);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), (const void *)case_buffer(3),
        (const void *)case_buffer(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_cgeru", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_cgerc(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
-                          int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x, int incx,
+                      const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cgerc");
     case_begin(439);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), (const void *)case_buffer(3),
        (const void *)case_buffer(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_cgerc", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_cher(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
-                          int incx, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
+                      int incx, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cher");
     case_begin(440);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const void *)case_buffer(4), case_int(5), (void *)case_buffer(6), case_int(7));
     expect_host_call("cblas_cher", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_chpr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
-                          int incx, void *a);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
+                      int incx, void *a);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chpr");
     case_begin(441);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_float(3),
        (const void *)case_buffer(4), case_int(5), (void *)case_buffer(6));
     expect_host_call("cblas_chpr", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_float(case_float(3)));
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_float(case_float(3)));
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
 }
 
 static void forward_cblas_cher2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *x, int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *x,
+                      int incx, const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cher2");
     case_begin(442);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), case_int(5),
        (const void *)case_buffer(6), case_int(7), (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_cher2", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_chpr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *x, int incx, const void *y, int incy, void *ap);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *x,
+                      int incx, const void *y, int incy, void *ap);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chpr2");
     case_begin(443);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), case_int(5),
        (const void *)case_buffer(6), case_int(7), (void *)case_buffer(8));
     expect_host_call("cblas_chpr2", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 8);
-    expect_pointer(4, case_buffer(4), 8);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 8);
+    expect_arg_pointer(4, case_buffer(4), 8);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
 }
 
 static void forward_cblas_zhemv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *a, int lda, const void *x, int incx, const void *beta,
-                          void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *a,
+                      int lda, const void *x, int incx, const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhemv");
     case_begin(444);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
@@ -9495,25 +9478,25 @@ static void forward_cblas_zhemv(void **state)
        (const void *)case_buffer(6), case_int(7), (const void *)case_buffer(8),
        (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_zhemv", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_zhbmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
-                          const void *a, int lda, const void *x, int incx, const void *beta,
-                          void *y, int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
+                      const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                      int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhbmv");
     case_begin(445);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_int(3),
@@ -9521,180 +9504,179 @@ static void forward_cblas_zhbmv(void **state)
        (const void *)case_buffer(7), case_int(8), (const void *)case_buffer(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_zhbmv", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_value(8, fake_encode_int(case_int(8)));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_pointer(10, case_buffer(10), 16);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_value(8, fake_encode_int(case_int(8)));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_zhpmv(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *ap, const void *x, int incx, const void *beta, void *y,
-                          int incy);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                      const void *ap, const void *x, int incx, const void *beta, void *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhpmv");
     case_begin(446);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), (const void *)case_buffer(5),
        case_int(6), (const void *)case_buffer(7), (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_zhpmv", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_pointer(5, case_buffer(5), 16);
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_zgeru(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
-                          int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x, int incx,
+                      const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zgeru");
     case_begin(447);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), (const void *)case_buffer(3),
        (const void *)case_buffer(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_zgeru", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_zgerc(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
-                          int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x, int incx,
+                      const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zgerc");
     case_begin(448);
     fn((CBLAS_LAYOUT)case_int(0), case_int(1), case_int(2), (const void *)case_buffer(3),
        (const void *)case_buffer(4), case_int(5), (const void *)case_buffer(6), case_int(7),
        (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_zgerc", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_zher(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
-                          int incx, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
+                      int incx, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zher");
     case_begin(449);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const void *)case_buffer(4), case_int(5), (void *)case_buffer(6), case_int(7));
     expect_host_call("cblas_zher", 8);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
 }
 
 static void forward_cblas_zhpr(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
-                          int incx, void *a);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
+                      int incx, void *a);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhpr");
     case_begin(450);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2), case_double(3),
        (const void *)case_buffer(4), case_int(5), (void *)case_buffer(6));
     expect_host_call("cblas_zhpr", 7);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_double(case_double(3)));
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_double(case_double(3)));
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
 }
 
 static void forward_cblas_zher2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *x, int incx, const void *y, int incy, void *a, int lda);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *x,
+                      int incx, const void *y, int incy, void *a, int lda);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zher2");
     case_begin(451);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), case_int(5),
        (const void *)case_buffer(6), case_int(7), (void *)case_buffer(8), case_int(9));
     expect_host_call("cblas_zher2", 10);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
 }
 
 static void forward_cblas_zhpr2(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                          const void *x, int incx, const void *y, int incy, void *ap);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha, const void *x,
+                      int incx, const void *y, int incy, void *ap);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhpr2");
     case_begin(452);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), case_int(2),
        (const void *)case_buffer(3), (const void *)case_buffer(4), case_int(5),
        (const void *)case_buffer(6), case_int(7), (void *)case_buffer(8));
     expect_host_call("cblas_zhpr2", 9);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_pointer(3, case_buffer(3), 16);
-    expect_pointer(4, case_buffer(4), 16);
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_pointer(3, case_buffer(3), 16);
+    expect_arg_pointer(4, case_buffer(4), 16);
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
 }
 
 static void forward_cblas_ssymm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                          float *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                      float *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssymm");
     case_begin(453);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -9702,51 +9684,51 @@ static void forward_cblas_ssymm(void **state)
        (const float *)case_buffer(8), case_int(9), case_float(10), (float *)case_buffer(11),
        case_int(12));
     expect_host_call("cblas_ssymm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_float(case_float(10)));
-    expect_pointer(11, case_buffer(11), sizeof(float));
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_float(case_float(10)));
+    expect_arg_pointer(11, case_buffer(11), sizeof(float));
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_ssyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          float alpha, const float *a, int lda, float beta, float *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      float alpha, const float *a, int lda, float beta, float *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssyrk");
     case_begin(454);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), case_float(5), (const float *)case_buffer(6), case_int(7),
        case_float(8), (float *)case_buffer(9), case_int(10));
     expect_host_call("cblas_ssyrk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_float(case_float(8)));
-    expect_pointer(9, case_buffer(9), sizeof(float));
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_float(case_float(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(float));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_ssyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                          float *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                      float *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ssyr2k");
     case_begin(455);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -9754,27 +9736,27 @@ static void forward_cblas_ssyr2k(void **state)
        (const float *)case_buffer(8), case_int(9), case_float(10), (float *)case_buffer(11),
        case_int(12));
     expect_host_call("cblas_ssyr2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_pointer(6, case_buffer(6), sizeof(float));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_float(case_float(10)));
-    expect_pointer(11, case_buffer(11), sizeof(float));
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(float));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_float(case_float(10)));
+    expect_arg_pointer(11, case_buffer(11), sizeof(float));
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_strmm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
-                          const float *a, int lda, float *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, float alpha, const float *a, int lda, float *b,
+                      int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_strmm");
     case_begin(456);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -9782,26 +9764,26 @@ static void forward_cblas_strmm(void **state)
        case_float(7), (const float *)case_buffer(8), case_int(9), (float *)case_buffer(10),
        case_int(11));
     expect_host_call("cblas_strmm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_float(case_float(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_float(case_float(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_strsm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
-                          const float *a, int lda, float *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, float alpha, const float *a, int lda, float *b,
+                      int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_strsm");
     case_begin(457);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -9809,26 +9791,26 @@ static void forward_cblas_strsm(void **state)
        case_float(7), (const float *)case_buffer(8), case_int(9), (float *)case_buffer(10),
        case_int(11));
     expect_host_call("cblas_strsm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_float(case_float(7)));
-    expect_pointer(8, case_buffer(8), sizeof(float));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), sizeof(float));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_float(case_float(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(float));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(float));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_dsymm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          double alpha, const double *a, int lda, const double *b, int ldb,
-                          double beta, double *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      double alpha, const double *a, int lda, const double *b, int ldb, double beta,
+                      double *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsymm");
     case_begin(458);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -9836,51 +9818,51 @@ static void forward_cblas_dsymm(void **state)
        (const double *)case_buffer(8), case_int(9), case_double(10), (double *)case_buffer(11),
        case_int(12));
     expect_host_call("cblas_dsymm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_double(case_double(10)));
-    expect_pointer(11, case_buffer(11), sizeof(double));
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_double(case_double(10)));
+    expect_arg_pointer(11, case_buffer(11), sizeof(double));
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_dsyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          double alpha, const double *a, int lda, double beta, double *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      double alpha, const double *a, int lda, double beta, double *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsyrk");
     case_begin(459);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), case_double(5), (const double *)case_buffer(6), case_int(7),
        case_double(8), (double *)case_buffer(9), case_int(10));
     expect_host_call("cblas_dsyrk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_double(case_double(8)));
-    expect_pointer(9, case_buffer(9), sizeof(double));
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_double(case_double(8)));
+    expect_arg_pointer(9, case_buffer(9), sizeof(double));
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_dsyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          double alpha, const double *a, int lda, const double *b, int ldb,
-                          double beta, double *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      double alpha, const double *a, int lda, const double *b, int ldb, double beta,
+                      double *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dsyr2k");
     case_begin(460);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -9888,27 +9870,27 @@ static void forward_cblas_dsyr2k(void **state)
        (const double *)case_buffer(8), case_int(9), case_double(10), (double *)case_buffer(11),
        case_int(12));
     expect_host_call("cblas_dsyr2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_pointer(6, case_buffer(6), sizeof(double));
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_double(case_double(10)));
-    expect_pointer(11, case_buffer(11), sizeof(double));
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_pointer(6, case_buffer(6), sizeof(double));
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_double(case_double(10)));
+    expect_arg_pointer(11, case_buffer(11), sizeof(double));
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_dtrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, double alpha,
-                          const double *a, int lda, double *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, double alpha, const double *a, int lda,
+                      double *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtrmm");
     case_begin(461);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -9916,26 +9898,26 @@ static void forward_cblas_dtrmm(void **state)
        case_double(7), (const double *)case_buffer(8), case_int(9), (double *)case_buffer(10),
        case_int(11));
     expect_host_call("cblas_dtrmm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_double(case_double(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_double(case_double(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_dtrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, double alpha,
-                          const double *a, int lda, double *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, double alpha, const double *a, int lda,
+                      double *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_dtrsm");
     case_begin(462);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -9943,26 +9925,26 @@ static void forward_cblas_dtrsm(void **state)
        case_double(7), (const double *)case_buffer(8), case_int(9), (double *)case_buffer(10),
        case_int(11));
     expect_host_call("cblas_dtrsm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_value(7, fake_encode_double(case_double(7)));
-    expect_pointer(8, case_buffer(8), sizeof(double));
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), sizeof(double));
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_value(7, fake_encode_double(case_double(7)));
+    expect_arg_pointer(8, case_buffer(8), sizeof(double));
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), sizeof(double));
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_csymm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csymm");
     case_begin(463);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -9970,52 +9952,51 @@ static void forward_cblas_csymm(void **state)
        (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_csymm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), 8);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_csyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *beta, void *c,
-                          int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csyrk");
     case_begin(464);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), (const void *)case_buffer(5), (const void *)case_buffer(6),
        case_int(7), (const void *)case_buffer(8), (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_csyrk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_pointer(9, case_buffer(9), 8);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_csyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csyr2k");
     case_begin(465);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -10023,27 +10004,27 @@ static void forward_cblas_csyr2k(void **state)
        case_int(7), (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_csyr2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), 8);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_ctrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
-                          const void *a, int lda, void *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, const void *alpha, const void *a, int lda,
+                      void *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctrmm");
     case_begin(466);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -10051,26 +10032,26 @@ static void forward_cblas_ctrmm(void **state)
        (const void *)case_buffer(7), (const void *)case_buffer(8), case_int(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_ctrmm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_ctrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
-                          const void *a, int lda, void *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, const void *alpha, const void *a, int lda,
+                      void *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ctrsm");
     case_begin(467);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -10078,26 +10059,26 @@ static void forward_cblas_ctrsm(void **state)
        (const void *)case_buffer(7), (const void *)case_buffer(8), case_int(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_ctrsm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 8);
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 8);
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_zsymm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zsymm");
     case_begin(468);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -10105,52 +10086,51 @@ static void forward_cblas_zsymm(void **state)
        (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_zsymm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), 16);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_zsyrk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *beta, void *c,
-                          int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zsyrk");
     case_begin(469);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), (const void *)case_buffer(5), (const void *)case_buffer(6),
        case_int(7), (const void *)case_buffer(8), (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_zsyrk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_pointer(9, case_buffer(9), 16);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_zsyr2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zsyr2k");
     case_begin(470);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -10158,27 +10138,27 @@ static void forward_cblas_zsyr2k(void **state)
        case_int(7), (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_zsyr2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), 16);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_ztrmm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
-                          const void *a, int lda, void *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, const void *alpha, const void *a, int lda,
+                      void *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztrmm");
     case_begin(471);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -10186,26 +10166,26 @@ static void forward_cblas_ztrmm(void **state)
        (const void *)case_buffer(7), (const void *)case_buffer(8), case_int(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_ztrmm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_ztrsm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                          CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
-                          const void *a, int lda, void *b, int ldb);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                      CBLAS_DIAG diag, int m, int n, const void *alpha, const void *a, int lda,
+                      void *b, int ldb);
     fn_t *fn = (fn_t *)shim_symbol("cblas_ztrsm");
     case_begin(472);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2),
@@ -10213,26 +10193,26 @@ static void forward_cblas_ztrsm(void **state)
        (const void *)case_buffer(7), (const void *)case_buffer(8), case_int(9),
        (void *)case_buffer(10), case_int(11));
     expect_host_call("cblas_ztrsm", 12);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_int(case_int(5)));
-    expect_value(6, fake_encode_int(case_int(6)));
-    expect_pointer(7, case_buffer(7), 16);
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_value(11, fake_encode_int(case_int(11)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_int(case_int(5)));
+    expect_arg_value(6, fake_encode_int(case_int(6)));
+    expect_arg_pointer(7, case_buffer(7), 16);
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_value(11, fake_encode_int(case_int(11)));
 }
 
 static void forward_cblas_chemm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_chemm");
     case_begin(473);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -10240,51 +10220,51 @@ static void forward_cblas_chemm(void **state)
        (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_chemm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 8);
-    expect_pointer(11, case_buffer(11), 8);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 8);
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_cherk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          float alpha, const void *a, int lda, float beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      float alpha, const void *a, int lda, float beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cherk");
     case_begin(474);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), case_float(5), (const void *)case_buffer(6), case_int(7),
        case_float(8), (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_cherk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_float(case_float(5)));
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_float(case_float(8)));
-    expect_pointer(9, case_buffer(9), 8);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_float(case_float(5)));
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_float(case_float(8)));
+    expect_arg_pointer(9, case_buffer(9), 8);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_cher2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          float beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb, float beta,
+                      void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_cher2k");
     case_begin(475);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -10292,27 +10272,27 @@ static void forward_cblas_cher2k(void **state)
        case_int(7), (const void *)case_buffer(8), case_int(9), case_float(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_cher2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 8);
-    expect_pointer(6, case_buffer(6), 8);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 8);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_float(case_float(10)));
-    expect_pointer(11, case_buffer(11), 8);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 8);
+    expect_arg_pointer(6, case_buffer(6), 8);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 8);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_float(case_float(10)));
+    expect_arg_pointer(11, case_buffer(11), 8);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_zhemm(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          const void *beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      const void *beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zhemm");
     case_begin(476);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_SIDE)case_int(1), (CBLAS_UPLO)case_int(2), case_int(3),
@@ -10320,51 +10300,51 @@ static void forward_cblas_zhemm(void **state)
        (const void *)case_buffer(8), case_int(9), (const void *)case_buffer(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_zhemm", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_pointer(10, case_buffer(10), 16);
-    expect_pointer(11, case_buffer(11), 16);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_pointer(10, case_buffer(10), 16);
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 static void forward_cblas_zherk(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          double alpha, const void *a, int lda, double beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      double alpha, const void *a, int lda, double beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zherk");
     case_begin(477);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
        case_int(3), case_int(4), case_double(5), (const void *)case_buffer(6), case_int(7),
        case_double(8), (void *)case_buffer(9), case_int(10));
     expect_host_call("cblas_zherk", 11);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_value(5, fake_encode_double(case_double(5)));
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_value(8, fake_encode_double(case_double(8)));
-    expect_pointer(9, case_buffer(9), 16);
-    expect_value(10, fake_encode_int(case_int(10)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_value(5, fake_encode_double(case_double(5)));
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_value(8, fake_encode_double(case_double(8)));
+    expect_arg_pointer(9, case_buffer(9), 16);
+    expect_arg_value(10, fake_encode_int(case_int(10)));
 }
 
 static void forward_cblas_zher2k(void **state)
 {
     (void)state;
-        typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                          const void *alpha, const void *a, int lda, const void *b, int ldb,
-                          double beta, void *c, int ldc);
+    typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                      const void *alpha, const void *a, int lda, const void *b, int ldb,
+                      double beta, void *c, int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zher2k");
     case_begin(478);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -10372,19 +10352,19 @@ static void forward_cblas_zher2k(void **state)
        case_int(7), (const void *)case_buffer(8), case_int(9), case_double(10),
        (void *)case_buffer(11), case_int(12));
     expect_host_call("cblas_zher2k", 13);
-    expect_value(0, fake_encode_int(case_int(0)));
-    expect_value(1, fake_encode_int(case_int(1)));
-    expect_value(2, fake_encode_int(case_int(2)));
-    expect_value(3, fake_encode_int(case_int(3)));
-    expect_value(4, fake_encode_int(case_int(4)));
-    expect_pointer(5, case_buffer(5), 16);
-    expect_pointer(6, case_buffer(6), 16);
-    expect_value(7, fake_encode_int(case_int(7)));
-    expect_pointer(8, case_buffer(8), 16);
-    expect_value(9, fake_encode_int(case_int(9)));
-    expect_value(10, fake_encode_double(case_double(10)));
-    expect_pointer(11, case_buffer(11), 16);
-    expect_value(12, fake_encode_int(case_int(12)));
+    expect_arg_value(0, fake_encode_int(case_int(0)));
+    expect_arg_value(1, fake_encode_int(case_int(1)));
+    expect_arg_value(2, fake_encode_int(case_int(2)));
+    expect_arg_value(3, fake_encode_int(case_int(3)));
+    expect_arg_value(4, fake_encode_int(case_int(4)));
+    expect_arg_pointer(5, case_buffer(5), 16);
+    expect_arg_pointer(6, case_buffer(6), 16);
+    expect_arg_value(7, fake_encode_int(case_int(7)));
+    expect_arg_pointer(8, case_buffer(8), 16);
+    expect_arg_value(9, fake_encode_int(case_int(9)));
+    expect_arg_value(10, fake_encode_double(case_double(10)));
+    expect_arg_pointer(11, case_buffer(11), 16);
+    expect_arg_value(12, fake_encode_int(case_int(12)));
 }
 
 #define GENERATED_FORWARD_TESTS \
@@ -10865,4 +10845,4 @@ static void forward_cblas_zher2k(void **state)
     cmocka_unit_test(forward_cblas_cher2k), \
     cmocka_unit_test(forward_cblas_zhemm), \
     cmocka_unit_test(forward_cblas_zherk), \
-    cmocka_unit_test(forward_cblas_zher2k), \
+    cmocka_unit_test(forward_cblas_zher2k),
