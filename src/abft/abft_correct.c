@@ -19,8 +19,20 @@ typedef struct outcome {
     uint64_t detected, corrected, recomputed, uncorrectable;
 } outcome;
 
-/* Largest |syndrome| over the parts of element e and whether it is over the threshold. */
-static int flag_of(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
+/* Largest |syndrome| over the parts of element e and whether it is over the threshold. A flagged
+ * element is confirmed against a refined (compensated) reference before it counts. */
+static int flag_once(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr);
+static int flag_of(abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
+{
+    int f = flag_once(x, row_side, e, syn, thr);
+    if (f && !(row_side ? x->exr : x->exc)[e] && x->cfg->threshold == BLASFT_THRESHOLD_PEA) {
+        abft_refine_reference(x, row_side, e);
+        f = flag_once(x, row_side, e, syn, thr);
+    }
+    return f;
+}
+
+static int flag_once(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
 {
     const double *ref = (row_side ? x->refr : x->refc) + e * x->P;
     const double *rec = (row_side ? x->recr : x->recc) + e * x->P;
@@ -71,7 +83,7 @@ static int locate(const abft_ctx *x, int row_side, int64_t eu, int64_t ew, int l
     return blasft_locate(x->scheme, ru[best] - cu[best], rw[best] - cw[best], len, x->bs);
 }
 
-static int scan_block(const abft_ctx *x, blockview *b)
+static int scan_block(abft_ctx *x, blockview *b)
 {
     b->nfc = b->nfr = 0;
     b->maxsyn = b->maxthr = 0;
@@ -116,11 +128,12 @@ typedef struct cand {
     int by_col;    /* syndrome taken from the column checksum */
 } cand;
 
-/* Candidate elements; returns their number, or -1 for F0 (recompute the block). */
-static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
+/* Candidate elements; returns their number, or -1 for F0 (recompute the block). single: use
+ * single localization (one flagged row and one flagged column). */
+static int candidates(const blockview *b, cand *out, int single)
 {
     int n = 0;
-    if (!(x->R == 2 && blasft_weights_locate(x->scheme))) {
+    if (single) {
         if (b->nfc != 1 || b->nfr != 1)
             return -1;
         int i = 0, j = 0;
@@ -177,6 +190,16 @@ static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
             if (!explained)
                 return -1;
         }
+    return n;
+}
+
+static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
+{
+    int extended = x->R == 2 && blasft_weights_locate(x->scheme);
+    int n = candidates(b, out, !extended);
+    /* a NaN/Inf syndrome pair locates nothing, but one flagged row and column still intersect */
+    if (n < 0 && extended && b->nfc == 1 && b->nfr == 1)
+        n = candidates(b, out, 1);
     return n;
 }
 

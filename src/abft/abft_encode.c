@@ -201,11 +201,17 @@ int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t b
     for (int64_t j = j0; j < j1; j++)
         for (int64_t bi = bi0; bi < bi1; bi++)
             for (int r = 0; r < R; r++)
+            {
+                x->exc[abft_ci(x, bi, r, j)] = 0;
                 fin &= add_beta_old(x, x->refc, x->oldc, abft_ci(x, bi, r, j));
+            }
     for (int64_t i = i0; i < i1; i++)
         for (int64_t bj = bj0; bj < bj1; bj++)
             for (int r = 0; r < R; r++)
+            {
+                x->exr[abft_ri(x, i, bj, r)] = 0;
                 fin &= add_beta_old(x, x->refr, x->oldr, abft_ri(x, i, bj, r));
+            }
     return fin ? 0 : -1;
 }
 
@@ -315,4 +321,33 @@ int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t b
     if (old)
         return all_finite(o.colv, nc) && all_finite(o.rowv, nr) ? 0 : -1;
     return 0;
+}
+
+void abft_refine_reference(abft_ctx *x, int row_side, int64_t e)
+{
+    const int P = x->P;
+    blasft_csum re, im;
+    memset(&re, 0, sizeof re);
+    memset(&im, 0, sizeof im);
+    int64_t s = row_side ? e / x->m : e % (x->R * x->nbr); /* checksum vector */
+    int64_t v = row_side ? e % x->m : e / (x->R * x->nbr); /* data row i / column j */
+    for (int64_t kk = 0; kk < x->k; kk++) {
+        const double *cs = row_side ? x->bc + (kk + x->k * s) * P : x->ac + (s + x->R * x->nbr * kk) * P;
+        double dr = row_side ? abft_opa(x, v, kk, 0) : abft_opb(x, kk, v, 0);
+        add_prod(&re, cs[0], dr);
+        if (P == 2) {
+            double di = row_side ? abft_opa(x, v, kk, 1) : abft_opb(x, kk, v, 1);
+            add_prod(&re, -cs[1], di);
+            add_prod(&im, cs[0], di);
+            add_prod(&im, cs[1], dr);
+        }
+    }
+    const double *al = x->g->alpha;
+    double dr = blasft_csum_value(&re), di = blasft_csum_value(&im);
+    double *ref = (row_side ? x->refr : x->refc) + e * P;
+    ref[0] = al[0] * dr - al[1] * di;
+    if (P == 2)
+        ref[1] = al[0] * di + al[1] * dr;
+    add_beta_old(x, row_side ? x->refr : x->refc, row_side ? x->oldr : x->oldc, e);
+    (row_side ? x->exr : x->exc)[e] = 1;
 }

@@ -7,6 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+static blasft_abft_plant_fn plant_hook;
+static void *plant_user;
+
+void blasft_abft_set_plant_hook(blasft_abft_plant_fn fn, void *user)
+{
+    plant_hook = fn;
+    plant_user = user;
+}
+
 void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj, int64_t row,
                int64_t col, double syndrome, double threshold, const char *action)
 {
@@ -37,6 +46,9 @@ static void ctx_free(abft_ctx *x)
     }
     free(x->cold);
     x->cold = NULL;
+    free(x->exc);
+    free(x->exr);
+    x->exc = x->exr = NULL;
 }
 
 static double *alloc_d(int64_t n, int *ok)
@@ -82,6 +94,9 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, const blasft_config *cfg)
     x->c2c = alloc_d(nc, &ok);
     x->c2r = alloc_d(nr, &ok);
     x->scratch = alloc_d((nc + nr) * x->P, &ok);
+    x->exc = calloc((size_t)(nc + 1), 1);
+    x->exr = calloc((size_t)(nr + 1), 1);
+    ok &= x->exc && x->exr;
     if (!x->beta_zero) {
         x->oldc = alloc_d(nc * x->P, &ok);
         x->oldr = alloc_d(nr * x->P, &ok);
@@ -162,6 +177,8 @@ int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_
         goto out;
     /* from here on C is written: no more falling back */
     diag->faults_injected = run_gemm(x);
+    if (plant_hook)
+        plant_hook(g, plant_user);
     rc = 0;
     diag->protected_run = 1;
     abft_c_checksums(x, g->c, g->ldc, 0, 0, x->nbr, 0, x->nbc);

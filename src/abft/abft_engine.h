@@ -53,4 +53,9 @@ int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_
 
 void blasft_abft_diag_free(blasft_abft_diag *diag);
 
+/* Test hook: called with the GEMM right after the multiplication and before the check, so a
+ * test can plant errors of every class by hand (NULL removes it; not thread-safe, tests only). */
+typedef void (*blasft_abft_plant_fn)(const blasft_gemm *g, void *user);
+void blasft_abft_set_plant_hook(blasft_abft_plant_fn fn, void *user);
+
 #endif

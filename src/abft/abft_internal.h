@@ -33,6 +33,7 @@ typedef struct abft_ctx {
     double *vdc, *vdr;       /* threshold base per element: PEA variance of d / SEA bound of d */
     double *c2c, *c2r;       /* PEA: bound of sum (w d)^2 from the operands, d = op(A) op(B): the
                                 threshold must never grow with the (possibly faulty) new C */
+    uint8_t *exc, *exr;      /* reference refined to compensated accuracy (flagged once) */
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */
     uint64_t encoder_faults;
@@ -93,6 +94,11 @@ int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t b
  * compared; old != 0 writes the old-C arrays. Returns 0, or -1 if any value is not finite. */
 int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,
                      int64_t bj0, int64_t bj1);
+
+/* Recomputes one reference checksum element as a compensated dot product (exact products), so a
+ * flagged element is judged without the checksum GEMM's own rounding error (row_side 0: column
+ * checksum element e). */
+void abft_refine_reference(abft_ctx *x, int row_side, int64_t e);
 
 /* abft_threshold.c: fills vdc/vdr (context-independent preprocessing + per-element step). */
 int abft_threshold_prepare(abft_ctx *x);

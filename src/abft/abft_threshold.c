@@ -238,7 +238,7 @@ static double sqr_parts(const double *v, int P)
 /* eps from the base vd, the operand bound c2 of sum (w d)^2, the old C's sums (osq, oab) and
  * the reference. Nothing here depends on the new C: a fault must not raise its own threshold. */
 static double finish(const abft_ctx *x, double vd, double c2, double osq, double oab,
-                     const double *ref)
+                     const double *ref, int exact)
 {
     const blasft_gemm *g = x->g;
     const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
@@ -251,6 +251,11 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
     if (x->cfg->threshold == BLASFT_THRESHOLD_SEA)
         /* vd already holds (n+2BS-2) u |b| sum|w||a_i| >= the alpha-scaling's share */
         return aa * vd * (scaled ? 2.0 : 1.0) + 2.0 * u * bb * oab + ur * sqrt(rr);
+    if (exact) {
+        /* the reference is now (nearly) exact: only the BLAS's rounding of C remains */
+        double nn = (double)(x->k * x->P), f = blasft_pea_sigma(nn, 1.0, x->t, 0);
+        vd = nn > 0 ? f * f * c2 / (nn * nn) : 0.0;
+    }
     /* |c_new|^2 <= 2 (|alpha d|^2 + |beta c_old|^2) per element */
     double sqb = 2.0 * (aa * aa * c2 + bb * bb * osq);
     double var_add = blasft_blas_var_add(1.0, x->t) * sqb * (scaled ? 3.0 : 1.0) + ur * ur * rr;
@@ -260,11 +265,11 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
 double abft_threshold_col(const abft_ctx *x, int64_t e)
 {
     return finish(x, x->vdc[e], x->c2c ? x->c2c[e] : 0, x->beta_zero ? 0 : x->osqc[e],
-                  x->beta_zero ? 0 : x->oabsc[e], x->refc + e * x->P);
+                  x->beta_zero ? 0 : x->oabsc[e], x->refc + e * x->P, x->exc[e]);
 }
 
 double abft_threshold_row(const abft_ctx *x, int64_t e)
 {
     return finish(x, x->vdr[e], x->c2r ? x->c2r[e] : 0, x->beta_zero ? 0 : x->osqr[e],
-                  x->beta_zero ? 0 : x->oabsr[e], x->refr + e * x->P);
+                  x->beta_zero ? 0 : x->oabsr[e], x->refr + e * x->P, x->exr[e]);
 }

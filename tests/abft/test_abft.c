@@ -1,0 +1,586 @@
+/* Host ABFT engine: arithmetic header, protected GEMM against a long-double oracle on random
+ * shapes (no false positives), faults planted by hand and by BLASFT_INJECT with exact outcomes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "abft/abft_arith.h"
+#include "abft/abft_engine.h"
+#include "abft/abft_inject.h"
+#include "gemm.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 12345;
+static double urand(void) /* [0, 1) */
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng >> 11) * 0x1.0p-53;
+}
+
+static blasft_config base_cfg(int bs, int checksums)
+{
+    blasft_config c;
+    memset(&c, 0, sizeof c);
+    c.block_size = bs;
+    c.omega = 3.0;
+    c.mode = BLASFT_MODE_CORRECT;
+    c.checksums = checksums;
+    c.weights = BLASFT_WEIGHTS_LINEAR;
+    c.threshold = BLASFT_THRESHOLD_PEA;
+    c.pea_p = 2;
+    c.on_error = BLASFT_ON_ERROR_RECOMPUTE;
+    return c;
+}
+
+/* A test GEMM with its own buffers; values in [lo, hi). */
+typedef struct tgemm {
+    blasft_gemm g;
+    void *a, *b, *c, *c0;
+    int64_t csize;
+} tgemm;
+
+static void fill(void *p, blasft_type t, int64_t n, double lo, double hi)
+{
+    int P = blasft_type_is_complex(t) ? 2 : 1;
+    for (int64_t i = 0; i < n * P; i++) {
+        double v = lo + (hi - lo) * urand();
+        if (t == BLASFT_TYPE_S || t == BLASFT_TYPE_C)
+            ((float *)p)[i] = (float)v;
+        else
+            ((double *)p)[i] = v;
+    }
+}
+
+static tgemm make(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+                  double alpha, double beta, double lo, double hi)
+{
+    tgemm x;
+    memset(&x, 0, sizeof x);
+    blasft_gemm *g = &x.g;
+    g->type = t;
+    g->transa = ta;
+    g->transb = tb;
+    g->m = m;
+    g->n = n;
+    g->k = k;
+    g->alpha[0] = alpha;
+    g->alpha[1] = blasft_type_is_complex(t) ? 0.25 : 0.0;
+    g->beta[0] = beta;
+    g->beta[1] = blasft_type_is_complex(t) && beta != 0.0 ? -0.5 : 0.0;
+    int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
+    int64_t br = blasft_gemm_b_rows(g), bc = blasft_gemm_b_cols(g);
+    g->lda = (ar > 0 ? ar : 1) + pad;
+    g->ldb = (br > 0 ? br : 1) + pad;
+    g->ldc = (m > 0 ? m : 1) + pad;
+    int sz = blasft_type_size(t);
+    x.a = calloc((size_t)(g->lda * (ac > 0 ? ac : 1)), (size_t)sz);
+    x.b = calloc((size_t)(g->ldb * (bc > 0 ? bc : 1)), (size_t)sz);
+    x.csize = g->ldc * (n > 0 ? n : 1);
+    x.c = calloc((size_t)x.csize, (size_t)sz);
+    x.c0 = calloc((size_t)x.csize, (size_t)sz);
+    fill(x.a, t, g->lda * ac, lo, hi);
+    fill(x.b, t, g->ldb * bc, lo, hi);
+    fill(x.c, t, x.csize, lo, hi);
+    if (beta == 0.0) /* BLAS semantics: C is never read with beta = 0 */
+        for (int64_t i = 0; i < x.csize * (blasft_type_is_complex(t) ? 2 : 1); i++) {
+            if (t == BLASFT_TYPE_S || t == BLASFT_TYPE_C)
+                ((float *)x.c)[i] = NAN;
+            else
+                ((double *)x.c)[i] = NAN;
+        }
+    memcpy(x.c0, x.c, (size_t)(x.csize * sz));
+    g->a = x.a;
+    g->b = x.b;
+    g->c = x.c;
+    g->routine = "test";
+    return x;
+}
+
+static void drop(tgemm *x)
+{
+    free(x->a);
+    free(x->b);
+    free(x->c);
+    free(x->c0);
+}
+
+static double ld_el(const void *p, blasft_type t, int64_t idx, int part)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: return ((const float *)p)[idx];
+    case BLASFT_TYPE_D: return ((const double *)p)[idx];
+    case BLASFT_TYPE_C: return ((const float *)p)[2 * idx + part];
+    default: return ((const double *)p)[2 * idx + part];
+    }
+}
+
+static double opel(const void *p, blasft_type t, char tr, int64_t ld, int64_t r, int64_t c, int part)
+{
+    double v = ld_el(p, t, tr == 'N' ? r + c * ld : c + r * ld, part);
+    return part && tr == 'C' ? -v : v;
+}
+
+/* Checks C against a long-double oracle: |c - true| <= tol_factor * (k+4) * u * scale. */
+static int compare_oracle(const tgemm *x, double tol_factor)
+{
+    const blasft_gemm *g = &x->g;
+    int P = blasft_type_is_complex(g->type) ? 2 : 1;
+    double u = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C ? 0x1p-24 : 0x1p-53;
+    int bad = 0;
+    for (int64_t j = 0; j < g->n; j++)
+        for (int64_t i = 0; i < g->m; i++) {
+            long double re = 0, im = 0, sc = 0;
+            for (int64_t kk = 0; kk < g->k; kk++) {
+                long double ar = opel(g->a, g->type, g->transa, g->lda, i, kk, 0);
+                long double br = opel(g->b, g->type, g->transb, g->ldb, kk, j, 0);
+                long double ai = P == 2 ? opel(g->a, g->type, g->transa, g->lda, i, kk, 1) : 0;
+                long double bi = P == 2 ? opel(g->b, g->type, g->transb, g->ldb, kk, j, 1) : 0;
+                re += ar * br - ai * bi;
+                im += ar * bi + ai * br;
+                sc += (fabsl(ar) + fabsl(ai)) * (fabsl(br) + fabsl(bi));
+            }
+            long double cr = g->alpha[0] * re - g->alpha[1] * im;
+            long double ci = g->alpha[0] * im + g->alpha[1] * re;
+            sc *= fabs(g->alpha[0]) + fabs(g->alpha[1]);
+            if (g->beta[0] != 0.0 || g->beta[1] != 0.0) {
+                long double orr = ld_el(x->c0, g->type, i + j * g->ldc, 0);
+                long double oi = P == 2 ? ld_el(x->c0, g->type, i + j * g->ldc, 1) : 0;
+                cr += g->beta[0] * orr - g->beta[1] * oi;
+                ci += g->beta[0] * oi + g->beta[1] * orr;
+                sc += (fabs(g->beta[0]) + fabs(g->beta[1])) * (fabsl(orr) + fabsl(oi));
+            }
+            long double tol = tol_factor * (g->k + 4) * u * (sc + 1e-300L);
+            for (int part = 0; part < P; part++) {
+                long double got = ld_el(g->c, g->type, i + j * g->ldc, part);
+                long double want = part ? ci : cr;
+                if (!(fabsl(got - want) <= tol)) {
+                    if (bad < 3)
+                        fprintf(stderr, "  C(%lld,%lld)[%d] = %Lg, oracle %Lg, tol %Lg\n",
+                                (long long)i, (long long)j, part, got, want, tol);
+                    bad++;
+                }
+            }
+        }
+    /* padding rows below m must be untouched */
+    int sz = blasft_type_size(g->type);
+    for (int64_t j = 0; j < g->n; j++)
+        if (g->ldc > g->m &&
+            memcmp((char *)g->c + (g->m + j * g->ldc) * sz, (char *)x->c0 + (g->m + j * g->ldc) * sz,
+                   (size_t)((g->ldc - g->m) * sz)) != 0)
+            bad++;
+    return bad;
+}
+
+/* ---- arithmetic header ---- */
+
+static void test_weights_and_locate(void **state)
+{
+    (void)state;
+    assert_true(blasft_weight(BLASFT_W_LINEAR, 4, 32) == 5.0);
+    assert_true(blasft_weight(BLASFT_W_MDR, 3, 32) == 4.0 / 32.0);
+    assert_true(blasft_weight(BLASFT_W_EXPONENTIAL, 2, 32) == 8.0);
+    assert_true(blasft_weight(BLASFT_W_PERIODIC, 3, 32) == -1.0);
+    assert_true(blasft_weight(BLASFT_W_AVERAGE, 3, 32) == 1.0 / 32.0);
+    assert_true(isfinite(blasft_weight(BLASFT_W_EXPONENTIAL, 1023, 1024)));
+    int schemes[] = {BLASFT_W_LINEAR, BLASFT_W_MDR, BLASFT_W_EXPONENTIAL};
+    int sizes[] = {2, 7, 32, 100, 1024};
+    for (int s = 0; s < 3; s++)
+        for (int z = 0; z < 5; z++)
+            for (int i = 0; i < sizes[z]; i++) {
+                double e = -3.7e-3 * (1 + urand());
+                double su = -e, sw = -e * blasft_weight(schemes[s], i, sizes[z]);
+                assert_int_equal(blasft_locate(schemes[s], su, sw, sizes[z], sizes[z]), i);
+            }
+    /* two errors in one vector give a ratio between positions: not located */
+    assert_int_equal(blasft_locate(BLASFT_W_LINEAR, 2.0, 7.0, 8, 8), -1); /* ratio 3.5 */
+    assert_int_equal(blasft_locate(BLASFT_W_LINEAR, 1.0, 9.0, 8, 8), -1); /* beyond the block */
+    assert_int_equal(blasft_locate(BLASFT_W_NORMAL, 1.0, 1.0, 8, 8), -1);
+    assert_int_equal(blasft_locate(BLASFT_W_LINEAR, 0.0, 1.0, 8, 8), -1);
+    assert_int_equal(blasft_locate(BLASFT_W_LINEAR, NAN, 1.0, 8, 8), -1);
+}
+
+static void test_pea_sea(void **state)
+{
+    (void)state;
+    /* eq. 5.41 with n = 1: sqrt((1*2*1.5 + 2)/24) y 2^-t */
+    assert_true(fabs(blasft_pea_sigma(1, 1, 0, 0) - sqrt(5.0 / 24.0)) < 1e-15);
+    assert_true(fabs(blasft_pea_sigma(1, 1, 0, 1) - sqrt(3.0 / 24.0)) < 1e-15);
+    assert_true(fabs(blasft_pea_sigma(10, 2, 3, 0) - sqrt((10 * 11 * 10.5 + 20) / 24.0) * 2 / 8) < 1e-13);
+    assert_true(fabs(blasft_sea_eps(10, 4, 2, 3, 5, 0.5) - ((10 + 8 - 2) * 2 * 3 + 10 * 5 * 2) * 0.5) < 1e-12);
+    assert_true(fabs(blasft_pea_eps(3, 2, 4, 0) - 12.0) < 1e-12);
+    assert_true(blasft_blas_var_add(2.0, 1) == 0.125 * 0.25 * 4.0);
+    /* top-p bound: y >= max |a_k b_k| on random vectors, and exact when p covers everything */
+    for (int trial = 0; trial < 2000; trial++) {
+        int n = 1 + (int)(urand() * 40), p = 1 + (int)(urand() * 5);
+        double a[40], b[40], av[8], bv[8];
+        int64_t ap[8], bp[8];
+        int na = 0, nb = 0;
+        double truth = 0;
+        for (int k = 0; k < n; k++) {
+            a[k] = urand() < 0.1 ? 0 : urand();
+            b[k] = urand() * 10;
+            truth = fmax(truth, a[k] * b[k]);
+            na = blasft_topp_insert(av, ap, na, p, a[k], k);
+            nb = blasft_topp_insert(bv, bp, nb, p, b[k], k);
+        }
+        for (int i = 1; i < na; i++)
+            assert_true(av[i - 1] >= av[i]);
+        double y = blasft_pea_y(av, ap, na, n <= p, bv, bp, nb, n <= p);
+        assert_true(y >= truth);
+        if (n <= p)
+            assert_true(y == truth);
+    }
+}
+
+static void test_correct_rule_and_csum(void **state)
+{
+    (void)state;
+    assert_false(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9)); /* small: subtract */
+    assert_true(blasft_correct_by_recompute(1e300, -1e300 + 1.0)); /* exponent flip up */
+    assert_true(blasft_correct_by_recompute(1e-300, 1.0));         /* exponent flip down */
+    assert_true(blasft_correct_by_recompute(NAN, 1.0));
+    assert_true(blasft_correct_by_recompute(INFINITY, 1.0));
+    blasft_csum s = {0, 0};
+    blasft_csum_add(&s, 1.0);
+    blasft_csum_add(&s, 1e-20);
+    blasft_csum_add(&s, -1.0);
+    assert_true(blasft_csum_value(&s) == 1e-20);
+}
+
+/* ---- random shapes: results match the oracle and nothing is flagged ---- */
+
+static void run_shape(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+                      double alpha, double beta, int bs, int checksums, blasft_threshold th,
+                      blasft_weights w, double lo)
+{
+    tgemm x = make(t, ta, tb, m, n, k, pad, alpha, beta, lo, 1.0);
+    blasft_config cfg = base_cfg(bs, checksums);
+    cfg.threshold = th;
+    cfg.weights = w;
+    blasft_abft_diag d;
+    int rc = blasft_abft_run(&x.g, &cfg, &d, 0);
+    if (rc != 0 || d.detected != 0 || compare_oracle(&x, 2.0) != 0)
+        fprintf(stderr, "FAIL %c %c%c m=%lld n=%lld k=%lld pad=%lld a=%g b=%g bs=%d r=%d th=%d w=%d: "
+                "rc %d detected %llu\n", blasft_type_letter(t), ta, tb, (long long)m, (long long)n,
+                (long long)k, (long long)pad, alpha, beta, bs, checksums, (int)th, (int)w, rc,
+                (unsigned long long)d.detected);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.protected_run, 1);
+    assert_int_equal(d.detected, 0);
+    assert_int_equal(d.corrected + d.blocks_recomputed + d.uncorrectable, 0);
+    assert_int_equal(compare_oracle(&x, 2.0), 0);
+    drop(&x);
+}
+
+static void test_random_shapes(void **state)
+{
+    (void)state;
+    const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
+    const char tr[] = {'N', 'T', 'C'};
+    const int bss[] = {2, 3, 8, 32, 128, 1024};
+    const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
+    for (int trial = 0; trial < 300; trial++) {
+        blasft_type t = (blasft_type)(trial % 4);
+        int64_t m = dims[(int)(urand() * 8)], n = dims[(int)(urand() * 8)], k = dims[(int)(urand() * 8)];
+        int ai = (int)(urand() * 5);
+        run_shape(t, tr[(int)(urand() * 3)], tr[(int)(urand() * 3)], m, n, k, (int64_t)(urand() * 3),
+                  ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)], 1 + (trial / 4) % 2,
+                  urand() < 0.25 ? BLASFT_THRESHOLD_SEA : BLASFT_THRESHOLD_PEA,
+                  (blasft_weights)(int)(urand() * 6), urand() < 0.5 ? 0.0 : -1.0);
+    }
+    /* larger, ragged, both precisions */
+    run_shape(BLASFT_TYPE_S, 'N', 'N', 301, 257, 400, 1, 1, 0, 32, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_LINEAR, -1);
+    run_shape(BLASFT_TYPE_D, 'T', 'N', 263, 300, 511, 0, 1, 1, 64, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_MDR, 0);
+    run_shape(BLASFT_TYPE_Z, 'C', 'T', 130, 129, 200, 3, 1, 0, 100, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_EXPONENTIAL, -1);
+    run_shape(BLASFT_TYPE_C, 'N', 'C', 200, 70, 333, 0, 1, 0, 128, 1, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_LINEAR, 0);
+}
+
+/* ---- planted faults ---- */
+
+typedef struct plant {
+    int n;
+    int64_t i[8], j[8];
+    int part[8];
+    double value[8];      /* replacement value (NaN/Inf allowed) */
+    double mul[8];        /* or, when value is 0: multiply the element by mul */
+} plant;
+
+static void plant_fn(const blasft_gemm *g, void *user)
+{
+    const plant *p = user;
+    for (int q = 0; q < p->n; q++) {
+        int64_t idx = p->i[q] + p->j[q] * g->ldc;
+        double v = p->value[q] != 0.0 ? p->value[q] : ld_el(g->c, g->type, idx, p->part[q]) * p->mul[q];
+        switch (g->type) {
+        case BLASFT_TYPE_S: ((float *)g->c)[idx] = (float)v; break;
+        case BLASFT_TYPE_D: ((double *)g->c)[idx] = v; break;
+        case BLASFT_TYPE_C: ((float *)g->c)[2 * idx + p->part[q]] = (float)v; break;
+        default: ((double *)g->c)[2 * idx + p->part[q]] = v; break;
+        }
+    }
+}
+
+static int events[8];
+static void count_event(const blasft_event *ev, void *user)
+{
+    (void)user;
+    events[ev->kind]++;
+}
+
+/* Runs a protected GEMM on positive data with the planted faults, returns the diag. */
+static blasft_abft_diag run_planted(blasft_type t, int bs, int checksums, blasft_mode mode,
+                                    blasft_on_error on_error, plant *p, int expect_oracle)
+{
+    tgemm x = make(t, 'N', 'T', 3 * bs, 2 * bs + 1, 50, 1, 1.0, 0.5, 0.5, 1.0);
+    blasft_config cfg = base_cfg(bs, checksums);
+    cfg.mode = mode;
+    cfg.on_error = on_error;
+    blasft_abft_set_plant_hook(plant_fn, p);
+    memset(events, 0, sizeof events);
+    blasft_set_event_callback(count_event, NULL);
+    blasft_abft_diag d;
+    assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
+    blasft_abft_set_plant_hook(NULL, NULL);
+    blasft_set_event_callback(NULL, NULL);
+    /* a corrected element carries the rounding of the others in its block vector */
+    if (expect_oracle)
+        assert_int_equal(compare_oracle(&x, 2.0 * bs), 0);
+    else
+        assert_true(compare_oracle(&x, 2.0 * bs) > 0);
+    size_t flagged = 0;
+    for (size_t q = 0; q < d.count; q++)
+        flagged += d.checks_list[q].flagged;
+    assert_true(flagged > 0);
+    blasft_abft_diag_free(&d);
+    drop(&x);
+    return d;
+}
+
+static plant one(int64_t i, int64_t j, double value, double mul)
+{
+    plant p;
+    memset(&p, 0, sizeof p);
+    p.n = 1;
+    p.i[0] = i;
+    p.j[0] = j;
+    p.value[0] = value;
+    p.mul[0] = mul;
+    return p;
+}
+
+static void test_single_error_corrected(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++)
+        for (int r = 1; r <= 2; r++) {
+            /* small error: subtraction; sign flip, exponent flip, NaN, Inf: recomputation */
+            double values[] = {0, 0, 0, NAN, INFINITY};
+            double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
+            for (int v = 0; v < 5; v++) {
+                plant p = one(9, 20, values[v], muls[v]);
+                p.part[0] = t >= 2 ? v % 2 : 0;
+                blasft_abft_diag d = run_planted((blasft_type)t, 16, r, BLASFT_MODE_CORRECT,
+                                                 BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+                if (d.corrected != 1)
+                    fprintf(stderr, "type %d r %d case %d: detected %llu corrected %llu recomputed %llu\n",
+                            t, r, v, (unsigned long long)d.detected, (unsigned long long)d.corrected,
+                            (unsigned long long)d.blocks_recomputed);
+                assert_int_equal(d.detected, 1);
+                assert_int_equal(d.corrected, 1);
+                assert_int_equal(d.blocks_recomputed, 0);
+                assert_int_equal(events[BLASFT_EVENT_CORRECTED], 1);
+            }
+        }
+}
+
+static void test_two_errors_one_row(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++) {
+        plant p = one(5, 3, 0, -1.0);
+        p.n = 2;
+        p.i[1] = 5;
+        p.j[1] = 11;
+        p.mul[1] = 3.0;
+        /* one checksum: two flagged columns, one row -> block recomputed */
+        blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
+                                         BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.corrected, 0);
+        assert_int_equal(d.blocks_recomputed, 1);
+        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 1);
+        /* two checksums, locating weights: each column locates its row (F1) -> both corrected */
+        d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.corrected, 2);
+        assert_int_equal(d.blocks_recomputed, 0);
+        /* same along a column */
+        p.i[1] = 12;
+        p.j[1] = 3;
+        d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.corrected, 2);
+        assert_int_equal(d.blocks_recomputed, 0);
+        /* F2: one error per row and column (a diagonal), both sides locate */
+        p.i[1] = 10;
+        p.j[1] = 12;
+        d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.corrected, 2);
+        assert_int_equal(d.blocks_recomputed, 0);
+        /* F0: four errors on a rectangle cannot be located -> recomputed */
+        p.n = 4;
+        p.i[1] = 5; p.j[1] = 11; p.mul[1] = 3.0;
+        p.i[2] = 9; p.j[2] = 3; p.mul[2] = 2.0;
+        p.i[3] = 9; p.j[3] = 11; p.mul[3] = -2.0;
+        d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.blocks_recomputed, 1);
+    }
+}
+
+static void test_detect_and_report(void **state)
+{
+    (void)state;
+    plant p = one(4, 4, 0, 1.5);
+    blasft_abft_diag d = run_planted(BLASFT_TYPE_D, 8, 1, BLASFT_MODE_DETECT,
+                                     BLASFT_ON_ERROR_RECOMPUTE, &p, 0);
+    assert_int_equal(d.detected, 1);
+    assert_int_equal(d.corrected, 0);
+    assert_int_equal(d.uncorrectable, 1);
+    assert_int_equal(events[BLASFT_EVENT_DETECTED], 1);
+    p.n = 2;
+    p.i[1] = 4;
+    p.j[1] = 6;
+    p.mul[1] = 1.5;
+    d = run_planted(BLASFT_TYPE_S, 8, 1, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_REPORT, &p, 0);
+    assert_int_equal(d.uncorrectable, 1);
+    assert_int_equal(d.blocks_recomputed, 0);
+    assert_int_equal(events[BLASFT_EVENT_UNCORRECTABLE], 1);
+}
+
+static void test_nonfinite_inputs_unprotected(void **state)
+{
+    (void)state;
+    tgemm x = make(BLASFT_TYPE_D, 'N', 'N', 10, 10, 10, 0, 1.0, 0.0, 0.5, 1.0);
+    ((double *)x.a)[3] = INFINITY;
+    blasft_config cfg = base_cfg(4, 1);
+    assert_int_equal(blasft_abft_run(&x.g, &cfg, NULL, 0), -1);
+    assert_memory_equal(x.c, x.c0, (size_t)x.csize * sizeof(double)); /* untouched */
+    drop(&x);
+    x = make(BLASFT_TYPE_S, 'N', 'N', 10, 10, 10, 0, 1.0, 1.0, 0.5, 1.0);
+    ((float *)x.c)[7] = NAN; /* old C read with beta != 0 */
+    assert_int_equal(blasft_abft_run(&x.g, &cfg, NULL, 0), -1);
+    drop(&x);
+}
+
+/* ---- injection ---- */
+
+static void test_inject_parser(void **state)
+{
+    (void)state;
+    blasft_inject_spec s;
+    char err[512];
+    assert_int_equal(blasft_inject_parse("faults=3,bits=exponent,site=inner,seed=7,pattern=row", &s, err, sizeof err), 0);
+    assert_int_equal(s.faults, 3);
+    assert_int_equal(s.bits, BLASFT_BITS_EXPONENT);
+    assert_int_equal(s.site, BLASFT_SITE_INNER);
+    assert_int_equal(s.pattern, BLASFT_PATTERN_ROW);
+    assert_true(s.seed == 7);
+    assert_int_equal(blasft_inject_parse("bits=3-9", &s, err, sizeof err), 0);
+    assert_int_equal(s.bits, BLASFT_BITS_RANGE);
+    assert_int_equal(s.bit_lo, 3);
+    assert_int_equal(s.bit_hi, 9);
+    assert_int_equal(s.faults, 1);
+    assert_int_equal(blasft_inject_parse("", &s, err, sizeof err), 0);
+    assert_int_equal(s.faults, 0);
+    const char *bad[] = {"faults=x", "bits=sideways", "site=middle", "color=red", "faults", "bits=9-3",
+                         "pattern=diagonal", "seed=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(blasft_inject_parse(bad[i], &s, err, sizeof err), -1);
+        assert_non_null(strstr(err, "accepted"));
+        assert_int_equal(s.faults, 0);
+    }
+}
+
+static void run_injected(blasft_type t, const char *spec, int checksums, int expect_detect)
+{
+    tgemm x = make(t, 'T', 'N', 64, 64, 64, 0, 1.0, 0.0, 0.5, 1.0);
+    blasft_config cfg = base_cfg(32, checksums);
+    snprintf(cfg.inject, sizeof cfg.inject, "%s", spec);
+    blasft_abft_diag d;
+    assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+    assert_true(d.faults_injected >= 1);
+    if (expect_detect)
+        assert_true(d.detected >= 1);
+    assert_int_equal(d.uncorrectable, 0);
+    assert_int_equal(compare_oracle(&x, 64.0), 0);
+    drop(&x);
+}
+
+static void test_injection_sites(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++)
+        for (int seed = 0; seed < 20; seed++) {
+            char s[128];
+            snprintf(s, sizeof s, "faults=1,bits=sign,site=output,seed=%d", seed);
+            run_injected((blasft_type)t, s, 1, 1);
+            snprintf(s, sizeof s, "faults=1,bits=exponent,site=output,seed=%d", seed);
+            run_injected((blasft_type)t, s, 2, 1);
+            snprintf(s, sizeof s, "faults=1,bits=sign,site=inner,seed=%d", seed);
+            run_injected((blasft_type)t, s, 1, 1);
+            snprintf(s, sizeof s, "faults=1,bits=mantissa,site=inner,seed=%d", seed);
+            run_injected((blasft_type)t, s, 2, 0);
+            snprintf(s, sizeof s, "faults=4,bits=any,site=output,pattern=row,seed=%d", seed);
+            run_injected((blasft_type)t, s, 2, 0);
+            snprintf(s, sizeof s, "faults=3,bits=exponent,pattern=block,seed=%d", seed);
+            run_injected((blasft_type)t, s, 1, 0);
+        }
+}
+
+static void test_inject_flip_patterns(void **state)
+{
+    (void)state;
+    blasft_inject_spec s;
+    char err[256];
+    double c[40 * 40], c0[40 * 40];
+    for (int i = 0; i < 40 * 40; i++)
+        c[i] = c0[i] = 1.0 + i;
+    assert_int_equal(blasft_inject_parse("faults=5,bits=sign,pattern=row,seed=3", &s, err, sizeof err), 0);
+    uint64_t st = blasft_inject_next_stream(&s);
+    assert_int_equal(blasft_inject_flip(&s, &st, BLASFT_TYPE_D, c, 40, 40, 40, 8), 5);
+    int changed = 0, row = -1;
+    for (int j = 0; j < 40; j++)
+        for (int i = 0; i < 40; i++)
+            if (c[i + 40 * j] != c0[i + 40 * j]) {
+                assert_true(c[i + 40 * j] == -c0[i + 40 * j]);
+                if (row < 0)
+                    row = i;
+                assert_int_equal(i, row); /* a burst along one row */
+                changed++;
+            }
+    assert_int_equal(changed, 5);
+    /* different calls draw different streams */
+    assert_true(blasft_inject_next_stream(&s) != blasft_inject_next_stream(&s));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_weights_and_locate),
+        cmocka_unit_test(test_pea_sea),
+        cmocka_unit_test(test_correct_rule_and_csum),
+        cmocka_unit_test(test_random_shapes),
+        cmocka_unit_test(test_single_error_corrected),
+        cmocka_unit_test(test_two_errors_one_row),
+        cmocka_unit_test(test_detect_and_report),
+        cmocka_unit_test(test_nonfinite_inputs_unprotected),
+        cmocka_unit_test(test_inject_parser),
+        cmocka_unit_test(test_injection_sites),
+        cmocka_unit_test(test_inject_flip_patterns),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
