@@ -3,6 +3,7 @@
  * caller's stream, the main cuBLAS GEMM on the caller's stream, then one check over C; joined by
  * events, no host synchronisation, outcomes delivered by a host function in stream order. */
 #include "blasft_gpu.h"
+#include "gpu_debug.h"
 #include "gpu_cublas.h"
 #include "gpu_kernels.h"
 
@@ -45,6 +46,8 @@ struct blasft_gpu_ctx {
     size_t old_bytes;
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
+    blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
+    void *hook_user;
 };
 
 namespace {
@@ -72,6 +75,7 @@ size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 struct layout {
     size_t AcsT, Bcs, Ccs_ref, Crs_ref, Ccs_rec, Crs_rec, Ccs_eps, Crs_eps;
     size_t tA_v, tA_p, tB_v, tB_p, tAc_v, tAc_p, tBc_v, tBc_p, sc_v, sc_p, list, end;
+    size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq;
 };
 
 size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + align_up(flag_cap * 4); }
@@ -105,6 +109,14 @@ layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t f
     L.sc_v = take(8 * sc);
     L.sc_p = take(4 * sc);
     L.list = take(4 * mb * nb);
+    L.EnvA = take(8 * k * mb);
+    L.EnvB = take(8 * k * nb);
+    L.tEa_v = take(8 * mb * GK_PMAX);
+    L.tEa_p = take(4 * mb * GK_PMAX);
+    L.tEb_v = take(8 * nb * GK_PMAX);
+    L.tEb_p = take(4 * nb * GK_PMAX);
+    L.Ccs_sq = take(8 * mb * n);
+    L.Crs_sq = take(8 * m * nb);
     L.end = o;
     return L;
 }
@@ -295,6 +307,27 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     kg.tAc = {(double *)(w + L.tAc_v), (int *)(w + L.tAc_p)};
     kg.tBc = {(double *)(w + L.tBc_v), (int *)(w + L.tBc_p)};
     gk_topp scratch = {(double *)(w + L.sc_v), (int *)(w + L.sc_p)};
+    kg.tEa = {(double *)(w + L.tEa_v), (int *)(w + L.tEa_p)};
+    kg.tEb = {(double *)(w + L.tEb_v), (int *)(w + L.tEb_p)};
+    double *envA = (double *)(w + L.EnvA), *envB = (double *)(w + L.EnvB);
+    kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
+    kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
+    /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
+    for (int side = 0; side < 2; side++)
+        for (int cw = 0; cw < r; cw++)
+            for (int last = 0; last < 2; last++) {
+                int64_t dim = side == 0 ? m : n;
+                int64_t len = last ? dim - (dim - 1) / bs * bs : bs;
+                double sum = 0.0, mx = 0.0;
+                for (int64_t i = 0; i < len; i++) {
+                    double wt = cw == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs);
+                    sum += wt * wt;
+                    mx = wt * wt > mx ? wt * wt : mx;
+                }
+                kg.w2[side][cw][last] = sum;
+                kg.wmax2[side][cw][last] = mx;
+            }
+    const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
     kg.cnt = (gk_counters *)w;
     kg.tile_flag = (int *)(w + align_up(sizeof(gk_counters)));
     kg.tile_list = (int *)(w + L.list);
@@ -306,8 +339,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     /* fork: context-independent work on s1 */
     cudaEventRecord(ctx->ev_fork, s0);
     cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
-    gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k, kg.cnt, s1);
-    gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k, kg.cnt, s1);
+    gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
+                    gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1);
+    gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k,
+                    gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1);
+    gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
+    gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
     gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
     gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
     gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
@@ -315,8 +352,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
     if (need_cold) {
-        gk_encode<T, T>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_ref, r * mb, 1, kg.cnt, s0);
-        gk_encode<T, T>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m, kg.cnt, s0);
+        gk_encode<T, T>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_ref, r * mb, 1,
+                        gk_aux{GK_AUX_SQ, kg.Ccs_sq, mb, 1}, kg.cnt, s0);
+        gk_encode<T, T>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m,
+                        gk_aux{GK_AUX_SQ, kg.Crs_sq, 1, m}, kg.cnt, s0);
         if (keep_old)
             cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
                               cudaMemcpyDeviceToDevice, s0);
@@ -328,6 +367,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                           g->lda, kg.B, g->ldb, (const T *)g->beta, kg.C, g->ldc),
                  "cublas gemm"))
         return -2;
+    if (ctx->hook)
+        ctx->hook((void *)s0, ctx->hook_user);
 
     /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
     static const T zero = 0;
@@ -342,8 +383,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     cudaEventRecord(ctx->ev_ref, s1);
 
     /* the check: checksums of the new C, then compare / locate / correct */
-    gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_rec, r * mb, 1, kg.cnt, s0);
-    gk_encode<T, double>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_rec, 1, m, kg.cnt, s0);
+    gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_rec, r * mb, 1, none, kg.cnt, s0);
+    gk_encode<T, double>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_rec, 1, m, none, kg.cnt, s0);
     cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     gk_check<T>(kg, s0);
 
@@ -556,6 +597,43 @@ out:
     cudaFree(dB);
     cudaFree(dC);
     return rc;
+}
+
+void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user)
+{
+    ctx->hook = fn;
+    ctx->hook_user = user;
+}
+
+int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
+                               int64_t k, const blasft_gpu_params *p, blasft_gpu_buf which,
+                               void *out)
+{
+    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    const int bs = p->block_size, r = p->checksums;
+    int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    layout L = plan(ts, m, n, k, bs, r, ctx->flag_cap);
+    size_t off, es;
+    int64_t cnt;
+    switch (which) {
+    case BLASFT_GPU_BUF_ACST: off = L.AcsT; es = ts; cnt = k * r * mb; break;
+    case BLASFT_GPU_BUF_BCS: off = L.Bcs; es = ts; cnt = k * r * nb; break;
+    case BLASFT_GPU_BUF_CCS_REF: off = L.Ccs_ref; es = ts; cnt = r * mb * n; break;
+    case BLASFT_GPU_BUF_CRS_REF: off = L.Crs_ref; es = ts; cnt = m * r * nb; break;
+    case BLASFT_GPU_BUF_CCS_REC: off = L.Ccs_rec; es = 8; cnt = r * mb * n; break;
+    case BLASFT_GPU_BUF_CRS_REC: off = L.Crs_rec; es = 8; cnt = m * r * nb; break;
+    case BLASFT_GPU_BUF_CCS_EPS: off = L.Ccs_eps; es = 8; cnt = r * mb * n; break;
+    case BLASFT_GPU_BUF_CRS_EPS: off = L.Crs_eps; es = 8; cnt = m * r * nb; break;
+    case BLASFT_GPU_BUF_TA_VAL: off = L.tA_v; es = 8; cnt = m * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TA_POS: off = L.tA_p; es = 4; cnt = m * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TB_VAL: off = L.tB_v; es = 8; cnt = n * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TB_POS: off = L.tB_p; es = 4; cnt = n * GK_PMAX; break;
+    default: return -1;
+    }
+    if (off + es * cnt > ctx->ws_bytes || cudaStreamSynchronize(ctx->s0) != cudaSuccess ||
+        cudaMemcpy(out, ctx->ws + off, es * cnt, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return -1;
+    return cnt;
 }
 
 } // extern "C"

@@ -49,11 +49,21 @@ __device__ __forceinline__ double pair_reduce(blasft_csum acc, bool reduce, bool
 
 template <typename O> __device__ __forceinline__ O to_out(double v) { return (O)v; }
 
+/* The side result of an encoding pass: the block's envelope max|x| or its sum of squares. */
+__device__ __forceinline__ double aux_step(int kind, double a, double x)
+{
+    return kind == GK_AUX_MAX ? fmax(a, fabs(x)) : kind == GK_AUX_SQ ? fma(x, x, a) : a;
+}
+__device__ __forceinline__ double aux_join(int kind, double a, double b)
+{
+    return kind == GK_AUX_MAX ? fmax(a, b) : a + b;
+}
+
 /* One warp per (block b, index l); lanes 2q and 2q+1 both sum positions q, q+16, ... */
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
 encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
-              int64_t out_l, int64_t out_v, int64_t nblk, gk_counters *cnt)
+              int64_t out_l, int64_t out_v, gk_aux aux, int64_t nblk, gk_counters *cnt)
 {
     int64_t gw = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
     if (gw >= nblk * L)
@@ -64,11 +74,19 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
     int len = (int)(S - s0 < bs ? S - s0 : bs);
     const T *col = X + s0 + l * ld;
     blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    double ax = 0.0;
     for (int s = lane >> 1; s < len; s += 16) {
         double x = (double)col[s];
         blasft_csum_add(&acc[0], x);
         if (r > 1)
             blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
+        ax = aux_step(aux.kind, ax, x);
+    }
+    if (aux.kind) {
+        for (int off = 2; off < 32; off <<= 1)
+            ax = aux_join(aux.kind, ax, __shfl_xor_sync(0xffffffffu, ax, off));
+        if (lane == 0)
+            aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
     }
     for (int w = 0; w < r; w++) {
         bool bad;
@@ -87,7 +105,7 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
 encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
-               int64_t out_l, int64_t out_v, gk_counters *cnt)
+               int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt)
 {
     int64_t l = (int64_t)blockIdx.x * (kThreads / 2) + threadIdx.x / 2;
     int64_t b = blockIdx.y;
@@ -95,6 +113,7 @@ encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int 
     int len = (int)(S - s0 < bs ? S - s0 : bs);
     bool live = l < L;
     blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    double ax = 0.0;
     if (live) {
         const T *p = X + l + s0 * ld;
         int s = 0;
@@ -106,6 +125,8 @@ encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int 
             blasft_csum_add(&acc[0], x1);
             blasft_csum_add(&acc[0], x2);
             blasft_csum_add(&acc[0], x3);
+            ax = aux_step(aux.kind, aux_step(aux.kind, ax, x0), x1);
+            ax = aux_step(aux.kind, aux_step(aux.kind, ax, x2), x3);
             if (r > 1) {
                 blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 0, bs) * x0);
                 blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 1, bs) * x1);
@@ -118,7 +139,10 @@ encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int 
             blasft_csum_add(&acc[0], x);
             if (r > 1)
                 blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
+            ax = aux_step(aux.kind, ax, x);
         }
+        if (aux.kind && (threadIdx.x & 1) == 0)
+            aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
     }
     for (int w = 0; w < r; w++) {
         bool bad;
@@ -230,10 +254,9 @@ template <typename T> __device__ __forceinline__ T beta_of(const gk_gemm<T> &g)
     return g.beta_p ? *g.beta_p : g.beta_v;
 }
 
-/* PEA threshold of one reference checksum element from the two top-p lists (method.md 2). */
+/* y of the PEA bound from two top-p lists (method.md 2, "PEA max p"). */
 template <typename T>
-__device__ double pea_eps(const gk_gemm<T> &g, gk_topp ta, int64_t va, gk_topp tb, int64_t vb,
-                          double ref)
+__device__ double pea_y(const gk_gemm<T> &g, gk_topp ta, int64_t va, gk_topp tb, int64_t vb)
 {
     double av[GK_PMAX], bv[GK_PMAX];
     int64_t ap[GK_PMAX], bp[GK_PMAX];
@@ -249,10 +272,36 @@ __device__ double pea_eps(const gk_gemm<T> &g, gk_topp ta, int64_t va, gk_topp t
         }
     }
     int full = g.k <= g.p;
-    double y = blasft_pea_y(av, ap, na, full, bv, bp, nb, full);
-    double sigma = blasft_pea_sigma((double)g.k, y, mant<T>::t, 1);
-    double aa = fabs((double)alpha_of(g));
-    return blasft_pea_eps(g.omega, aa, sigma * sigma, blasft_blas_var_add(ref, mant<T>::t));
+    return blasft_pea_y(av, ap, na, full, bv, bp, nb, full);
+}
+
+/* PEA threshold of one checksum element, the host engine's model (abft_threshold.c) with the
+ * reference computed by cuBLAS in the data precision instead of double:
+ *  - the reference dot product (y_ref from the checksum vector's and the data vector's lists),
+ *    plus its own final rounding;
+ *  - the recomputed sum of the GEMM's rounded elements: W2 sigma(y_env)^2, y_env from the block's
+ *    envelope list;
+ *  - the alpha/beta scaling and final additions (eq. 6.4/6.5), with the old C's sum of squares
+ *    bounded by max w^2 * sum c_old^2;
+ *  - our compensated sums, 2^-53 |checksum|. */
+template <typename T>
+__device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int side, int w, int ragged,
+                          double osq, double ref)
+{
+    constexpr int t = mant<T>::t;
+    const double nn = (double)g.k, ur = ldexp(1.0, -BLASFT_T_DOUBLE);
+    double alpha = (double)alpha_of(g), beta = (double)beta_of(g);
+    double aa = fabs(alpha), bb = fabs(beta);
+    int scaled = !(alpha == 1.0) || !(beta == 0.0 || beta == 1.0);
+    double w2 = g.w2[side][w][ragged], wmax2 = g.wmax2[side][w][ragged];
+    double sr = blasft_pea_sigma(nn, y_ref, t, 0), sd = blasft_pea_sigma(nn, y_env, t, 0);
+    double vd = sr * sr + sd * sd * w2;
+    double c2 = w2 * (nn * y_env) * (nn * y_env);
+    double sqb = 2.0 * (aa * aa * c2 + bb * bb * wmax2 * osq);
+    double var_add = (blasft_blas_var_add(1.0, t) * sqb + blasft_blas_var_add(ref, t)) *
+                         (scaled ? 3.0 : 1.0) +
+                     ur * ur * 2.0 * ref * ref;
+    return blasft_pea_eps(g.omega, aa, vd, var_add);
 }
 
 __device__ __forceinline__ bool over(double ref, double rec, double eps)
@@ -271,7 +320,10 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
     if (e < ncol) {
         int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb);
         double ref = (double)g.Ccs_ref[e], rec = g.Ccs_rec[e];
-        double eps = pea_eps(g, g.tAc, u, g.tB, j, ref);
+        int64_t bi = u / g.r;
+        double osq = g.Ccs_sq ? g.Ccs_sq[bi + j * g.mb] : 0.0;
+        double eps = pea_eps(g, pea_y(g, g.tAc, u, g.tB, j), pea_y(g, g.tEa, bi, g.tB, j),
+                             0, (int)(u % g.r), bi == g.mb - 1, osq, ref);
         g.Ccs_eps[e] = eps;
         flag = over(ref, rec, eps);
         I = u / g.r;
@@ -280,7 +332,10 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
         e -= ncol;
         int64_t i = e % g.m, v = e / g.m;
         double ref = (double)g.Crs_ref[e], rec = g.Crs_rec[e];
-        double eps = pea_eps(g, g.tA, i, g.tBc, v, ref);
+        int64_t bj = v / g.r;
+        double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
+        double eps = pea_eps(g, pea_y(g, g.tA, i, g.tBc, v), pea_y(g, g.tA, i, g.tEb, bj),
+                             1, (int)(v % g.r), bj == g.nb - 1, osq, ref);
         g.Crs_eps[e] = eps;
         flag = over(ref, rec, eps);
         I = i / g.bs;
@@ -401,6 +456,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     cols[0].loc = rows[0].idx;
                 }
             } else if (ok) {
+                bool single = n_r == 1 && n_c == 1;
                 /* extended localization: every flagged vector locates its element, and the
                  * two sides agree where both flagged (F2) or only one side saw it (F1) */
                 for (int a = 0; a < n_r && ok; a++) {
@@ -421,6 +477,13 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                                  !(fabs(rows[a].su - cols[b].su) <= rows[a].eps + cols[b].eps))
                             ok = false; /* the two syndromes of one element disagree */
                     }
+                if (!ok && single) {
+                    /* the pair of syndromes did not locate (NaN, Inf): one row and one column
+                     * still name the element */
+                    ok = true;
+                    rows[0].loc = cols[0].idx;
+                    cols[0].loc = rows[0].idx;
+                }
             }
             if (!g.correct) {
                 atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
@@ -484,7 +547,7 @@ inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((
 
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
-               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_counters *cnt,
+               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
                cudaStream_t st)
 {
     int64_t nblk = (S + bs - 1) / bs;
@@ -492,10 +555,10 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
         return;
     if (contiguous)
         encode_contig<T, O><<<blocks_for(nblk * L, kThreads / 32), kThreads, 0, st>>>(
-            X, ld, S, L, bs, r, wscheme, out, out_l, out_v, nblk, cnt);
+            X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, nblk, cnt);
     else
         encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 2), (unsigned int)nblk), kThreads, 0,
-                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, cnt);
+                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
 }
 
 static int64_t topp_chunks(int64_t V, int64_t L)
@@ -538,11 +601,11 @@ template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
 
 #define INSTANTIATE(T)                                                                             \
     template void gk_encode<T, T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,   \
-                                  int64_t, int64_t, gk_counters *, cudaStream_t);                  \
+                                  int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t);                  \
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
 template void gk_encode<float, double>(const float *, int64_t, int, int64_t, int64_t, int, int, int,
-                                       double *, int64_t, int64_t, gk_counters *, cudaStream_t);
+                                       double *, int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t);

@@ -40,6 +40,15 @@ typedef struct gk_topp {
     int *pos;
 } gk_topp;
 
+enum { GK_AUX_NONE = 0, GK_AUX_MAX, GK_AUX_SQ };
+
+/* Optional side output of an encoding pass, per (block b, index l): out[l*ld_l + b*ld_b]. */
+typedef struct gk_aux {
+    int kind;
+    double *out;
+    int64_t ld_l, ld_b;
+} gk_aux;
+
 template <typename T> struct gk_gemm {
     int64_t m, n, k, mb, nb;
     char ta, tb;
@@ -60,6 +69,11 @@ template <typename T> struct gk_gemm {
     T *AcsT, *Bcs, *Ccs_ref, *Crs_ref;
     double *Ccs_rec, *Crs_rec, *Ccs_eps, *Crs_eps;
     gk_topp tA, tB, tAc, tBc; /* op(A) rows, op(B) columns, AcsT columns, Bcs columns */
+    gk_topp tEa, tEb;         /* envelopes: max over a block's rows of op(A) / columns of op(B) */
+    double *Ccs_sq, *Crs_sq;  /* sum of squares of the old C per (block, column) / (row, block) */
+    /* sum and max of w^2: [side 0 column checksums / 1 row checksums][checksum w][full block 0,
+     * last block 1] */
+    double w2[2][2][2], wmax2[2][2][2];
     int *tile_flag, *tile_list;
     gk_counters *cnt;
 };
@@ -71,7 +85,7 @@ template <typename T> struct gk_gemm {
  * stores NaN (so every check that uses it flags and its blocks are recomputed). */
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
-               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_counters *cnt,
+               int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
                cudaStream_t st);
 
 /* Top-p of |x| of V vectors of length L: vector v's element l is X[l + v*ld] (contiguous) or

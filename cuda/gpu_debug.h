@@ -1,0 +1,40 @@
+/* Test access to the GPU engine's internals: the buffers of the last protected GEMM and a hook
+ * that runs on the stream right after the main cuBLAS GEMM (to plant faults before the check). */
+#ifndef BLASFT_GPU_DEBUG_H
+#define BLASFT_GPU_DEBUG_H
+
+#include "blasft_gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    BLASFT_GPU_BUF_ACST = 0, /* T,  k x (R*mb) */
+    BLASFT_GPU_BUF_BCS,      /* T,  k x (R*nb) */
+    BLASFT_GPU_BUF_CCS_REF,  /* T,  (R*mb) x n */
+    BLASFT_GPU_BUF_CRS_REF,  /* T,  m x (R*nb) */
+    BLASFT_GPU_BUF_CCS_REC,  /* double, (R*mb) x n */
+    BLASFT_GPU_BUF_CRS_REC,  /* double, m x (R*nb) */
+    BLASFT_GPU_BUF_CCS_EPS,  /* double */
+    BLASFT_GPU_BUF_CRS_EPS,  /* double */
+    BLASFT_GPU_BUF_TA_VAL,   /* double, m x 8: top-p of op(A)'s rows */
+    BLASFT_GPU_BUF_TA_POS,   /* int */
+    BLASFT_GPU_BUF_TB_VAL,   /* double, n x 8: top-p of op(B)'s columns */
+    BLASFT_GPU_BUF_TB_POS,   /* int */
+} blasft_gpu_buf;
+
+/* Copies buffer `which` of the last protected GEMM (shape and parameters given again) to host
+ * memory `out` (synchronises). Returns the number of elements, or -1. */
+int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
+                               int64_t k, const blasft_gpu_params *p, blasft_gpu_buf which,
+                               void *out);
+
+/* fn(stream, user) is called when the protected GEMM has enqueued its main GEMM; NULL removes. */
+typedef void (*blasft_gpu_hook)(void *stream, void *user);
+void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

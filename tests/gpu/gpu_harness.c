@@ -1,0 +1,202 @@
+#include "gpu_harness.h"
+
+#include "hpref.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gh_checks, gh_failures;
+
+static void die_cuda(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "CUDA %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+int gh_gpu_present(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && blasft_gpu_available();
+}
+
+void gh_params(blasft_gpu_params *p, int bs, int r)
+{
+    p->block_size = bs;
+    p->checksums = r;
+    p->weights = BLASFT_WEIGHTS_LINEAR;
+    p->omega = 3.0;
+    p->pea_p = 2;
+    p->mode = BLASFT_MODE_CORRECT;
+    p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
+}
+
+void gh_sync(void) { die_cuda(cudaDeviceSynchronize(), "sync"); }
+
+static void *typed_copy(const double *x, int64_t count, blasft_type t)
+{
+    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    void *y = malloc(ts * (size_t)(count > 0 ? count : 1));
+    for (int64_t i = 0; i < count; i++) {
+        if (t == BLASFT_TYPE_S)
+            ((float *)y)[i] = (float)x[i];
+        else
+            ((double *)y)[i] = x[i];
+    }
+    return y;
+}
+
+static void *upload(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    die_cuda(cudaMalloc(&d, bytes ? bytes : 8), "cudaMalloc");
+    if (bytes)
+        die_cuda(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "upload");
+    return d;
+}
+
+static double opa(const gh_data *d, int64_t i, int64_t l)
+{
+    return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
+}
+static double opb(const gh_data *d, int64_t l, int64_t j)
+{
+    return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
+}
+
+void gh_make(gh_data *d, const gh_case *c, uint64_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->c = *c;
+    dg_rng rng;
+    dg_seed(&rng, seed);
+    dg_params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.series = DG_FULL;
+    int64_t ar = c->ta == 'N' ? c->m : c->k, ac = c->ta == 'N' ? c->k : c->m;
+    int64_t br = c->tb == 'N' ? c->k : c->n, bc = c->tb == 'N' ? c->n : c->k;
+    int64_t na = c->lda * ac, nb = c->ldb * bc, nc = c->ldc * c->n;
+    d->A = malloc(8 * (size_t)(na + 1));
+    d->B = malloc(8 * (size_t)(nb + 1));
+    d->C0 = malloc(8 * (size_t)(nc + 1));
+    /* padding rows hold NaN: reading them would show */
+    for (int64_t i = 0; i < na; i++) d->A[i] = NAN;
+    for (int64_t i = 0; i < nb; i++) d->B[i] = NAN;
+    for (int64_t i = 0; i < nc; i++) d->C0[i] = NAN;
+    if (ar && ac) dg_fill(&rng, DG_D, &dp, ar, ac, d->A, c->lda);
+    if (br && bc) dg_fill(&rng, DG_D, &dp, br, bc, d->B, c->ldb);
+    if (c->m && c->n) dg_fill(&rng, DG_D, &dp, c->m, c->n, d->C0, c->ldc);
+    /* round to the type once, so host doubles and device data are the same numbers */
+    if (c->t == BLASFT_TYPE_S) {
+        for (int64_t i = 0; i < na; i++) d->A[i] = (float)d->A[i];
+        for (int64_t i = 0; i < nb; i++) d->B[i] = (float)d->B[i];
+        for (int64_t i = 0; i < nc; i++) d->C0[i] = (float)d->C0[i];
+    }
+    size_t ts = c->t == BLASFT_TYPE_S ? 4 : 8;
+    d->hA = typed_copy(d->A, na, c->t);
+    d->hB = typed_copy(d->B, nb, c->t);
+    d->hC0 = typed_copy(d->C0, nc, c->t);
+    d->dA = upload(d->hA, ts * na);
+    d->dB = upload(d->hB, ts * nb);
+    d->dC = upload(d->hC0, ts * nc);
+    float af = (float)c->alpha, bf = (float)c->beta;
+    d->dalpha = upload(c->t == BLASFT_TYPE_S ? (void *)&af : (void *)&c->alpha, ts);
+    d->dbeta = upload(c->t == BLASFT_TYPE_S ? (void *)&bf : (void *)&c->beta, ts);
+    /* reference */
+    double u = c->t == BLASFT_TYPE_S ? ldexp(1.0, -24) : ldexp(1.0, -53);
+    d->ref = malloc(8 * (size_t)(c->m * c->n + 1));
+    d->bound = malloc(8 * (size_t)(c->m * c->n + 1));
+    for (int64_t j = 0; j < c->n; j++)
+        for (int64_t i = 0; i < c->m; i++) {
+            hp_dd s = hp_from(0.0);
+            double mag = 0.0;
+            for (int64_t l = 0; l < c->k; l++) {
+                s = hp_add_prod(s, opa(d, i, l), opb(d, l, j));
+                mag += fabs(opa(d, i, l) * opb(d, l, j));
+            }
+            s = hp_mul_d(s, c->alpha);
+            double cold = c->beta != 0.0 ? d->C0[i + j * c->ldc] : 0.0;
+            s = hp_add(s, hp_mul_d(hp_from(cold), c->beta));
+            d->ref[i + j * c->m] = hp_to_double(s);
+            d->bound[i + j * c->m] =
+                2.0 * (double)(c->k + 3) * u * (fabs(c->alpha) * mag + fabs(c->beta * cold)) + 1e-300;
+        }
+}
+
+void gh_free(gh_data *d)
+{
+    free(d->A); free(d->B); free(d->C0);
+    free(d->hA); free(d->hB); free(d->hC0);
+    free(d->ref); free(d->bound);
+    cudaFree(d->dA); cudaFree(d->dB); cudaFree(d->dC);
+    cudaFree(d->dalpha); cudaFree(d->dbeta);
+}
+
+void gh_reset_c(gh_data *d)
+{
+    size_t ts = d->c.t == BLASFT_TYPE_S ? 4 : 8;
+    die_cuda(cudaMemcpy(d->dC, d->hC0, ts * d->c.ldc * d->c.n, cudaMemcpyHostToDevice), "reset");
+}
+
+blasft_gpu_gemm gh_desc(const gh_data *d)
+{
+    static float af, bf;
+    blasft_gpu_gemm g;
+    memset(&g, 0, sizeof g);
+    g.type = d->c.t;
+    g.transa = d->c.ta;
+    g.transb = d->c.tb;
+    g.m = d->c.m; g.n = d->c.n; g.k = d->c.k;
+    g.a = d->dA; g.lda = d->c.lda;
+    g.b = d->dB; g.ldb = d->c.ldb;
+    g.c = d->dC; g.ldc = d->c.ldc;
+    g.scalars_on_device = d->c.device_scalars;
+    if (d->c.device_scalars) {
+        g.alpha = d->dalpha;
+        g.beta = d->dbeta;
+    } else if (d->c.t == BLASFT_TYPE_S) {
+        af = (float)d->c.alpha;
+        bf = (float)d->c.beta;
+        g.alpha = &af;
+        g.beta = &bf;
+    } else {
+        g.alpha = &d->c.alpha;
+        g.beta = &d->c.beta;
+    }
+    g.routine = "test_gpu";
+    return g;
+}
+
+void gh_download_c(const gh_data *d, double *out)
+{
+    size_t ts = d->c.t == BLASFT_TYPE_S ? 4 : 8;
+    int64_t nc = d->c.ldc * d->c.n;
+    void *h = malloc(ts * (size_t)(nc + 1));
+    die_cuda(cudaMemcpy(h, d->dC, ts * nc, cudaMemcpyDeviceToHost), "download");
+    for (int64_t j = 0; j < d->c.n; j++)
+        for (int64_t i = 0; i < d->c.m; i++)
+            out[i + j * d->c.m] = d->c.t == BLASFT_TYPE_S ? ((float *)h)[i + j * d->c.ldc]
+                                                          : ((double *)h)[i + j * d->c.ldc];
+    free(h);
+}
+
+int64_t gh_bad_elements(const gh_data *d, const double *out, int64_t *fi, int64_t *fj)
+{
+    int64_t bad = 0;
+    for (int64_t j = 0; j < d->c.n; j++)
+        for (int64_t i = 0; i < d->c.m; i++) {
+            int64_t e = i + j * d->c.m;
+            if (!(fabs(out[e] - d->ref[e]) <= d->bound[e])) {
+                if (!bad && fi) {
+                    *fi = i;
+                    *fj = j;
+                }
+                bad++;
+            }
+        }
+    return bad;
+}

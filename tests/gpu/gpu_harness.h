@@ -1,0 +1,56 @@
+/* Shared helpers of the GPU tests (no cmocka: the device machine has none): data on host and
+ * device, the double-double reference GEMM, running the engine, simple assertion counting. */
+#ifndef BLASFT_TEST_GPU_HARNESS_H
+#define BLASFT_TEST_GPU_HARNESS_H
+
+#include "blasft_gpu.h"
+#include "datagen.h"
+
+#include <stdint.h>
+
+extern int gh_checks, gh_failures;
+#define GH_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        gh_checks++;                                                                               \
+        if (!(cond)) {                                                                             \
+            gh_failures++;                                                                         \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+typedef struct gh_case {
+    blasft_type t;
+    char ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    int device_scalars;
+} gh_case;
+
+/* A GEMM's data: host copies in double (values exactly those of the typed data), device copies
+ * of the type, and the double-double reference of alpha op(A) op(B) + beta C with an error bound
+ * per element (the standard gamma_(k+2) bound of the data type, doubled). */
+typedef struct gh_data {
+    gh_case c;
+    double *A, *B, *C0;     /* host, double */
+    void *hA, *hB, *hC0;    /* host, typed */
+    void *dA, *dB, *dC;     /* device, typed */
+    void *dalpha, *dbeta;   /* device scalars */
+    double *ref, *bound;    /* m x n, ld m */
+} gh_data;
+
+int gh_gpu_present(void);
+void gh_make(gh_data *d, const gh_case *c, uint64_t seed);
+void gh_free(gh_data *d);
+/* Restores the device C to the old C. */
+void gh_reset_c(gh_data *d);
+blasft_gpu_gemm gh_desc(const gh_data *d);
+/* Downloads C into out (m x n, ld m, double). */
+void gh_download_c(const gh_data *d, double *out);
+/* Number of elements of out outside ref +- bound (NaN counts). */
+int64_t gh_bad_elements(const gh_data *d, const double *out, int64_t *first_i, int64_t *first_j);
+void gh_params(blasft_gpu_params *p, int bs, int r);
+void gh_sync(void);
+
+#endif

@@ -1,0 +1,276 @@
+/* The protected GPU GEMM against the double-double reference: awkward shapes, transposes, leading
+ * dimensions, alpha/beta in host and device memory, S and D, 1 and 2 checksums; no false alarms
+ * on clean data; planted faults of every class detected and corrected (or the block recomputed).
+ * Exits 77 where there is no GPU. */
+#include "gpu_debug.h"
+#include "gpu_harness.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static blasft_gpu_ctx *ctx;
+
+static blasft_stats stats_delta(const blasft_stats *before)
+{
+    blasft_stats now, d;
+    blasft_get_stats(&now);
+    d.protected_gemms = now.protected_gemms - before->protected_gemms;
+    d.unprotected_gemms = now.unprotected_gemms - before->unprotected_gemms;
+    d.checks = now.checks - before->checks;
+    d.errors_detected = now.errors_detected - before->errors_detected;
+    d.errors_corrected = now.errors_corrected - before->errors_corrected;
+    d.blocks_recomputed = now.blocks_recomputed - before->blocks_recomputed;
+    d.uncorrectable = now.uncorrectable - before->uncorrectable;
+    d.encoder_faults = now.encoder_faults - before->encoder_faults;
+    return d;
+}
+
+/* Faults planted after the main GEMM: C(i,j) = value. */
+#define MAX_FAULTS 8
+typedef struct plant {
+    int n;
+    int64_t i[MAX_FAULTS], j[MAX_FAULTS];
+    double value[MAX_FAULTS];
+    const gh_data *d;
+    void *pinned; /* the typed values, in pinned memory for the async copies */
+} plant;
+
+static void plant_hook(void *stream, void *user)
+{
+    plant *p = user;
+    size_t ts = p->d->c.t == BLASFT_TYPE_S ? 4 : 8;
+    for (int q = 0; q < p->n; q++) {
+        char *dst = (char *)p->d->dC + ts * (p->i[q] + p->j[q] * p->d->c.ldc);
+        if (p->d->c.t == BLASFT_TYPE_S)
+            ((float *)p->pinned)[q] = (float)p->value[q];
+        else
+            ((double *)p->pinned)[q] = p->value[q];
+        cudaMemcpyAsync(dst, (char *)p->pinned + ts * q, ts, cudaMemcpyHostToDevice,
+                        (cudaStream_t)stream);
+    }
+}
+
+static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats *delta,
+                double *out)
+{
+    blasft_stats before;
+    gh_sync();
+    blasft_get_stats(&before);
+    blasft_gpu_gemm g = gh_desc(d);
+    if (pl) {
+        pl->d = d;
+        blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
+    }
+    int rc = blasft_gpu_gemm_run(ctx, &g, p);
+    GH_CHECK(rc == 0, "blasft_gpu_gemm_run returned %d", rc);
+    blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+    gh_sync();
+    *delta = stats_delta(&before);
+    gh_download_c(d, out);
+}
+
+static const char *desc(const gh_case *c, const blasft_gpu_params *p)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%c%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d",
+             c->t == BLASFT_TYPE_S ? 'S' : 'D', c->ta, c->tb, (long long)c->m, (long long)c->n,
+             (long long)c->k, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha,
+             c->beta, c->device_scalars, p->block_size, p->checksums);
+    return buf;
+}
+
+static gh_case make_case(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k, int pad,
+                         double alpha, double beta, int dev)
+{
+    gh_case c;
+    c.t = t; c.ta = ta; c.tb = tb; c.m = m; c.n = n; c.k = k;
+    int64_t ar = ta == 'N' ? m : k, br = tb == 'N' ? k : n;
+    c.lda = (ar > 1 ? ar : 1) + pad;
+    c.ldb = (br > 1 ? br : 1) + 2 * pad;
+    c.ldc = (m > 1 ? m : 1) + pad;
+    c.alpha = alpha; c.beta = beta; c.device_scalars = dev;
+    return c;
+}
+
+static void clean_sweep(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {131, 67, 257}, {256, 256, 256},
+                                        {300, 129, 64}, {33, 200, 1}, {64, 1, 97}};
+    static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
+    uint64_t seed = 1;
+    for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int tr = 0; tr < 4; tr++) {
+                int variant = (int)(s + tr) % 4;
+                double alpha = variant == 0 ? 1.0 : variant == 1 ? -0.75 : variant == 2 ? 2.5 : 1.0;
+                double beta = variant == 0 ? 0.0 : variant == 1 ? 0.5 : variant == 2 ? 0.0 : 1.0;
+                gh_case c = make_case(t ? BLASFT_TYPE_D : BLASFT_TYPE_S, trans[tr][0], trans[tr][1],
+                                      shapes[s][0], shapes[s][1], shapes[s][2], (int)(s % 3) * 3,
+                                      alpha, beta, variant == 3);
+                blasft_gpu_params p;
+                gh_params(&p, (s + tr) % 2 ? 32 : 128, 1 + tr % 2);
+                if (s == 3 && tr == 0)
+                    p.block_size = 50; /* not a power of two */
+                gh_data d;
+                gh_make(&d, &c, seed++);
+                double *out = malloc(8 * (size_t)(c.m * c.n + 1));
+                blasft_stats st;
+                run(&d, &p, NULL, &st, out);
+                int64_t fi = -1, fj = -1, bad = gh_bad_elements(&d, out, &fi, &fj);
+                GH_CHECK(bad == 0, "%s: %lld wrong elements, first (%lld,%lld) %g vs %g", desc(&c, &p),
+                         (long long)bad, (long long)fi, (long long)fj,
+                         bad ? out[fi + fj * c.m] : 0.0, bad ? d.ref[fi + fj * c.m] : 0.0);
+                GH_CHECK(st.protected_gemms == 1 && st.errors_detected == 0 &&
+                             st.errors_corrected == 0 && st.blocks_recomputed == 0 &&
+                             st.encoder_faults == 0,
+                         "%s: clean run: protected %llu detected %llu corrected %llu recomputed %llu "
+                         "encoder %llu",
+                         desc(&c, &p), (unsigned long long)st.protected_gemms,
+                         (unsigned long long)st.errors_detected,
+                         (unsigned long long)st.errors_corrected,
+                         (unsigned long long)st.blocks_recomputed,
+                         (unsigned long long)st.encoder_faults);
+                int64_t mb = (c.m + p.block_size - 1) / p.block_size;
+                int64_t nb = (c.n + p.block_size - 1) / p.block_size;
+                GH_CHECK(st.checks == (uint64_t)(p.checksums * (mb * c.n + c.m * nb)),
+                         "%s: checks %llu", desc(&c, &p), (unsigned long long)st.checks);
+                free(out);
+                gh_free(&d);
+            }
+}
+
+typedef struct fault_case {
+    const char *name;
+    int r;
+    int n;
+    int64_t i[4], j[4];
+    int kind; /* 0: ref + delta, 1: ref * 2^40, 2: NaN, 3: Inf */
+    double beta;
+    int dev;
+    blasft_mode mode;
+    blasft_on_error on_error;
+    /* expectations */
+    int corrected, recomputed, uncorrectable_min, c_right;
+} fault_case;
+
+static void faults(void)
+{
+    static const fault_case fc[] = {
+        {"single, 1 checksum", 1, 1, {5}, {9}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 1, 0, 0, 1},
+        {"single, 2 checksums", 2, 1, {40}, {3}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 1, 0, 0, 1},
+        {"exponent flip", 1, 1, {63}, {64}, 1, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 1, 0, 0, 1},
+        {"NaN, 2 checksums", 2, 1, {0}, {95}, 2, 0.5, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 1, 0, 0, 1},
+        {"Inf, beta on device", 1, 1, {70}, {70}, 3, 0.5, 1, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 1, 0, 0, 1},
+        {"two in a block, 1 checksum", 1, 2, {2, 10}, {4, 20}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 0, 1, 0, 1},
+        {"two in a block, old C kept", 1, 2, {2, 10}, {4, 20}, 0, 0.75, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 0, 1, 0, 1},
+        {"two in a block, extended", 2, 2, {2, 10}, {4, 20}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 2, 0, 0, 1},
+        {"two in one row, extended", 2, 2, {7, 7}, {1, 30}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 0, 1, 0, 1},
+        {"four blocks", 1, 4, {1, 40, 70, 90}, {1, 40, 70, 5}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, 4, 0, 0, 1},
+        {"detect only", 1, 1, {5}, {9}, 0, 0.0, 0, BLASFT_MODE_DETECT, BLASFT_ON_ERROR_RECOMPUTE, 0, 0, 1, 0},
+        {"report uncorrectable", 1, 2, {2, 10}, {4, 20}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_REPORT, 0, 0, 1, 0},
+    };
+    uint64_t seed = 1000;
+    for (int t = 0; t < 2; t++)
+        for (size_t f = 0; f < sizeof fc / sizeof fc[0]; f++) {
+            const fault_case *x = &fc[f];
+            gh_case c = make_case(t ? BLASFT_TYPE_D : BLASFT_TYPE_S, f % 2 ? 'T' : 'N',
+                                  f % 3 ? 'N' : 'T', 100, 96, 77, 1, 1.25, x->beta, x->dev);
+            blasft_gpu_params p;
+            gh_params(&p, 32, x->r);
+            p.mode = x->mode;
+            p.on_error = x->on_error;
+            gh_data d;
+            gh_make(&d, &c, seed++);
+            plant pl;
+            memset(&pl, 0, sizeof pl);
+            cudaMallocHost(&pl.pinned, 8 * MAX_FAULTS);
+            pl.n = x->n;
+            for (int q = 0; q < x->n; q++) {
+                double r = d.ref[x->i[q] + x->j[q] * c.m];
+                pl.i[q] = x->i[q];
+                pl.j[q] = x->j[q];
+                pl.value[q] = x->kind == 0   ? r + 0.01 * (fabs(r) + 1.0) * (q + 1)
+                              : x->kind == 1 ? r * ldexp(1.0, 40) + 1.0
+                              : x->kind == 2 ? NAN
+                                             : INFINITY;
+            }
+            double *out = malloc(8 * (size_t)(c.m * c.n));
+            blasft_stats st;
+            run(&d, &p, &pl, &st, out);
+            const char *ty = t ? "D" : "S";
+            /* planted elements: corrected ones carry the checksum's rounding error, a few times
+             * the element's own; the others must be untouched by the correction */
+            int planted_right = 0;
+            for (int q = 0; q < x->n; q++) {
+                int64_t e = x->i[q] + x->j[q] * c.m;
+                planted_right += fabs(out[e] - d.ref[e]) <= 64.0 * d.bound[e];
+                out[e] = d.ref[e];
+            }
+            int64_t bad = gh_bad_elements(&d, out, NULL, NULL);
+            GH_CHECK(bad == 0, "%s %s: %lld elements besides the planted ones wrong", ty, x->name,
+                     (long long)bad);
+            if (x->c_right)
+                GH_CHECK(planted_right == x->n, "%s %s: %d of %d planted errors corrected", ty,
+                         x->name, planted_right, x->n);
+            else
+                GH_CHECK(planted_right == 0, "%s %s: %d planted errors changed", ty, x->name,
+                         planted_right);
+            GH_CHECK(st.errors_detected >= 1, "%s %s: nothing detected", ty, x->name);
+            GH_CHECK(st.errors_corrected == (uint64_t)x->corrected &&
+                         st.blocks_recomputed == (uint64_t)x->recomputed &&
+                         st.uncorrectable >= (uint64_t)x->uncorrectable_min,
+                     "%s %s: corrected %llu (want %d) recomputed %llu (want %d) uncorrectable %llu",
+                     ty, x->name, (unsigned long long)st.errors_corrected, x->corrected,
+                     (unsigned long long)st.blocks_recomputed, x->recomputed,
+                     (unsigned long long)st.uncorrectable);
+            cudaFreeHost(pl.pinned);
+            free(out);
+            gh_free(&d);
+        }
+}
+
+static void edge_shapes(void)
+{
+    /* m = 0: nothing happens; k = 0: C = beta C, unprotected */
+    gh_case c = make_case(BLASFT_TYPE_D, 'N', 'N', 9, 8, 0, 0, 1.0, 0.5, 0);
+    blasft_gpu_params p;
+    gh_params(&p, 32, 1);
+    gh_data d;
+    gh_make(&d, &c, 77);
+    double *out = malloc(8 * 72);
+    blasft_stats st;
+    run(&d, &p, NULL, &st, out);
+    GH_CHECK(gh_bad_elements(&d, out, NULL, NULL) == 0, "k = 0: C != beta C");
+    GH_CHECK(st.unprotected_gemms == 1, "k = 0 counted %llu unprotected",
+             (unsigned long long)st.unprotected_gemms);
+    blasft_gpu_gemm g = gh_desc(&d);
+    g.m = 0;
+    GH_CHECK(blasft_gpu_gemm_run(ctx, &g, &p) == 0, "m = 0 must be a no-op");
+    g = gh_desc(&d);
+    g.lda = 3; /* < m */
+    GH_CHECK(blasft_gpu_gemm_run(ctx, &g, &p) == -1, "lda < m must be refused");
+    free(out);
+    gh_free(&d);
+}
+
+int main(void)
+{
+    if (!gh_gpu_present()) {
+        puts("no GPU: skipped");
+        return 77;
+    }
+    ctx = blasft_gpu_ctx_create(NULL);
+    if (!ctx) {
+        fputs("could not create a GPU context\n", stderr);
+        return 1;
+    }
+    clean_sweep();
+    faults();
+    edge_shapes();
+    blasft_gpu_ctx_destroy(ctx);
+    printf("%d checks, %d failures\n", gh_checks, gh_failures);
+    return gh_failures ? 1 : 0;
+}
