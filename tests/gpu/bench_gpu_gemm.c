@@ -1,0 +1,163 @@
+/* Benchmark: protected GPU GEMM vs plain cuBLAS, side by side in one process, device-resident
+ * data, no faults. One JSON object per (type, shape, block size) on stdout.
+ * Usage: bench_gpu_gemm TYPES SHAPES BLOCKS CHECKSUMS REPS
+ *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
+#include "blasft_gpu.h"
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void ck(cudaError_t e, const char *w)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "CUDA %s: %s\n", w, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+/* Uniform [-1, 1) data from xorshift64*, generated once per size on the host. */
+static void *random_device(size_t count, int is_float, uint64_t seed)
+{
+    size_t ts = is_float ? 4 : 8, chunk = (size_t)1 << 24;
+    void *d, *h = malloc(ts * chunk);
+    ck(cudaMalloc(&d, ts * count), "cudaMalloc");
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t len = count - off < chunk ? count - off : chunk;
+        for (size_t i = 0; i < len; i++) {
+            x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+            double v = (double)((x * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-52 - 1.0;
+            if (is_float)
+                ((float *)h)[i] = (float)v;
+            else
+                ((double *)h)[i] = v;
+        }
+        ck(cudaMemcpy((char *)d + ts * off, h, ts * len, cudaMemcpyHostToDevice), "upload");
+    }
+    free(h);
+    return d;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float median(float *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: %s TYPES SHAPES BLOCKS CHECKSUMS REPS\n", argv[0]);
+        return 2;
+    }
+    if (!blasft_gpu_available()) {
+        fputs("no GPU\n", stderr);
+        return 77;
+    }
+    int r = atoi(argv[4]), reps = atoi(argv[5]);
+    blasft_gpu_ctx *ctx = blasft_gpu_ctx_create(NULL);
+    cudaEvent_t e0, e1;
+    ck(cudaEventCreate(&e0), "event");
+    ck(cudaEventCreate(&e1), "event");
+    char types[64], shapes[1024], blocks[256];
+    snprintf(types, sizeof types, "%s", argv[1]);
+    for (char *ty = strtok(types, ","); ty; ty = strtok(NULL, ",")) {
+        int is_float = ty[0] == 'S';
+        snprintf(shapes, sizeof shapes, "%s", argv[2]);
+        char *sp_save = NULL;
+        for (char *sh = strtok_r(shapes, ",", &sp_save); sh; sh = strtok_r(NULL, ",", &sp_save)) {
+            long long m, n, k;
+            if (sscanf(sh, "%lldx%lldx%lld", &m, &n, &k) != 3)
+                m = n = k = atoll(sh);
+            size_t ts = is_float ? 4 : 8;
+            void *A = random_device((size_t)(m * k), is_float, 1);
+            void *B = random_device((size_t)(k * n), is_float, 2);
+            void *C = random_device((size_t)(m * n), is_float, 3);
+            float one_f = 1.0f, zero_f = 0.0f;
+            double one_d = 1.0, zero_d = 0.0;
+            blasft_gpu_gemm g;
+            memset(&g, 0, sizeof g);
+            g.type = is_float ? BLASFT_TYPE_S : BLASFT_TYPE_D;
+            g.transa = 'N';
+            g.transb = 'N';
+            g.m = m; g.n = n; g.k = k;
+            g.alpha = is_float ? (void *)&one_f : (void *)&one_d;
+            g.beta = is_float ? (void *)&zero_f : (void *)&zero_d;
+            g.a = A; g.lda = m;
+            g.b = B; g.ldb = k;
+            g.c = C; g.ldc = m;
+            g.routine = "bench";
+            snprintf(blocks, sizeof blocks, "%s", argv[3]);
+            char *bs_save = NULL;
+            for (char *bs = strtok_r(blocks, ",", &bs_save); bs; bs = strtok_r(NULL, ",", &bs_save)) {
+                blasft_gpu_params p;
+                memset(&p, 0, sizeof p);
+                p.block_size = atoi(bs);
+                p.checksums = r;
+                p.weights = BLASFT_WEIGHTS_LINEAR;
+                p.omega = 3.0;
+                p.pea_p = 2;
+                p.mode = BLASFT_MODE_CORRECT;
+                p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
+                if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
+                    fprintf(stderr, "reserve failed for %s bs %s\n", sh, bs);
+                    continue;
+                }
+                float *tp = malloc(sizeof(float) * reps), *tq = malloc(sizeof(float) * reps);
+                blasft_stats s0, s1;
+                blasft_get_stats(&s0);
+                for (int it = -2; it < reps; it++) {
+                    /* interleaved, so drift in clocks hits both alike */
+                    ck(cudaEventRecord(e0, NULL), "record");
+                    if (blasft_gpu_gemm_plain(ctx, &g))
+                        return 1;
+                    ck(cudaEventRecord(e1, NULL), "record");
+                    ck(cudaEventSynchronize(e1), "sync");
+                    float t;
+                    ck(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+                    if (it >= 0)
+                        tp[it] = t;
+                    ck(cudaEventRecord(e0, NULL), "record");
+                    if (blasft_gpu_gemm_run(ctx, &g, &p))
+                        return 1;
+                    ck(cudaEventRecord(e1, NULL), "record");
+                    ck(cudaEventSynchronize(e1), "sync");
+                    ck(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+                    if (it >= 0)
+                        tq[it] = t;
+                }
+                ck(cudaDeviceSynchronize(), "sync");
+                blasft_get_stats(&s1);
+                float mp = median(tp, reps), mq = median(tq, reps);
+                double flops = 2.0 * (double)m * (double)n * (double)k;
+                printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
+                       "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
+                       "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
+                       "\"corrected\":%llu,\"recomputed\":%llu}\n",
+                       ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
+                       flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_bytes(ctx),
+                       (unsigned long long)(s1.errors_detected - s0.errors_detected),
+                       (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
+                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed));
+                fflush(stdout);
+                free(tp);
+                free(tq);
+            }
+            ck(cudaFree(A), "free");
+            ck(cudaFree(B), "free");
+            ck(cudaFree(C), "free");
+            (void)ts;
+        }
+    }
+    blasft_gpu_ctx_destroy(ctx);
+    return 0;
+}
