@@ -36,18 +36,23 @@ GRIDS = {
         ("orth", [65536], 96, [32, 64], 16),
         ("cancel", [6], 96, [32], 16),
     ],
-    # the documented run: about 1000 CPU-seconds (a few minutes with --jobs 16)
+    # the documented run: about 3000 CPU-seconds (a few minutes with --jobs 16)
     "docs": [
-        ("pos", [0, 1, 2, 3, 4, 5], 256, [32, 64, 128, 256], 96),
-        ("full", [0, 1, 2, 3, 4, 5], 256, [32, 64, 128, 256], 96),
-        ("orth", [2, 16, 128, 1024, 8192, 65536], 256, [32, 64, 128, 256], 96),
-        ("heavy", [12], 256, [32, 64, 128, 256], 96),
-        ("cancel", [6], 256, [32, 64, 128, 256], 96),
-        ("orth", [2, 16, 128, 1024, 8192, 65536], 512, [32, 64, 128, 256], 48),
-        ("full", [0, 3], 512, [32, 64, 128, 256], 48),
-        ("pos", [0], 512, [32, 64, 128, 256], 48),
-        ("orth", [2, 1024, 65536], 1024, [32, 64, 128, 256], 24),
-        ("full", [0], 1024, [32, 64, 128, 256], 24),
+        ("pos", [0, 1, 2, 3, 4, 5], 256, [32, 64, 128, 256], 192),
+        ("full", [0, 1, 2, 3, 4, 5], 256, [32, 64, 128, 256], 192),
+        ("orth", [2, 16, 128, 1024, 8192, 65536], 256, [32, 64, 128, 256], 192),
+        ("heavy", [12], 256, [32, 64, 128, 256], 192),
+        ("cancel", [6], 256, [32, 64, 128, 256], 192),
+        ("pos", [0, 1, 2, 3, 4, 5], 512, [32, 64, 128, 256], 64),
+        ("full", [0, 1, 2, 3, 4, 5], 512, [32, 64, 128, 256], 64),
+        ("orth", [2, 16, 128, 1024, 8192, 65536], 512, [32, 64, 128, 256], 64),
+        ("heavy", [12], 512, [32, 64, 128, 256], 64),
+        ("cancel", [6], 512, [32, 64, 128, 256], 64),
+        ("orth", [2, 16, 128, 1024, 8192, 65536], 1024, [32, 64, 128, 256], 32),
+        ("pos", [0], 1024, [32, 64, 128, 256], 32),
+        ("full", [0], 1024, [32, 64, 128, 256], 32),
+        ("heavy", [12], 1024, [32, 64, 128, 256], 32),
+        ("cancel", [6], 1024, [32, 64, 128, 256], 32),
     ],
 }
 
@@ -80,7 +85,8 @@ def run_grid(binary, grid, seed, extra, out, jobs):
 
 
 def load(path):
-    with open(path) as f:
+    import gzip
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         return [json.loads(line) for line in f if line.startswith("{")]
 
 
@@ -128,11 +134,12 @@ def significant(r, cls):
 
 
 def restored(r):
-    """The element after the engine is within omega * sqrt(bs) * err_prob of the exact value: the
-    order of the rounding error of a checksum over the element's block vector."""
+    """The element after the engine is within omega * BS * err_prob of the exact value: a correction
+    by syndrome subtraction inherits the rounding errors of the checksums of a block vector of BS
+    elements (they add up linearly when all elements have one sign, as in T_pos)."""
     res = r["residual"]
     return res is not None and r["err_prob"] is not None and \
-        res <= r["omega"] * math.sqrt(r["bs"]) * r["err_prob"]
+        res <= r["omega"] * r["bs"] * r["err_prob"]
 
 
 def aggregate(rows):
@@ -442,8 +449,8 @@ so the campaign knows exactly what was flipped and does not depend on the engine
   left them out because all were detected).
 * **Outcomes**: detected = at least one checksum element over threshold; then *corrected* (the
   element was located and fixed), *block recomputed*, or *detected only*. *Restored* means the
-  final element is within omega sqrt(BS) err_prob of the exact value (the size of a checksum's own
-  rounding error).
+  final element is within omega BS err_prob of the exact value (the order of the rounding error of
+  a checksum over BS elements, which a correction by syndrome subtraction inherits).
 """
 
 
@@ -456,7 +463,7 @@ def write_doc(rows, args, seconds, files):
     with open(os.path.join(ROOT, "docs", "campaign-host.md"), "w") as f:
         f.write(DOC_INTRO)
         f.write("\n## This run\n\n")
-        f.write(f"* Command: `{cmd}`\n* Machine: {machine()}\n"
+        f.write(f"* Command: `{cmd}`\n* Machine: {args.machine or machine()}\n"
                 f"* Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}, "
                 f"commit {git_head()}, wall time {seconds:.0f} s\n* {head}\n")
         if grid:
@@ -491,7 +498,9 @@ def targets_section(rows):
         ["zero false positives", f"{gx}/{g} fault-free GEMMs flagged (95 % upper bound {upper95(gx, g):.2e})",
          "met" if gx == 0 else "NOT met"],
         ["every sign and exponent flip detected",
-         f"{len(se) - len(se_missed)}/{len(se)} detected; output site {len(se_out) - len(se_out_missed)}/{len(se_out)}",
+         f"{len(se) - len(se_missed)}/{len(se)} detected; output site {len(se_out) - len(se_out_missed)}/{len(se_out)}; "
+         + "; ".join(f"{'FP64' if t == 'D' else 'FP32'} {sum(1 for r in se if r['type'] == t) - sum(1 for r in se_missed if r['type'] == t)}"
+                     f"/{sum(1 for r in se if r['type'] == t)}" for t in ("D", "S")),
          "met" if not se_missed else ("met at the output site" if not se_out_missed else "NOT met")],
         ["every detected single error located and corrected",
          f"{corr}/{len(det)} corrected in place, the rest recomputed; {rest}/{len(det)} restored", 
@@ -509,6 +518,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="campaign processes run at once")
     ap.add_argument("--out", default=None, help="JSON lines file (default: <build>/campaign-<grid>.jsonl)")
     ap.add_argument("--from", dest="from_file", default=None, help="aggregate an existing JSON lines file")
+    ap.add_argument("--machine", default=None, help="machine to record with --from (default: this one)")
     ap.add_argument("--seconds", type=float, default=0.0, help="wall time to record with --from")
     ap.add_argument("--doc", action="store_true", help="write docs/campaign-host.md and docs/*.png")
     ap.add_argument("extra", nargs="*", help="passed to the campaign program (after --), e.g. -- --checksums 2")
@@ -530,6 +540,7 @@ def main():
     print(targets_section(rows))
     print(body)
     if args.doc:
+        os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
         files = plots(*aggregate(rows)[:2], os.path.join(ROOT, "docs"))
         write_doc(rows, args, seconds, files)
         print(f"wrote docs/campaign-host.md and {', '.join(os.path.basename(f) for f in files)}",
