@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A first look at libblas_ft: installs what is missing (Debian), builds the library, compiles an
+# ordinary BLAS program against the system BLAS (-lblas, nothing of libblas_ft), runs it once as
+# it is and once under LD_PRELOAD=libblas_ft.so, and prints libblas_ft's exit report.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export DEBIAN_FRONTEND=noninteractive
+
+PACKAGES=(meson ninja-build gcc pkg-config libopenblas0-pthread libopenblas-dev libblas-dev
+          python3)
+BUILD=build-demo
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" </dev/null
+fi
+
+echo "== building libblas_ft in $BUILD"
+if [ ! -f "$BUILD/build.ninja" ]; then
+    meson setup "$BUILD" -Dtests=false >/dev/null
+fi
+ninja -C "$BUILD" >/dev/null
+LIB="$PWD/$BUILD/libblas_ft.so"
+
+# The demo program: tests/integration/gemm_app.c, an ordinary CBLAS/Fortran-BLAS program that
+# checks every GEMM it makes against its own long double loop. It is linked with the system BLAS.
+APP="$BUILD/gemm_app"
+cc -std=c17 -O2 -o "$APP" tests/integration/gemm_app.c tests/integration/gemm_run.c \
+    tests/integration/gemm_check.c -lblas -lm
+echo "== $APP is linked with:"
+ldd "$APP" | grep -E "blas|lapack" | sed 's/^/   /'
+
+echo
+echo "== 1. plain run (the system BLAS)"
+OPENBLAS_NUM_THREADS=2 "$APP" | tail -n 1
+
+REPORT="$PWD/$BUILD/report.json"
+rm -f "$REPORT"
+echo
+echo "== 2. the same binary under LD_PRELOAD=$LIB"
+echo "   BLASFT_MODE=correct (every GEMM with checksums), BLASFT_REPORT=$REPORT"
+LD_PRELOAD="$LIB" BLASFT_MODE=correct BLASFT_REPORT="$REPORT" OPENBLAS_NUM_THREADS=2 \
+    "$APP" | tail -n 1
+echo
+echo "== exit report ($REPORT):"
+python3 -m json.tool "$REPORT"
+
+# --- 3. fault injection (BLASFT_INJECT): the ABFT engineer adds a run here that plants bit flips
+# --- and shows them detected and corrected in the report. ---------------------------------------
