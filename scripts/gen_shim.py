@@ -165,18 +165,21 @@ def wrap_call(head, args, tail, indent):
     lines, cur = [], head + '('
     cont = ' ' * len(head + '(') if len(head) < 40 else indent + '    '
     for i, a in enumerate(args):
-        piece = a + (', ' if i + 1 < len(args) else '')
-        if len(cur) + len(piece.rstrip()) > WIDTH and cur.strip() not in ('', head + '('):
+        last = i + 1 == len(args)
+        piece = a + (')' + tail if last else ', ')
+        if len(cur) + len(piece.rstrip()) > WIDTH and cur != head + '(':
             lines.append(cur.rstrip())
             cur = cont
         cur += piece
-    lines.append(cur + ')' + tail)
+    if not args:
+        cur += ')' + tail
+    lines.append(cur)
     return '\n'.join(lines)
 
 
-def prototype(ret, name, params, indent=''):
+def prototype(ret, name, params, indent='', tail=''):
     args = [p.decl() for p in params] or ['void']
-    return wrap_call(f'{indent}{ret} {name}', args, '', indent)
+    return wrap_call(f'{indent}{ret} {name}', args, tail, indent)
 
 
 def banner(what):
@@ -189,14 +192,13 @@ def banner(what):
 def forwarder(r):
     """One exported routine that resolves its host routine once, records and forwards."""
     params = r.c_params
-    fn_t = f'{r.name}_host_fn'
     out = [f'/* {r.symbol} -> host {r.host_symbol} */']
-    out.append(prototype(f'typedef {r.host_ret}', fn_t, r.host_params()) + ';')
     out.append(prototype(f'BLASFT_SHIM_EXPORT {r.ret}', r.symbol, params))
     out.append('{')
+    out.append(prototype(f'typedef {r.host_ret}', 'host_fn', r.host_params(), '    ', tail=';'))
     out.append(f'    static blasft_call_stat stat = {{.name = "{r.symbol}"}};')
     out.append('    static void *host;')
-    out.append(f'    {fn_t} *fn = ({fn_t} *)blasft_shim_host(&host, "{r.host_symbol}");')
+    out.append(f'    host_fn *fn = (host_fn *)blasft_shim_host(&host, "{r.host_symbol}");')
     out.append('    blasft_shim_call call = blasft_shim_enter(&stat);')
     args = [p.name for p in r.host_params()]
     if r.kind == 'f77-result':
@@ -326,7 +328,7 @@ def test_case(r, symbol, index):
     host_params = r.host_params()
     fname = f'forward_{symbol}'
     out = [f'static void {fname}(void **state)', '{', '    (void)state;']
-    out.append(prototype(f'typedef {r.ret}', 'fn_t', params, '    ') + ';')
+    out.append(prototype(f'typedef {r.ret}', 'fn_t', params, '    ', tail=';'))
     out.append(f'    fn_t *fn = (fn_t *)shim_symbol("{symbol}");')
     out.append(f'    case_begin({index});')
     args = [arg_expr(p, i) for i, p in enumerate(params)]

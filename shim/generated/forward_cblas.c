@@ -4,12 +4,12 @@
 #include "shim/forward.h"
 
 /* cblas_dcabs1 -> host dcabs1_ */
-typedef double cblas_dcabs1_host_fn(const void *z);
 BLASFT_SHIM_EXPORT double cblas_dcabs1(const void *z)
 {
+    typedef double host_fn(const void *z);
     static blasft_call_stat stat = {.name = "cblas_dcabs1"};
     static void *host;
-    cblas_dcabs1_host_fn *fn = (cblas_dcabs1_host_fn *)blasft_shim_host(&host, "dcabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dcabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(z);
     blasft_shim_leave(&call);
@@ -17,12 +17,12 @@ BLASFT_SHIM_EXPORT double cblas_dcabs1(const void *z)
 }
 
 /* cblas_scabs1 -> host scabs1_ */
-typedef float cblas_scabs1_host_fn(const void *c);
 BLASFT_SHIM_EXPORT float cblas_scabs1(const void *c)
 {
+    typedef float host_fn(const void *c);
     static blasft_call_stat stat = {.name = "cblas_scabs1"};
     static void *host;
-    cblas_scabs1_host_fn *fn = (cblas_scabs1_host_fn *)blasft_shim_host(&host, "scabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(c);
     blasft_shim_leave(&call);
@@ -30,14 +30,13 @@ BLASFT_SHIM_EXPORT float cblas_scabs1(const void *c)
 }
 
 /* cblas_sdsdot -> host cblas_sdsdot */
-typedef float cblas_sdsdot_host_fn(int n, float alpha, const float *x, int incx, const float *y,
-                                   int incy);
 BLASFT_SHIM_EXPORT float cblas_sdsdot(int n, float alpha, const float *x, int incx, const float *y,
                                       int incy)
 {
+    typedef float host_fn(int n, float alpha, const float *x, int incx, const float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_sdsdot"};
     static void *host;
-    cblas_sdsdot_host_fn *fn = (cblas_sdsdot_host_fn *)blasft_shim_host(&host, "cblas_sdsdot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sdsdot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -45,12 +44,12 @@ BLASFT_SHIM_EXPORT float cblas_sdsdot(int n, float alpha, const float *x, int in
 }
 
 /* cblas_dsdot -> host cblas_dsdot */
-typedef double cblas_dsdot_host_fn(int n, const float *x, int incx, const float *y, int incy);
 BLASFT_SHIM_EXPORT double cblas_dsdot(int n, const float *x, int incx, const float *y, int incy)
 {
+    typedef double host_fn(int n, const float *x, int incx, const float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dsdot"};
     static void *host;
-    cblas_dsdot_host_fn *fn = (cblas_dsdot_host_fn *)blasft_shim_host(&host, "cblas_dsdot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsdot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -58,12 +57,12 @@ BLASFT_SHIM_EXPORT double cblas_dsdot(int n, const float *x, int incx, const flo
 }
 
 /* cblas_sdot -> host cblas_sdot */
-typedef float cblas_sdot_host_fn(int n, const float *x, int incx, const float *y, int incy);
 BLASFT_SHIM_EXPORT float cblas_sdot(int n, const float *x, int incx, const float *y, int incy)
 {
+    typedef float host_fn(int n, const float *x, int incx, const float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_sdot"};
     static void *host;
-    cblas_sdot_host_fn *fn = (cblas_sdot_host_fn *)blasft_shim_host(&host, "cblas_sdot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sdot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -71,12 +70,12 @@ BLASFT_SHIM_EXPORT float cblas_sdot(int n, const float *x, int incx, const float
 }
 
 /* cblas_ddot -> host cblas_ddot */
-typedef double cblas_ddot_host_fn(int n, const double *x, int incx, const double *y, int incy);
 BLASFT_SHIM_EXPORT double cblas_ddot(int n, const double *x, int incx, const double *y, int incy)
 {
+    typedef double host_fn(int n, const double *x, int incx, const double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_ddot"};
     static void *host;
-    cblas_ddot_host_fn *fn = (cblas_ddot_host_fn *)blasft_shim_host(&host, "cblas_ddot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ddot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -84,68 +83,64 @@ BLASFT_SHIM_EXPORT double cblas_ddot(int n, const double *x, int incx, const dou
 }
 
 /* cblas_cdotu_sub -> host cblas_cdotu_sub */
-typedef void cblas_cdotu_sub_host_fn(int n, const void *x, int incx, const void *y, int incy,
-                                     void *dotu);
 BLASFT_SHIM_EXPORT void cblas_cdotu_sub(int n, const void *x, int incx, const void *y, int incy,
                                         void *dotu)
 {
+    typedef void host_fn(int n, const void *x, int incx, const void *y, int incy, void *dotu);
     static blasft_call_stat stat = {.name = "cblas_cdotu_sub"};
     static void *host;
-    cblas_cdotu_sub_host_fn *fn = (cblas_cdotu_sub_host_fn *)blasft_shim_host(&host, "cblas_cdotu_sub");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cdotu_sub");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, dotu);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cdotc_sub -> host cblas_cdotc_sub */
-typedef void cblas_cdotc_sub_host_fn(int n, const void *x, int incx, const void *y, int incy,
-                                     void *dotc);
 BLASFT_SHIM_EXPORT void cblas_cdotc_sub(int n, const void *x, int incx, const void *y, int incy,
                                         void *dotc)
 {
+    typedef void host_fn(int n, const void *x, int incx, const void *y, int incy, void *dotc);
     static blasft_call_stat stat = {.name = "cblas_cdotc_sub"};
     static void *host;
-    cblas_cdotc_sub_host_fn *fn = (cblas_cdotc_sub_host_fn *)blasft_shim_host(&host, "cblas_cdotc_sub");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cdotc_sub");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, dotc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zdotu_sub -> host cblas_zdotu_sub */
-typedef void cblas_zdotu_sub_host_fn(int n, const void *x, int incx, const void *y, int incy,
-                                     void *dotu);
 BLASFT_SHIM_EXPORT void cblas_zdotu_sub(int n, const void *x, int incx, const void *y, int incy,
                                         void *dotu)
 {
+    typedef void host_fn(int n, const void *x, int incx, const void *y, int incy, void *dotu);
     static blasft_call_stat stat = {.name = "cblas_zdotu_sub"};
     static void *host;
-    cblas_zdotu_sub_host_fn *fn = (cblas_zdotu_sub_host_fn *)blasft_shim_host(&host, "cblas_zdotu_sub");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zdotu_sub");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, dotu);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zdotc_sub -> host cblas_zdotc_sub */
-typedef void cblas_zdotc_sub_host_fn(int n, const void *x, int incx, const void *y, int incy,
-                                     void *dotc);
 BLASFT_SHIM_EXPORT void cblas_zdotc_sub(int n, const void *x, int incx, const void *y, int incy,
                                         void *dotc)
 {
+    typedef void host_fn(int n, const void *x, int incx, const void *y, int incy, void *dotc);
     static blasft_call_stat stat = {.name = "cblas_zdotc_sub"};
     static void *host;
-    cblas_zdotc_sub_host_fn *fn = (cblas_zdotc_sub_host_fn *)blasft_shim_host(&host, "cblas_zdotc_sub");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zdotc_sub");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, dotc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_snrm2 -> host cblas_snrm2 */
-typedef float cblas_snrm2_host_fn(int n, const float *x, int incx);
 BLASFT_SHIM_EXPORT float cblas_snrm2(int n, const float *x, int incx)
 {
+    typedef float host_fn(int n, const float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_snrm2"};
     static void *host;
-    cblas_snrm2_host_fn *fn = (cblas_snrm2_host_fn *)blasft_shim_host(&host, "cblas_snrm2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_snrm2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -153,12 +148,12 @@ BLASFT_SHIM_EXPORT float cblas_snrm2(int n, const float *x, int incx)
 }
 
 /* cblas_sasum -> host cblas_sasum */
-typedef float cblas_sasum_host_fn(int n, const float *x, int incx);
 BLASFT_SHIM_EXPORT float cblas_sasum(int n, const float *x, int incx)
 {
+    typedef float host_fn(int n, const float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_sasum"};
     static void *host;
-    cblas_sasum_host_fn *fn = (cblas_sasum_host_fn *)blasft_shim_host(&host, "cblas_sasum");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sasum");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -166,12 +161,12 @@ BLASFT_SHIM_EXPORT float cblas_sasum(int n, const float *x, int incx)
 }
 
 /* cblas_dnrm2 -> host cblas_dnrm2 */
-typedef double cblas_dnrm2_host_fn(int n, const double *x, int incx);
 BLASFT_SHIM_EXPORT double cblas_dnrm2(int n, const double *x, int incx)
 {
+    typedef double host_fn(int n, const double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dnrm2"};
     static void *host;
-    cblas_dnrm2_host_fn *fn = (cblas_dnrm2_host_fn *)blasft_shim_host(&host, "cblas_dnrm2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dnrm2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -179,12 +174,12 @@ BLASFT_SHIM_EXPORT double cblas_dnrm2(int n, const double *x, int incx)
 }
 
 /* cblas_dasum -> host cblas_dasum */
-typedef double cblas_dasum_host_fn(int n, const double *x, int incx);
 BLASFT_SHIM_EXPORT double cblas_dasum(int n, const double *x, int incx)
 {
+    typedef double host_fn(int n, const double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dasum"};
     static void *host;
-    cblas_dasum_host_fn *fn = (cblas_dasum_host_fn *)blasft_shim_host(&host, "cblas_dasum");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dasum");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -192,12 +187,12 @@ BLASFT_SHIM_EXPORT double cblas_dasum(int n, const double *x, int incx)
 }
 
 /* cblas_scnrm2 -> host cblas_scnrm2 */
-typedef float cblas_scnrm2_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT float cblas_scnrm2(int n, const void *x, int incx)
 {
+    typedef float host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_scnrm2"};
     static void *host;
-    cblas_scnrm2_host_fn *fn = (cblas_scnrm2_host_fn *)blasft_shim_host(&host, "cblas_scnrm2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_scnrm2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -205,12 +200,12 @@ BLASFT_SHIM_EXPORT float cblas_scnrm2(int n, const void *x, int incx)
 }
 
 /* cblas_scasum -> host cblas_scasum */
-typedef float cblas_scasum_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT float cblas_scasum(int n, const void *x, int incx)
 {
+    typedef float host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_scasum"};
     static void *host;
-    cblas_scasum_host_fn *fn = (cblas_scasum_host_fn *)blasft_shim_host(&host, "cblas_scasum");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_scasum");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -218,12 +213,12 @@ BLASFT_SHIM_EXPORT float cblas_scasum(int n, const void *x, int incx)
 }
 
 /* cblas_dznrm2 -> host cblas_dznrm2 */
-typedef double cblas_dznrm2_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT double cblas_dznrm2(int n, const void *x, int incx)
 {
+    typedef double host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dznrm2"};
     static void *host;
-    cblas_dznrm2_host_fn *fn = (cblas_dznrm2_host_fn *)blasft_shim_host(&host, "cblas_dznrm2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dznrm2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -231,12 +226,12 @@ BLASFT_SHIM_EXPORT double cblas_dznrm2(int n, const void *x, int incx)
 }
 
 /* cblas_dzasum -> host cblas_dzasum */
-typedef double cblas_dzasum_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT double cblas_dzasum(int n, const void *x, int incx)
 {
+    typedef double host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dzasum"};
     static void *host;
-    cblas_dzasum_host_fn *fn = (cblas_dzasum_host_fn *)blasft_shim_host(&host, "cblas_dzasum");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dzasum");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -244,12 +239,12 @@ BLASFT_SHIM_EXPORT double cblas_dzasum(int n, const void *x, int incx)
 }
 
 /* cblas_isamax -> host cblas_isamax */
-typedef size_t cblas_isamax_host_fn(int n, const float *x, int incx);
 BLASFT_SHIM_EXPORT size_t cblas_isamax(int n, const float *x, int incx)
 {
+    typedef size_t host_fn(int n, const float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_isamax"};
     static void *host;
-    cblas_isamax_host_fn *fn = (cblas_isamax_host_fn *)blasft_shim_host(&host, "cblas_isamax");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_isamax");
     blasft_shim_call call = blasft_shim_enter(&stat);
     size_t result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -257,12 +252,12 @@ BLASFT_SHIM_EXPORT size_t cblas_isamax(int n, const float *x, int incx)
 }
 
 /* cblas_idamax -> host cblas_idamax */
-typedef size_t cblas_idamax_host_fn(int n, const double *x, int incx);
 BLASFT_SHIM_EXPORT size_t cblas_idamax(int n, const double *x, int incx)
 {
+    typedef size_t host_fn(int n, const double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_idamax"};
     static void *host;
-    cblas_idamax_host_fn *fn = (cblas_idamax_host_fn *)blasft_shim_host(&host, "cblas_idamax");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_idamax");
     blasft_shim_call call = blasft_shim_enter(&stat);
     size_t result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -270,12 +265,12 @@ BLASFT_SHIM_EXPORT size_t cblas_idamax(int n, const double *x, int incx)
 }
 
 /* cblas_icamax -> host cblas_icamax */
-typedef size_t cblas_icamax_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT size_t cblas_icamax(int n, const void *x, int incx)
 {
+    typedef size_t host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_icamax"};
     static void *host;
-    cblas_icamax_host_fn *fn = (cblas_icamax_host_fn *)blasft_shim_host(&host, "cblas_icamax");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_icamax");
     blasft_shim_call call = blasft_shim_enter(&stat);
     size_t result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -283,12 +278,12 @@ BLASFT_SHIM_EXPORT size_t cblas_icamax(int n, const void *x, int incx)
 }
 
 /* cblas_izamax -> host cblas_izamax */
-typedef size_t cblas_izamax_host_fn(int n, const void *x, int incx);
 BLASFT_SHIM_EXPORT size_t cblas_izamax(int n, const void *x, int incx)
 {
+    typedef size_t host_fn(int n, const void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_izamax"};
     static void *host;
-    cblas_izamax_host_fn *fn = (cblas_izamax_host_fn *)blasft_shim_host(&host, "cblas_izamax");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_izamax");
     blasft_shim_call call = blasft_shim_enter(&stat);
     size_t result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -296,1782 +291,1767 @@ BLASFT_SHIM_EXPORT size_t cblas_izamax(int n, const void *x, int incx)
 }
 
 /* cblas_sswap -> host cblas_sswap */
-typedef void cblas_sswap_host_fn(int n, float *x, int incx, float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_sswap(int n, float *x, int incx, float *y, int incy)
 {
+    typedef void host_fn(int n, float *x, int incx, float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_sswap"};
     static void *host;
-    cblas_sswap_host_fn *fn = (cblas_sswap_host_fn *)blasft_shim_host(&host, "cblas_sswap");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sswap");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_scopy -> host cblas_scopy */
-typedef void cblas_scopy_host_fn(int n, const float *x, int incx, float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_scopy(int n, const float *x, int incx, float *y, int incy)
 {
+    typedef void host_fn(int n, const float *x, int incx, float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_scopy"};
     static void *host;
-    cblas_scopy_host_fn *fn = (cblas_scopy_host_fn *)blasft_shim_host(&host, "cblas_scopy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_scopy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_saxpy -> host cblas_saxpy */
-typedef void cblas_saxpy_host_fn(int n, float alpha, const float *x, int incx, float *y, int incy);
-BLASFT_SHIM_EXPORT void cblas_saxpy(int n, float alpha, const float *x, int incx, float *y, int incy)
+BLASFT_SHIM_EXPORT void cblas_saxpy(int n, float alpha, const float *x, int incx, float *y,
+                                    int incy)
 {
+    typedef void host_fn(int n, float alpha, const float *x, int incx, float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_saxpy"};
     static void *host;
-    cblas_saxpy_host_fn *fn = (cblas_saxpy_host_fn *)blasft_shim_host(&host, "cblas_saxpy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_saxpy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dswap -> host cblas_dswap */
-typedef void cblas_dswap_host_fn(int n, double *x, int incx, double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dswap(int n, double *x, int incx, double *y, int incy)
 {
+    typedef void host_fn(int n, double *x, int incx, double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dswap"};
     static void *host;
-    cblas_dswap_host_fn *fn = (cblas_dswap_host_fn *)blasft_shim_host(&host, "cblas_dswap");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dswap");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dcopy -> host cblas_dcopy */
-typedef void cblas_dcopy_host_fn(int n, const double *x, int incx, double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dcopy(int n, const double *x, int incx, double *y, int incy)
 {
+    typedef void host_fn(int n, const double *x, int incx, double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dcopy"};
     static void *host;
-    cblas_dcopy_host_fn *fn = (cblas_dcopy_host_fn *)blasft_shim_host(&host, "cblas_dcopy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dcopy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_daxpy -> host cblas_daxpy */
-typedef void cblas_daxpy_host_fn(int n, double alpha, const double *x, int incx, double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_daxpy(int n, double alpha, const double *x, int incx, double *y,
                                     int incy)
 {
+    typedef void host_fn(int n, double alpha, const double *x, int incx, double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_daxpy"};
     static void *host;
-    cblas_daxpy_host_fn *fn = (cblas_daxpy_host_fn *)blasft_shim_host(&host, "cblas_daxpy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_daxpy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cswap -> host cblas_cswap */
-typedef void cblas_cswap_host_fn(int n, void *x, int incx, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_cswap(int n, void *x, int incx, void *y, int incy)
 {
+    typedef void host_fn(int n, void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_cswap"};
     static void *host;
-    cblas_cswap_host_fn *fn = (cblas_cswap_host_fn *)blasft_shim_host(&host, "cblas_cswap");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cswap");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ccopy -> host cblas_ccopy */
-typedef void cblas_ccopy_host_fn(int n, const void *x, int incx, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_ccopy(int n, const void *x, int incx, void *y, int incy)
 {
+    typedef void host_fn(int n, const void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_ccopy"};
     static void *host;
-    cblas_ccopy_host_fn *fn = (cblas_ccopy_host_fn *)blasft_shim_host(&host, "cblas_ccopy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ccopy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_caxpy -> host cblas_caxpy */
-typedef void cblas_caxpy_host_fn(int n, const void *alpha, const void *x, int incx, void *y,
-                                 int incy);
 BLASFT_SHIM_EXPORT void cblas_caxpy(int n, const void *alpha, const void *x, int incx, void *y,
                                     int incy)
 {
+    typedef void host_fn(int n, const void *alpha, const void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_caxpy"};
     static void *host;
-    cblas_caxpy_host_fn *fn = (cblas_caxpy_host_fn *)blasft_shim_host(&host, "cblas_caxpy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_caxpy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zswap -> host cblas_zswap */
-typedef void cblas_zswap_host_fn(int n, void *x, int incx, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zswap(int n, void *x, int incx, void *y, int incy)
 {
+    typedef void host_fn(int n, void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_zswap"};
     static void *host;
-    cblas_zswap_host_fn *fn = (cblas_zswap_host_fn *)blasft_shim_host(&host, "cblas_zswap");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zswap");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zcopy -> host cblas_zcopy */
-typedef void cblas_zcopy_host_fn(int n, const void *x, int incx, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zcopy(int n, const void *x, int incx, void *y, int incy)
 {
+    typedef void host_fn(int n, const void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_zcopy"};
     static void *host;
-    cblas_zcopy_host_fn *fn = (cblas_zcopy_host_fn *)blasft_shim_host(&host, "cblas_zcopy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zcopy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zaxpy -> host cblas_zaxpy */
-typedef void cblas_zaxpy_host_fn(int n, const void *alpha, const void *x, int incx, void *y,
-                                 int incy);
 BLASFT_SHIM_EXPORT void cblas_zaxpy(int n, const void *alpha, const void *x, int incx, void *y,
                                     int incy)
 {
+    typedef void host_fn(int n, const void *alpha, const void *x, int incx, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_zaxpy"};
     static void *host;
-    cblas_zaxpy_host_fn *fn = (cblas_zaxpy_host_fn *)blasft_shim_host(&host, "cblas_zaxpy");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zaxpy");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_srotmg -> host cblas_srotmg */
-typedef void cblas_srotmg_host_fn(float *d1, float *d2, float *b1, float b2, float *p);
 BLASFT_SHIM_EXPORT void cblas_srotmg(float *d1, float *d2, float *b1, float b2, float *p)
 {
+    typedef void host_fn(float *d1, float *d2, float *b1, float b2, float *p);
     static blasft_call_stat stat = {.name = "cblas_srotmg"};
     static void *host;
-    cblas_srotmg_host_fn *fn = (cblas_srotmg_host_fn *)blasft_shim_host(&host, "cblas_srotmg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_srotmg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(d1, d2, b1, b2, p);
     blasft_shim_leave(&call);
 }
 
 /* cblas_srotm -> host cblas_srotm */
-typedef void cblas_srotm_host_fn(int n, float *x, int incx, float *y, int incy, const float *p);
 BLASFT_SHIM_EXPORT void cblas_srotm(int n, float *x, int incx, float *y, int incy, const float *p)
 {
+    typedef void host_fn(int n, float *x, int incx, float *y, int incy, const float *p);
     static blasft_call_stat stat = {.name = "cblas_srotm"};
     static void *host;
-    cblas_srotm_host_fn *fn = (cblas_srotm_host_fn *)blasft_shim_host(&host, "cblas_srotm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_srotm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, p);
     blasft_shim_leave(&call);
 }
 
 /* cblas_drotmg -> host cblas_drotmg */
-typedef void cblas_drotmg_host_fn(double *d1, double *d2, double *b1, double b2, double *p);
 BLASFT_SHIM_EXPORT void cblas_drotmg(double *d1, double *d2, double *b1, double b2, double *p)
 {
+    typedef void host_fn(double *d1, double *d2, double *b1, double b2, double *p);
     static blasft_call_stat stat = {.name = "cblas_drotmg"};
     static void *host;
-    cblas_drotmg_host_fn *fn = (cblas_drotmg_host_fn *)blasft_shim_host(&host, "cblas_drotmg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_drotmg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(d1, d2, b1, b2, p);
     blasft_shim_leave(&call);
 }
 
 /* cblas_drotm -> host cblas_drotm */
-typedef void cblas_drotm_host_fn(int n, double *x, int incx, double *y, int incy, const double *p);
-BLASFT_SHIM_EXPORT void cblas_drotm(int n, double *x, int incx, double *y, int incy, const double *p)
+BLASFT_SHIM_EXPORT void cblas_drotm(int n, double *x, int incx, double *y, int incy,
+                                    const double *p)
 {
+    typedef void host_fn(int n, double *x, int incx, double *y, int incy, const double *p);
     static blasft_call_stat stat = {.name = "cblas_drotm"};
     static void *host;
-    cblas_drotm_host_fn *fn = (cblas_drotm_host_fn *)blasft_shim_host(&host, "cblas_drotm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_drotm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, p);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sscal -> host cblas_sscal */
-typedef void cblas_sscal_host_fn(int n, float alpha, float *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_sscal(int n, float alpha, float *x, int incx)
 {
+    typedef void host_fn(int n, float alpha, float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_sscal"};
     static void *host;
-    cblas_sscal_host_fn *fn = (cblas_sscal_host_fn *)blasft_shim_host(&host, "cblas_sscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dscal -> host cblas_dscal */
-typedef void cblas_dscal_host_fn(int n, double alpha, double *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_dscal(int n, double alpha, double *x, int incx)
 {
+    typedef void host_fn(int n, double alpha, double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dscal"};
     static void *host;
-    cblas_dscal_host_fn *fn = (cblas_dscal_host_fn *)blasft_shim_host(&host, "cblas_dscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cscal -> host cblas_cscal */
-typedef void cblas_cscal_host_fn(int n, const void *alpha, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_cscal(int n, const void *alpha, void *x, int incx)
 {
+    typedef void host_fn(int n, const void *alpha, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_cscal"};
     static void *host;
-    cblas_cscal_host_fn *fn = (cblas_cscal_host_fn *)blasft_shim_host(&host, "cblas_cscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zscal -> host cblas_zscal */
-typedef void cblas_zscal_host_fn(int n, const void *alpha, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_zscal(int n, const void *alpha, void *x, int incx)
 {
+    typedef void host_fn(int n, const void *alpha, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_zscal"};
     static void *host;
-    cblas_zscal_host_fn *fn = (cblas_zscal_host_fn *)blasft_shim_host(&host, "cblas_zscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_csscal -> host cblas_csscal */
-typedef void cblas_csscal_host_fn(int n, float alpha, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_csscal(int n, float alpha, void *x, int incx)
 {
+    typedef void host_fn(int n, float alpha, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_csscal"};
     static void *host;
-    cblas_csscal_host_fn *fn = (cblas_csscal_host_fn *)blasft_shim_host(&host, "cblas_csscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_csscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zdscal -> host cblas_zdscal */
-typedef void cblas_zdscal_host_fn(int n, double alpha, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_zdscal(int n, double alpha, void *x, int incx)
 {
+    typedef void host_fn(int n, double alpha, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_zdscal"};
     static void *host;
-    cblas_zdscal_host_fn *fn = (cblas_zdscal_host_fn *)blasft_shim_host(&host, "cblas_zdscal");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zdscal");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_srotg -> host cblas_srotg */
-typedef void cblas_srotg_host_fn(float *a, float *b, float *c, float *s);
 BLASFT_SHIM_EXPORT void cblas_srotg(float *a, float *b, float *c, float *s)
 {
+    typedef void host_fn(float *a, float *b, float *c, float *s);
     static blasft_call_stat stat = {.name = "cblas_srotg"};
     static void *host;
-    cblas_srotg_host_fn *fn = (cblas_srotg_host_fn *)blasft_shim_host(&host, "cblas_srotg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_srotg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_drotg -> host cblas_drotg */
-typedef void cblas_drotg_host_fn(double *a, double *b, double *c, double *s);
 BLASFT_SHIM_EXPORT void cblas_drotg(double *a, double *b, double *c, double *s)
 {
+    typedef void host_fn(double *a, double *b, double *c, double *s);
     static blasft_call_stat stat = {.name = "cblas_drotg"};
     static void *host;
-    cblas_drotg_host_fn *fn = (cblas_drotg_host_fn *)blasft_shim_host(&host, "cblas_drotg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_drotg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_crotg -> host cblas_crotg */
-typedef void cblas_crotg_host_fn(void *a, void *b, float *c, void *s);
 BLASFT_SHIM_EXPORT void cblas_crotg(void *a, void *b, float *c, void *s)
 {
+    typedef void host_fn(void *a, void *b, float *c, void *s);
     static blasft_call_stat stat = {.name = "cblas_crotg"};
     static void *host;
-    cblas_crotg_host_fn *fn = (cblas_crotg_host_fn *)blasft_shim_host(&host, "cblas_crotg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_crotg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zrotg -> host cblas_zrotg */
-typedef void cblas_zrotg_host_fn(void *a, void *b, double *c, void *s);
 BLASFT_SHIM_EXPORT void cblas_zrotg(void *a, void *b, double *c, void *s)
 {
+    typedef void host_fn(void *a, void *b, double *c, void *s);
     static blasft_call_stat stat = {.name = "cblas_zrotg"};
     static void *host;
-    cblas_zrotg_host_fn *fn = (cblas_zrotg_host_fn *)blasft_shim_host(&host, "cblas_zrotg");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zrotg");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_srot -> host cblas_srot */
-typedef void cblas_srot_host_fn(int n, float *x, int incx, float *y, int incy, float c, float s);
 BLASFT_SHIM_EXPORT void cblas_srot(int n, float *x, int incx, float *y, int incy, float c, float s)
 {
+    typedef void host_fn(int n, float *x, int incx, float *y, int incy, float c, float s);
     static blasft_call_stat stat = {.name = "cblas_srot"};
     static void *host;
-    cblas_srot_host_fn *fn = (cblas_srot_host_fn *)blasft_shim_host(&host, "cblas_srot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_srot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_drot -> host cblas_drot */
-typedef void cblas_drot_host_fn(int n, double *x, int incx, double *y, int incy, double c, double s);
 BLASFT_SHIM_EXPORT void cblas_drot(int n, double *x, int incx, double *y, int incy, double c,
                                    double s)
 {
+    typedef void host_fn(int n, double *x, int incx, double *y, int incy, double c, double s);
     static blasft_call_stat stat = {.name = "cblas_drot"};
     static void *host;
-    cblas_drot_host_fn *fn = (cblas_drot_host_fn *)blasft_shim_host(&host, "cblas_drot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_drot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_csrot -> host cblas_csrot */
-typedef void cblas_csrot_host_fn(int n, void *x, int incx, void *y, int incy, float c, float s);
 BLASFT_SHIM_EXPORT void cblas_csrot(int n, void *x, int incx, void *y, int incy, float c, float s)
 {
+    typedef void host_fn(int n, void *x, int incx, void *y, int incy, float c, float s);
     static blasft_call_stat stat = {.name = "cblas_csrot"};
     static void *host;
-    cblas_csrot_host_fn *fn = (cblas_csrot_host_fn *)blasft_shim_host(&host, "cblas_csrot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_csrot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zdrot -> host cblas_zdrot */
-typedef void cblas_zdrot_host_fn(int n, void *x, int incx, void *y, int incy, double c, double s);
 BLASFT_SHIM_EXPORT void cblas_zdrot(int n, void *x, int incx, void *y, int incy, double c, double s)
 {
+    typedef void host_fn(int n, void *x, int incx, void *y, int incy, double c, double s);
     static blasft_call_stat stat = {.name = "cblas_zdrot"};
     static void *host;
-    cblas_zdrot_host_fn *fn = (cblas_zdrot_host_fn *)blasft_shim_host(&host, "cblas_zdrot");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zdrot");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sgemv -> host cblas_sgemv */
-typedef void cblas_sgemv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                                 float alpha, const float *a, int lda, const float *x, int incx,
-                                 float beta, float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_sgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     float alpha, const float *a, int lda, const float *x, int incx,
                                     float beta, float *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, float alpha,
+                         const float *a, int lda, const float *x, int incx, float beta, float *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_sgemv"};
     static void *host;
-    cblas_sgemv_host_fn *fn = (cblas_sgemv_host_fn *)blasft_shim_host(&host, "cblas_sgemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sgemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sgbmv -> host cblas_sgbmv */
-typedef void cblas_sgbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl,
-                                 int ku, float alpha, const float *a, int lda, const float *x,
-                                 int incx, float beta, float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_sgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     int kl, int ku, float alpha, const float *a, int lda,
                                     const float *x, int incx, float beta, float *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                         float alpha, const float *a, int lda, const float *x, int incx, float beta,
+                         float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_sgbmv"};
     static void *host;
-    cblas_sgbmv_host_fn *fn = (cblas_sgbmv_host_fn *)blasft_shim_host(&host, "cblas_sgbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sgbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_strmv -> host cblas_strmv */
-typedef void cblas_strmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_strmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const float *a, int lda, float *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_strmv"};
     static void *host;
-    cblas_strmv_host_fn *fn = (cblas_strmv_host_fn *)blasft_shim_host(&host, "cblas_strmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_strmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_stbmv -> host cblas_stbmv */
-typedef void cblas_stbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_stbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const float *a, int lda,
                                     float *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x,
+                         int incx);
     static blasft_call_stat stat = {.name = "cblas_stbmv"};
     static void *host;
-    cblas_stbmv_host_fn *fn = (cblas_stbmv_host_fn *)blasft_shim_host(&host, "cblas_stbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_stbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_stpmv -> host cblas_stpmv */
-typedef void cblas_stpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_stpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const float *ap, float *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_stpmv"};
     static void *host;
-    cblas_stpmv_host_fn *fn = (cblas_stpmv_host_fn *)blasft_shim_host(&host, "cblas_stpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_stpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_strsv -> host cblas_strsv */
-typedef void cblas_strsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_strsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const float *a, int lda, float *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const float *a, int lda, float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_strsv"};
     static void *host;
-    cblas_strsv_host_fn *fn = (cblas_strsv_host_fn *)blasft_shim_host(&host, "cblas_strsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_strsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_stbsv -> host cblas_stbsv */
-typedef void cblas_stbsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_stbsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const float *a, int lda,
                                     float *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const float *a, int lda, float *x,
+                         int incx);
     static blasft_call_stat stat = {.name = "cblas_stbsv"};
     static void *host;
-    cblas_stbsv_host_fn *fn = (cblas_stbsv_host_fn *)blasft_shim_host(&host, "cblas_stbsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_stbsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_stpsv -> host cblas_stpsv */
-typedef void cblas_stpsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_stpsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const float *ap, float *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const float *ap, float *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_stpsv"};
     static void *host;
-    cblas_stpsv_host_fn *fn = (cblas_stpsv_host_fn *)blasft_shim_host(&host, "cblas_stpsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_stpsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dgemv -> host cblas_dgemv */
-typedef void cblas_dgemv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                                 double alpha, const double *a, int lda, const double *x, int incx,
-                                 double beta, double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     double alpha, const double *a, int lda, const double *x,
                                     int incx, double beta, double *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, double alpha,
+                         const double *a, int lda, const double *x, int incx, double beta,
+                         double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dgemv"};
     static void *host;
-    cblas_dgemv_host_fn *fn = (cblas_dgemv_host_fn *)blasft_shim_host(&host, "cblas_dgemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dgemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dgbmv -> host cblas_dgbmv */
-typedef void cblas_dgbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl,
-                                 int ku, double alpha, const double *a, int lda, const double *x,
-                                 int incx, double beta, double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     int kl, int ku, double alpha, const double *a, int lda,
                                     const double *x, int incx, double beta, double *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                         double alpha, const double *a, int lda, const double *x, int incx,
+                         double beta, double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dgbmv"};
     static void *host;
-    cblas_dgbmv_host_fn *fn = (cblas_dgbmv_host_fn *)blasft_shim_host(&host, "cblas_dgbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dgbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtrmv -> host cblas_dtrmv */
-typedef void cblas_dtrmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const double *a, int lda, double *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_dtrmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const double *a, int lda, double *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const double *a, int lda, double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dtrmv"};
     static void *host;
-    cblas_dtrmv_host_fn *fn = (cblas_dtrmv_host_fn *)blasft_shim_host(&host, "cblas_dtrmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtrmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtbmv -> host cblas_dtbmv */
-typedef void cblas_dtbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_dtbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const double *a, int lda,
                                     double *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
+                         int incx);
     static blasft_call_stat stat = {.name = "cblas_dtbmv"};
     static void *host;
-    cblas_dtbmv_host_fn *fn = (cblas_dtbmv_host_fn *)blasft_shim_host(&host, "cblas_dtbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtpmv -> host cblas_dtpmv */
-typedef void cblas_dtpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_dtpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const double *ap, double *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dtpmv"};
     static void *host;
-    cblas_dtpmv_host_fn *fn = (cblas_dtpmv_host_fn *)blasft_shim_host(&host, "cblas_dtpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtrsv -> host cblas_dtrsv */
-typedef void cblas_dtrsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const double *a, int lda, double *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_dtrsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const double *a, int lda, double *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const double *a, int lda, double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dtrsv"};
     static void *host;
-    cblas_dtrsv_host_fn *fn = (cblas_dtrsv_host_fn *)blasft_shim_host(&host, "cblas_dtrsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtrsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtbsv -> host cblas_dtbsv */
-typedef void cblas_dtbsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_dtbsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const double *a, int lda,
                                     double *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const double *a, int lda, double *x,
+                         int incx);
     static blasft_call_stat stat = {.name = "cblas_dtbsv"};
     static void *host;
-    cblas_dtbsv_host_fn *fn = (cblas_dtbsv_host_fn *)blasft_shim_host(&host, "cblas_dtbsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtbsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtpsv -> host cblas_dtpsv */
-typedef void cblas_dtpsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_dtpsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const double *ap, double *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const double *ap, double *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_dtpsv"};
     static void *host;
-    cblas_dtpsv_host_fn *fn = (cblas_dtpsv_host_fn *)blasft_shim_host(&host, "cblas_dtpsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtpsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cgemv -> host cblas_cgemv */
-typedef void cblas_cgemv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                                 const void *alpha, const void *a, int lda, const void *x, int incx,
-                                 const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_cgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     const void *alpha, const void *a, int lda, const void *x,
                                     int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *x, int incx,
+                         const void *beta, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_cgemv"};
     static void *host;
-    cblas_cgemv_host_fn *fn = (cblas_cgemv_host_fn *)blasft_shim_host(&host, "cblas_cgemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cgemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cgbmv -> host cblas_cgbmv */
-typedef void cblas_cgbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl,
-                                 int ku, const void *alpha, const void *a, int lda, const void *x,
-                                 int incx, const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_cgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     int kl, int ku, const void *alpha, const void *a, int lda,
                                     const void *x, int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                         const void *alpha, const void *a, int lda, const void *x, int incx,
+                         const void *beta, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_cgbmv"};
     static void *host;
-    cblas_cgbmv_host_fn *fn = (cblas_cgbmv_host_fn *)blasft_shim_host(&host, "cblas_cgbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cgbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctrmv -> host cblas_ctrmv */
-typedef void cblas_ctrmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ctrmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctrmv"};
     static void *host;
-    cblas_ctrmv_host_fn *fn = (cblas_ctrmv_host_fn *)blasft_shim_host(&host, "cblas_ctrmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctrmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctbmv -> host cblas_ctbmv */
-typedef void cblas_ctbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_ctbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctbmv"};
     static void *host;
-    cblas_ctbmv_host_fn *fn = (cblas_ctbmv_host_fn *)blasft_shim_host(&host, "cblas_ctbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctpmv -> host cblas_ctpmv */
-typedef void cblas_ctpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ctpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *ap, void *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctpmv"};
     static void *host;
-    cblas_ctpmv_host_fn *fn = (cblas_ctpmv_host_fn *)blasft_shim_host(&host, "cblas_ctpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctrsv -> host cblas_ctrsv */
-typedef void cblas_ctrsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ctrsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctrsv"};
     static void *host;
-    cblas_ctrsv_host_fn *fn = (cblas_ctrsv_host_fn *)blasft_shim_host(&host, "cblas_ctrsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctrsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctbsv -> host cblas_ctbsv */
-typedef void cblas_ctbsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_ctbsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctbsv"};
     static void *host;
-    cblas_ctbsv_host_fn *fn = (cblas_ctbsv_host_fn *)blasft_shim_host(&host, "cblas_ctbsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctbsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctpsv -> host cblas_ctpsv */
-typedef void cblas_ctpsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ctpsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *ap, void *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ctpsv"};
     static void *host;
-    cblas_ctpsv_host_fn *fn = (cblas_ctpsv_host_fn *)blasft_shim_host(&host, "cblas_ctpsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctpsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zgemv -> host cblas_zgemv */
-typedef void cblas_zgemv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
-                                 const void *alpha, const void *a, int lda, const void *x, int incx,
-                                 const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zgemv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     const void *alpha, const void *a, int lda, const void *x,
                                     int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *x, int incx,
+                         const void *beta, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_zgemv"};
     static void *host;
-    cblas_zgemv_host_fn *fn = (cblas_zgemv_host_fn *)blasft_shim_host(&host, "cblas_zgemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zgemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zgbmv -> host cblas_zgbmv */
-typedef void cblas_zgbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl,
-                                 int ku, const void *alpha, const void *a, int lda, const void *x,
-                                 int incx, const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zgbmv(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n,
                                     int kl, int ku, const void *alpha, const void *a, int lda,
                                     const void *x, int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, int m, int n, int kl, int ku,
+                         const void *alpha, const void *a, int lda, const void *x, int incx,
+                         const void *beta, void *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_zgbmv"};
     static void *host;
-    cblas_zgbmv_host_fn *fn = (cblas_zgbmv_host_fn *)blasft_shim_host(&host, "cblas_zgbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zgbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztrmv -> host cblas_ztrmv */
-typedef void cblas_ztrmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ztrmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztrmv"};
     static void *host;
-    cblas_ztrmv_host_fn *fn = (cblas_ztrmv_host_fn *)blasft_shim_host(&host, "cblas_ztrmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztrmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztbmv -> host cblas_ztbmv */
-typedef void cblas_ztbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_ztbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztbmv"};
     static void *host;
-    cblas_ztbmv_host_fn *fn = (cblas_ztbmv_host_fn *)blasft_shim_host(&host, "cblas_ztbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztpmv -> host cblas_ztpmv */
-typedef void cblas_ztpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ztpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *ap, void *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztpmv"};
     static void *host;
-    cblas_ztpmv_host_fn *fn = (cblas_ztpmv_host_fn *)blasft_shim_host(&host, "cblas_ztpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztrsv -> host cblas_ztrsv */
-typedef void cblas_ztrsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ztrsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztrsv"};
     static void *host;
-    cblas_ztrsv_host_fn *fn = (cblas_ztrsv_host_fn *)blasft_shim_host(&host, "cblas_ztrsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztrsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztbsv -> host cblas_ztbsv */
-typedef void cblas_ztbsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
-                                 int incx);
 BLASFT_SHIM_EXPORT void cblas_ztbsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x,
                                     int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, int k, const void *a, int lda, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztbsv"};
     static void *host;
-    cblas_ztbsv_host_fn *fn = (cblas_ztbsv_host_fn *)blasft_shim_host(&host, "cblas_ztbsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztbsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, k, a, lda, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztpsv -> host cblas_ztpsv */
-typedef void cblas_ztpsv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
-                                 CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
 BLASFT_SHIM_EXPORT void cblas_ztpsv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
                                     CBLAS_DIAG diag, int n, const void *ap, void *x, int incx)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE transa,
+                         CBLAS_DIAG diag, int n, const void *ap, void *x, int incx);
     static blasft_call_stat stat = {.name = "cblas_ztpsv"};
     static void *host;
-    cblas_ztpsv_host_fn *fn = (cblas_ztpsv_host_fn *)blasft_shim_host(&host, "cblas_ztpsv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztpsv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, transa, diag, n, ap, x, incx);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssymv -> host cblas_ssymv */
-typedef void cblas_ssymv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                 const float *a, int lda, const float *x, int incx, float beta,
-                                 float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_ssymv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                     const float *a, int lda, const float *x, int incx, float beta,
                                     float *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *a,
+                         int lda, const float *x, int incx, float beta, float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_ssymv"};
     static void *host;
-    cblas_ssymv_host_fn *fn = (cblas_ssymv_host_fn *)blasft_shim_host(&host, "cblas_ssymv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssymv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssbmv -> host cblas_ssbmv */
-typedef void cblas_ssbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, float alpha,
-                                 const float *a, int lda, const float *x, int incx, float beta,
-                                 float *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_ssbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, float alpha,
                                     const float *a, int lda, const float *x, int incx, float beta,
                                     float *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, float alpha,
+                         const float *a, int lda, const float *x, int incx, float beta, float *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_ssbmv"};
     static void *host;
-    cblas_ssbmv_host_fn *fn = (cblas_ssbmv_host_fn *)blasft_shim_host(&host, "cblas_ssbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, k, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sspmv -> host cblas_sspmv */
-typedef void cblas_sspmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                 const float *ap, const float *x, int incx, float beta, float *y,
-                                 int incy);
 BLASFT_SHIM_EXPORT void cblas_sspmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                     const float *ap, const float *x, int incx, float beta, float *y,
                                     int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *ap,
+                         const float *x, int incx, float beta, float *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_sspmv"};
     static void *host;
-    cblas_sspmv_host_fn *fn = (cblas_sspmv_host_fn *)blasft_shim_host(&host, "cblas_sspmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sspmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, ap, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sger -> host cblas_sger */
-typedef void cblas_sger_host_fn(CBLAS_LAYOUT layout, int m, int n, float alpha, const float *x,
-                                int incx, const float *y, int incy, float *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_sger(CBLAS_LAYOUT layout, int m, int n, float alpha, const float *x,
                                    int incx, const float *y, int incy, float *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, float alpha, const float *x, int incx,
+                         const float *y, int incy, float *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_sger"};
     static void *host;
-    cblas_sger_host_fn *fn = (cblas_sger_host_fn *)blasft_shim_host(&host, "cblas_sger");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sger");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssyr -> host cblas_ssyr */
-typedef void cblas_ssyr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                const float *x, int incx, float *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_ssyr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                    const float *x, int incx, float *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                         int incx, float *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_ssyr"};
     static void *host;
-    cblas_ssyr_host_fn *fn = (cblas_ssyr_host_fn *)blasft_shim_host(&host, "cblas_ssyr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssyr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sspr -> host cblas_sspr */
-typedef void cblas_sspr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                const float *x, int incx, float *ap);
 BLASFT_SHIM_EXPORT void cblas_sspr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                    const float *x, int incx, float *ap)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                         int incx, float *ap);
     static blasft_call_stat stat = {.name = "cblas_sspr"};
     static void *host;
-    cblas_sspr_host_fn *fn = (cblas_sspr_host_fn *)blasft_shim_host(&host, "cblas_sspr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sspr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, ap);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssyr2 -> host cblas_ssyr2 */
-typedef void cblas_ssyr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                 const float *x, int incx, const float *y, int incy, float *a,
-                                 int lda);
 BLASFT_SHIM_EXPORT void cblas_ssyr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                     const float *x, int incx, const float *y, int incy, float *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                         int incx, const float *y, int incy, float *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_ssyr2"};
     static void *host;
-    cblas_ssyr2_host_fn *fn = (cblas_ssyr2_host_fn *)blasft_shim_host(&host, "cblas_ssyr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssyr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_sspr2 -> host cblas_sspr2 */
-typedef void cblas_sspr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                 const float *x, int incx, const float *y, int incy, float *a);
 BLASFT_SHIM_EXPORT void cblas_sspr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                     const float *x, int incx, const float *y, int incy, float *a)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const float *x,
+                         int incx, const float *y, int incy, float *a);
     static blasft_call_stat stat = {.name = "cblas_sspr2"};
     static void *host;
-    cblas_sspr2_host_fn *fn = (cblas_sspr2_host_fn *)blasft_shim_host(&host, "cblas_sspr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_sspr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsymv -> host cblas_dsymv */
-typedef void cblas_dsymv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                 const double *a, int lda, const double *x, int incx, double beta,
-                                 double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dsymv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                     const double *a, int lda, const double *x, int incx,
                                     double beta, double *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *a,
+                         int lda, const double *x, int incx, double beta, double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dsymv"};
     static void *host;
-    cblas_dsymv_host_fn *fn = (cblas_dsymv_host_fn *)blasft_shim_host(&host, "cblas_dsymv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsymv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsbmv -> host cblas_dsbmv */
-typedef void cblas_dsbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, double alpha,
-                                 const double *a, int lda, const double *x, int incx, double beta,
-                                 double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dsbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k,
                                     double alpha, const double *a, int lda, const double *x,
                                     int incx, double beta, double *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, double alpha,
+                         const double *a, int lda, const double *x, int incx, double beta,
+                         double *y, int incy);
     static blasft_call_stat stat = {.name = "cblas_dsbmv"};
     static void *host;
-    cblas_dsbmv_host_fn *fn = (cblas_dsbmv_host_fn *)blasft_shim_host(&host, "cblas_dsbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, k, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dspmv -> host cblas_dspmv */
-typedef void cblas_dspmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                 const double *ap, const double *x, int incx, double beta,
-                                 double *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_dspmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                     const double *ap, const double *x, int incx, double beta,
                                     double *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
+                         const double *ap, const double *x, int incx, double beta, double *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_dspmv"};
     static void *host;
-    cblas_dspmv_host_fn *fn = (cblas_dspmv_host_fn *)blasft_shim_host(&host, "cblas_dspmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dspmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, ap, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dger -> host cblas_dger */
-typedef void cblas_dger_host_fn(CBLAS_LAYOUT layout, int m, int n, double alpha, const double *x,
-                                int incx, const double *y, int incy, double *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_dger(CBLAS_LAYOUT layout, int m, int n, double alpha, const double *x,
                                    int incx, const double *y, int incy, double *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, double alpha, const double *x, int incx,
+                         const double *y, int incy, double *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_dger"};
     static void *host;
-    cblas_dger_host_fn *fn = (cblas_dger_host_fn *)blasft_shim_host(&host, "cblas_dger");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dger");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsyr -> host cblas_dsyr */
-typedef void cblas_dsyr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                const double *x, int incx, double *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_dsyr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                    const double *x, int incx, double *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                         int incx, double *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_dsyr"};
     static void *host;
-    cblas_dsyr_host_fn *fn = (cblas_dsyr_host_fn *)blasft_shim_host(&host, "cblas_dsyr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsyr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dspr -> host cblas_dspr */
-typedef void cblas_dspr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                const double *x, int incx, double *ap);
 BLASFT_SHIM_EXPORT void cblas_dspr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                    const double *x, int incx, double *ap)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                         int incx, double *ap);
     static blasft_call_stat stat = {.name = "cblas_dspr"};
     static void *host;
-    cblas_dspr_host_fn *fn = (cblas_dspr_host_fn *)blasft_shim_host(&host, "cblas_dspr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dspr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, ap);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsyr2 -> host cblas_dsyr2 */
-typedef void cblas_dsyr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                 const double *x, int incx, const double *y, int incy, double *a,
-                                 int lda);
 BLASFT_SHIM_EXPORT void cblas_dsyr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                     const double *x, int incx, const double *y, int incy, double *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                         int incx, const double *y, int incy, double *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_dsyr2"};
     static void *host;
-    cblas_dsyr2_host_fn *fn = (cblas_dsyr2_host_fn *)blasft_shim_host(&host, "cblas_dsyr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsyr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dspr2 -> host cblas_dspr2 */
-typedef void cblas_dspr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                 const double *x, int incx, const double *y, int incy, double *a);
 BLASFT_SHIM_EXPORT void cblas_dspr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                     const double *x, int incx, const double *y, int incy, double *a)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const double *x,
+                         int incx, const double *y, int incy, double *a);
     static blasft_call_stat stat = {.name = "cblas_dspr2"};
     static void *host;
-    cblas_dspr2_host_fn *fn = (cblas_dspr2_host_fn *)blasft_shim_host(&host, "cblas_dspr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dspr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chemv -> host cblas_chemv */
-typedef void cblas_chemv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *a, int lda, const void *x, int incx, const void *beta,
-                                 void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_chemv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *a, int lda, const void *x, int incx,
                                     const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_chemv"};
     static void *host;
-    cblas_chemv_host_fn *fn = (cblas_chemv_host_fn *)blasft_shim_host(&host, "cblas_chemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chbmv -> host cblas_chbmv */
-typedef void cblas_chbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k,
-                                 const void *alpha, const void *a, int lda, const void *x, int incx,
-                                 const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_chbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k,
                                     const void *alpha, const void *a, int lda, const void *x,
                                     int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
+                         const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_chbmv"};
     static void *host;
-    cblas_chbmv_host_fn *fn = (cblas_chbmv_host_fn *)blasft_shim_host(&host, "cblas_chbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, k, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chpmv -> host cblas_chpmv */
-typedef void cblas_chpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *ap, const void *x, int incx, const void *beta, void *y,
-                                 int incy);
 BLASFT_SHIM_EXPORT void cblas_chpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *ap, const void *x, int incx, const void *beta,
                                     void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *ap, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_chpmv"};
     static void *host;
-    cblas_chpmv_host_fn *fn = (cblas_chpmv_host_fn *)blasft_shim_host(&host, "cblas_chpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, ap, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cgeru -> host cblas_cgeru */
-typedef void cblas_cgeru_host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_cgeru(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
+                         int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_cgeru"};
     static void *host;
-    cblas_cgeru_host_fn *fn = (cblas_cgeru_host_fn *)blasft_shim_host(&host, "cblas_cgeru");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cgeru");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cgerc -> host cblas_cgerc */
-typedef void cblas_cgerc_host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_cgerc(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
+                         int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_cgerc"};
     static void *host;
-    cblas_cgerc_host_fn *fn = (cblas_cgerc_host_fn *)blasft_shim_host(&host, "cblas_cgerc");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cgerc");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cher -> host cblas_cher */
-typedef void cblas_cher_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                const void *x, int incx, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_cher(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                    const void *x, int incx, void *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
+                         int incx, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_cher"};
     static void *host;
-    cblas_cher_host_fn *fn = (cblas_cher_host_fn *)blasft_shim_host(&host, "cblas_cher");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cher");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chpr -> host cblas_chpr */
-typedef void cblas_chpr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
-                                const void *x, int incx, void *a);
 BLASFT_SHIM_EXPORT void cblas_chpr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha,
                                    const void *x, int incx, void *a)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, float alpha, const void *x,
+                         int incx, void *a);
     static blasft_call_stat stat = {.name = "cblas_chpr"};
     static void *host;
-    cblas_chpr_host_fn *fn = (cblas_chpr_host_fn *)blasft_shim_host(&host, "cblas_chpr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chpr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cher2 -> host cblas_cher2 */
-typedef void cblas_cher2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_cher2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *x, int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_cher2"};
     static void *host;
-    cblas_cher2_host_fn *fn = (cblas_cher2_host_fn *)blasft_shim_host(&host, "cblas_cher2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cher2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chpr2 -> host cblas_chpr2 */
-typedef void cblas_chpr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *ap);
 BLASFT_SHIM_EXPORT void cblas_chpr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *ap)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *x, int incx, const void *y, int incy, void *ap);
     static blasft_call_stat stat = {.name = "cblas_chpr2"};
     static void *host;
-    cblas_chpr2_host_fn *fn = (cblas_chpr2_host_fn *)blasft_shim_host(&host, "cblas_chpr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chpr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, ap);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhemv -> host cblas_zhemv */
-typedef void cblas_zhemv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *a, int lda, const void *x, int incx, const void *beta,
-                                 void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zhemv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *a, int lda, const void *x, int incx,
                                     const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_zhemv"};
     static void *host;
-    cblas_zhemv_host_fn *fn = (cblas_zhemv_host_fn *)blasft_shim_host(&host, "cblas_zhemv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhemv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhbmv -> host cblas_zhbmv */
-typedef void cblas_zhbmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k,
-                                 const void *alpha, const void *a, int lda, const void *x, int incx,
-                                 const void *beta, void *y, int incy);
 BLASFT_SHIM_EXPORT void cblas_zhbmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k,
                                     const void *alpha, const void *a, int lda, const void *x,
                                     int incx, const void *beta, void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, int k, const void *alpha,
+                         const void *a, int lda, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_zhbmv"};
     static void *host;
-    cblas_zhbmv_host_fn *fn = (cblas_zhbmv_host_fn *)blasft_shim_host(&host, "cblas_zhbmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhbmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, k, alpha, a, lda, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhpmv -> host cblas_zhpmv */
-typedef void cblas_zhpmv_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *ap, const void *x, int incx, const void *beta, void *y,
-                                 int incy);
 BLASFT_SHIM_EXPORT void cblas_zhpmv(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *ap, const void *x, int incx, const void *beta,
                                     void *y, int incy)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *ap, const void *x, int incx, const void *beta, void *y,
+                         int incy);
     static blasft_call_stat stat = {.name = "cblas_zhpmv"};
     static void *host;
-    cblas_zhpmv_host_fn *fn = (cblas_zhpmv_host_fn *)blasft_shim_host(&host, "cblas_zhpmv");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhpmv");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, ap, x, incx, beta, y, incy);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zgeru -> host cblas_zgeru */
-typedef void cblas_zgeru_host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_zgeru(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
+                         int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_zgeru"};
     static void *host;
-    cblas_zgeru_host_fn *fn = (cblas_zgeru_host_fn *)blasft_shim_host(&host, "cblas_zgeru");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zgeru");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zgerc -> host cblas_zgerc */
-typedef void cblas_zgerc_host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_zgerc(CBLAS_LAYOUT layout, int m, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, int m, int n, const void *alpha, const void *x,
+                         int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_zgerc"};
     static void *host;
-    cblas_zgerc_host_fn *fn = (cblas_zgerc_host_fn *)blasft_shim_host(&host, "cblas_zgerc");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zgerc");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zher -> host cblas_zher */
-typedef void cblas_zher_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                const void *x, int incx, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_zher(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                    const void *x, int incx, void *a, int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
+                         int incx, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_zher"};
     static void *host;
-    cblas_zher_host_fn *fn = (cblas_zher_host_fn *)blasft_shim_host(&host, "cblas_zher");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zher");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhpr -> host cblas_zhpr */
-typedef void cblas_zhpr_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
-                                const void *x, int incx, void *a);
 BLASFT_SHIM_EXPORT void cblas_zhpr(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha,
                                    const void *x, int incx, void *a)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, double alpha, const void *x,
+                         int incx, void *a);
     static blasft_call_stat stat = {.name = "cblas_zhpr"};
     static void *host;
-    cblas_zhpr_host_fn *fn = (cblas_zhpr_host_fn *)blasft_shim_host(&host, "cblas_zhpr");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhpr");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, a);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zher2 -> host cblas_zher2 */
-typedef void cblas_zher2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *a, int lda);
 BLASFT_SHIM_EXPORT void cblas_zher2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *a,
                                     int lda)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *x, int incx, const void *y, int incy, void *a, int lda);
     static blasft_call_stat stat = {.name = "cblas_zher2"};
     static void *host;
-    cblas_zher2_host_fn *fn = (cblas_zher2_host_fn *)blasft_shim_host(&host, "cblas_zher2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zher2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhpr2 -> host cblas_zhpr2 */
-typedef void cblas_zhpr2_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
-                                 const void *x, int incx, const void *y, int incy, void *ap);
 BLASFT_SHIM_EXPORT void cblas_zhpr2(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
                                     const void *x, int incx, const void *y, int incy, void *ap)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, int n, const void *alpha,
+                         const void *x, int incx, const void *y, int incy, void *ap);
     static blasft_call_stat stat = {.name = "cblas_zhpr2"};
     static void *host;
-    cblas_zhpr2_host_fn *fn = (cblas_zhpr2_host_fn *)blasft_shim_host(&host, "cblas_zhpr2");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhpr2");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, n, alpha, x, incx, y, incy, ap);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssymm -> host cblas_ssymm */
-typedef void cblas_ssymm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, float alpha, const float *a, int lda, const float *b,
-                                 int ldb, float beta, float *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_ssymm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, float alpha, const float *a, int lda, const float *b,
                                     int ldb, float beta, float *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                         float *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_ssymm"};
     static void *host;
-    cblas_ssymm_host_fn *fn = (cblas_ssymm_host_fn *)blasft_shim_host(&host, "cblas_ssymm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssymm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssyrk -> host cblas_ssyrk */
-typedef void cblas_ssyrk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, float alpha, const float *a, int lda, float beta, float *c,
-                                 int ldc);
 BLASFT_SHIM_EXPORT void cblas_ssyrk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, float alpha, const float *a, int lda, float beta,
                                     float *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         float alpha, const float *a, int lda, float beta, float *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_ssyrk"};
     static void *host;
-    cblas_ssyrk_host_fn *fn = (cblas_ssyrk_host_fn *)blasft_shim_host(&host, "cblas_ssyrk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssyrk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ssyr2k -> host cblas_ssyr2k */
-typedef void cblas_ssyr2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, float alpha, const float *a, int lda,
-                                  const float *b, int ldb, float beta, float *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_ssyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, float alpha, const float *a, int lda,
                                      const float *b, int ldb, float beta, float *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                         float *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_ssyr2k"};
     static void *host;
-    cblas_ssyr2k_host_fn *fn = (cblas_ssyr2k_host_fn *)blasft_shim_host(&host, "cblas_ssyr2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ssyr2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_strmm -> host cblas_strmm */
-typedef void cblas_strmm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
-                                 const float *a, int lda, float *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_strmm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     float alpha, const float *a, int lda, float *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
+                         const float *a, int lda, float *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_strmm"};
     static void *host;
-    cblas_strmm_host_fn *fn = (cblas_strmm_host_fn *)blasft_shim_host(&host, "cblas_strmm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_strmm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_strsm -> host cblas_strsm */
-typedef void cblas_strsm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
-                                 const float *a, int lda, float *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_strsm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     float alpha, const float *a, int lda, float *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, float alpha,
+                         const float *a, int lda, float *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_strsm"};
     static void *host;
-    cblas_strsm_host_fn *fn = (cblas_strsm_host_fn *)blasft_shim_host(&host, "cblas_strsm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_strsm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsymm -> host cblas_dsymm */
-typedef void cblas_dsymm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, double alpha, const double *a, int lda, const double *b,
-                                 int ldb, double beta, double *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_dsymm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, double alpha, const double *a, int lda, const double *b,
                                     int ldb, double beta, double *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         double alpha, const double *a, int lda, const double *b, int ldb,
+                         double beta, double *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_dsymm"};
     static void *host;
-    cblas_dsymm_host_fn *fn = (cblas_dsymm_host_fn *)blasft_shim_host(&host, "cblas_dsymm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsymm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsyrk -> host cblas_dsyrk */
-typedef void cblas_dsyrk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, double alpha, const double *a, int lda, double beta,
-                                 double *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_dsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, double alpha, const double *a, int lda,
                                     double beta, double *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         double alpha, const double *a, int lda, double beta, double *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_dsyrk"};
     static void *host;
-    cblas_dsyrk_host_fn *fn = (cblas_dsyrk_host_fn *)blasft_shim_host(&host, "cblas_dsyrk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsyrk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dsyr2k -> host cblas_dsyr2k */
-typedef void cblas_dsyr2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, double alpha, const double *a, int lda,
-                                  const double *b, int ldb, double beta, double *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_dsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, double alpha, const double *a, int lda,
                                      const double *b, int ldb, double beta, double *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         double alpha, const double *a, int lda, const double *b, int ldb,
+                         double beta, double *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_dsyr2k"};
     static void *host;
-    cblas_dsyr2k_host_fn *fn = (cblas_dsyr2k_host_fn *)blasft_shim_host(&host, "cblas_dsyr2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dsyr2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtrmm -> host cblas_dtrmm */
-typedef void cblas_dtrmm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 double alpha, const double *a, int lda, double *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_dtrmm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     double alpha, const double *a, int lda, double *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, double alpha,
+                         const double *a, int lda, double *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_dtrmm"};
     static void *host;
-    cblas_dtrmm_host_fn *fn = (cblas_dtrmm_host_fn *)blasft_shim_host(&host, "cblas_dtrmm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtrmm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_dtrsm -> host cblas_dtrsm */
-typedef void cblas_dtrsm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 double alpha, const double *a, int lda, double *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_dtrsm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     double alpha, const double *a, int lda, double *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, double alpha,
+                         const double *a, int lda, double *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_dtrsm"};
     static void *host;
-    cblas_dtrsm_host_fn *fn = (cblas_dtrsm_host_fn *)blasft_shim_host(&host, "cblas_dtrsm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_dtrsm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_csymm -> host cblas_csymm */
-typedef void cblas_csymm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, const void *alpha, const void *a, int lda, const void *b,
-                                 int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_csymm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, const void *alpha, const void *a, int lda, const void *b,
                                     int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_csymm"};
     static void *host;
-    cblas_csymm_host_fn *fn = (cblas_csymm_host_fn *)blasft_shim_host(&host, "cblas_csymm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_csymm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_csyrk -> host cblas_csyrk */
-typedef void cblas_csyrk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, const void *alpha, const void *a, int lda, const void *beta,
-                                 void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_csyrk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, const void *alpha, const void *a, int lda,
                                     const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *beta, void *c,
+                         int ldc);
     static blasft_call_stat stat = {.name = "cblas_csyrk"};
     static void *host;
-    cblas_csyrk_host_fn *fn = (cblas_csyrk_host_fn *)blasft_shim_host(&host, "cblas_csyrk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_csyrk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_csyr2k -> host cblas_csyr2k */
-typedef void cblas_csyr2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, const void *alpha, const void *a, int lda,
-                                  const void *b, int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_csyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, const void *alpha, const void *a, int lda,
                                      const void *b, int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_csyr2k"};
     static void *host;
-    cblas_csyr2k_host_fn *fn = (cblas_csyr2k_host_fn *)blasft_shim_host(&host, "cblas_csyr2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_csyr2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctrmm -> host cblas_ctrmm */
-typedef void cblas_ctrmm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 const void *alpha, const void *a, int lda, void *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_ctrmm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     const void *alpha, const void *a, int lda, void *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
+                         const void *a, int lda, void *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_ctrmm"};
     static void *host;
-    cblas_ctrmm_host_fn *fn = (cblas_ctrmm_host_fn *)blasft_shim_host(&host, "cblas_ctrmm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctrmm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ctrsm -> host cblas_ctrsm */
-typedef void cblas_ctrsm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 const void *alpha, const void *a, int lda, void *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_ctrsm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     const void *alpha, const void *a, int lda, void *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
+                         const void *a, int lda, void *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_ctrsm"};
     static void *host;
-    cblas_ctrsm_host_fn *fn = (cblas_ctrsm_host_fn *)blasft_shim_host(&host, "cblas_ctrsm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ctrsm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zsymm -> host cblas_zsymm */
-typedef void cblas_zsymm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, const void *alpha, const void *a, int lda, const void *b,
-                                 int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_zsymm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, const void *alpha, const void *a, int lda, const void *b,
                                     int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_zsymm"};
     static void *host;
-    cblas_zsymm_host_fn *fn = (cblas_zsymm_host_fn *)blasft_shim_host(&host, "cblas_zsymm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zsymm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zsyrk -> host cblas_zsyrk */
-typedef void cblas_zsyrk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, const void *alpha, const void *a, int lda, const void *beta,
-                                 void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_zsyrk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, const void *alpha, const void *a, int lda,
                                     const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *beta, void *c,
+                         int ldc);
     static blasft_call_stat stat = {.name = "cblas_zsyrk"};
     static void *host;
-    cblas_zsyrk_host_fn *fn = (cblas_zsyrk_host_fn *)blasft_shim_host(&host, "cblas_zsyrk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zsyrk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zsyr2k -> host cblas_zsyr2k */
-typedef void cblas_zsyr2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, const void *alpha, const void *a, int lda,
-                                  const void *b, int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_zsyr2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, const void *alpha, const void *a, int lda,
                                      const void *b, int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_zsyr2k"};
     static void *host;
-    cblas_zsyr2k_host_fn *fn = (cblas_zsyr2k_host_fn *)blasft_shim_host(&host, "cblas_zsyr2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zsyr2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztrmm -> host cblas_ztrmm */
-typedef void cblas_ztrmm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 const void *alpha, const void *a, int lda, void *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_ztrmm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     const void *alpha, const void *a, int lda, void *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
+                         const void *a, int lda, void *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_ztrmm"};
     static void *host;
-    cblas_ztrmm_host_fn *fn = (cblas_ztrmm_host_fn *)blasft_shim_host(&host, "cblas_ztrmm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztrmm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_ztrsm -> host cblas_ztrsm */
-typedef void cblas_ztrsm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                                 CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
-                                 const void *alpha, const void *a, int lda, void *b, int ldb);
 BLASFT_SHIM_EXPORT void cblas_ztrsm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
                                     CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n,
                                     const void *alpha, const void *a, int lda, void *b, int ldb)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE transa, CBLAS_DIAG diag, int m, int n, const void *alpha,
+                         const void *a, int lda, void *b, int ldb);
     static blasft_call_stat stat = {.name = "cblas_ztrsm"};
     static void *host;
-    cblas_ztrsm_host_fn *fn = (cblas_ztrsm_host_fn *)blasft_shim_host(&host, "cblas_ztrsm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_ztrsm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);
     blasft_shim_leave(&call);
 }
 
 /* cblas_chemm -> host cblas_chemm */
-typedef void cblas_chemm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, const void *alpha, const void *a, int lda, const void *b,
-                                 int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_chemm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, const void *alpha, const void *a, int lda, const void *b,
                                     int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_chemm"};
     static void *host;
-    cblas_chemm_host_fn *fn = (cblas_chemm_host_fn *)blasft_shim_host(&host, "cblas_chemm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_chemm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cherk -> host cblas_cherk */
-typedef void cblas_cherk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, float alpha, const void *a, int lda, float beta, void *c,
-                                 int ldc);
 BLASFT_SHIM_EXPORT void cblas_cherk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, float alpha, const void *a, int lda, float beta,
                                     void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         float alpha, const void *a, int lda, float beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_cherk"};
     static void *host;
-    cblas_cherk_host_fn *fn = (cblas_cherk_host_fn *)blasft_shim_host(&host, "cblas_cherk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cherk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_cher2k -> host cblas_cher2k */
-typedef void cblas_cher2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, const void *alpha, const void *a, int lda,
-                                  const void *b, int ldb, float beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_cher2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, const void *alpha, const void *a, int lda,
                                      const void *b, int ldb, float beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         float beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_cher2k"};
     static void *host;
-    cblas_cher2k_host_fn *fn = (cblas_cher2k_host_fn *)blasft_shim_host(&host, "cblas_cher2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_cher2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zhemm -> host cblas_zhemm */
-typedef void cblas_zhemm_host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
-                                 int n, const void *alpha, const void *a, int lda, const void *b,
-                                 int ldb, const void *beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_zhemm(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m,
                                     int n, const void *alpha, const void *a, int lda, const void *b,
                                     int ldb, const void *beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_SIDE side, CBLAS_UPLO uplo, int m, int n,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         const void *beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_zhemm"};
     static void *host;
-    cblas_zhemm_host_fn *fn = (cblas_zhemm_host_fn *)blasft_shim_host(&host, "cblas_zhemm");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zhemm");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zherk -> host cblas_zherk */
-typedef void cblas_zherk_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n,
-                                 int k, double alpha, const void *a, int lda, double beta, void *c,
-                                 int ldc);
 BLASFT_SHIM_EXPORT void cblas_zherk(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                     int n, int k, double alpha, const void *a, int lda, double beta,
                                     void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         double alpha, const void *a, int lda, double beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_zherk"};
     static void *host;
-    cblas_zherk_host_fn *fn = (cblas_zherk_host_fn *)blasft_shim_host(&host, "cblas_zherk");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zherk");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);
     blasft_shim_leave(&call);
 }
 
 /* cblas_zher2k -> host cblas_zher2k */
-typedef void cblas_zher2k_host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
-                                  int n, int k, const void *alpha, const void *a, int lda,
-                                  const void *b, int ldb, double beta, void *c, int ldc);
 BLASFT_SHIM_EXPORT void cblas_zher2k(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                                      int n, int k, const void *alpha, const void *a, int lda,
                                      const void *b, int ldb, double beta, void *c, int ldc)
 {
+    typedef void host_fn(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
+                         const void *alpha, const void *a, int lda, const void *b, int ldb,
+                         double beta, void *c, int ldc);
     static blasft_call_stat stat = {.name = "cblas_zher2k"};
     static void *host;
-    cblas_zher2k_host_fn *fn = (cblas_zher2k_host_fn *)blasft_shim_host(&host, "cblas_zher2k");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cblas_zher2k");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     blasft_shim_leave(&call);

@@ -5,12 +5,12 @@
 #include "shim/forward.h"
 
 /* dcabs1_ -> host dcabs1_ */
-typedef double dcabs1_host_fn(const void *z);
 BLASFT_SHIM_EXPORT double dcabs1_(const void *z)
 {
+    typedef double host_fn(const void *z);
     static blasft_call_stat stat = {.name = "dcabs1_"};
     static void *host;
-    dcabs1_host_fn *fn = (dcabs1_host_fn *)blasft_shim_host(&host, "dcabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dcabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(z);
     blasft_shim_leave(&call);
@@ -19,12 +19,12 @@ BLASFT_SHIM_EXPORT double dcabs1_(const void *z)
 BLASFT_SHIM_ALIAS(dcabs1, dcabs1_)
 
 /* scabs1_ -> host scabs1_ */
-typedef float scabs1_host_fn(const void *c);
 BLASFT_SHIM_EXPORT float scabs1_(const void *c)
 {
+    typedef float host_fn(const void *c);
     static blasft_call_stat stat = {.name = "scabs1_"};
     static void *host;
-    scabs1_host_fn *fn = (scabs1_host_fn *)blasft_shim_host(&host, "scabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(c);
     blasft_shim_leave(&call);
@@ -33,14 +33,14 @@ BLASFT_SHIM_EXPORT float scabs1_(const void *c)
 BLASFT_SHIM_ALIAS(scabs1, scabs1_)
 
 /* sdsdot_ -> host sdsdot_ */
-typedef float sdsdot_host_fn(const int *n, const float *alpha, const float *x, const int *incx,
-                             const float *y, const int *incy);
 BLASFT_SHIM_EXPORT float sdsdot_(const int *n, const float *alpha, const float *x, const int *incx,
                                  const float *y, const int *incy)
 {
+    typedef float host_fn(const int *n, const float *alpha, const float *x, const int *incx,
+                          const float *y, const int *incy);
     static blasft_call_stat stat = {.name = "sdsdot_"};
     static void *host;
-    sdsdot_host_fn *fn = (sdsdot_host_fn *)blasft_shim_host(&host, "sdsdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sdsdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -49,14 +49,14 @@ BLASFT_SHIM_EXPORT float sdsdot_(const int *n, const float *alpha, const float *
 BLASFT_SHIM_ALIAS(sdsdot, sdsdot_)
 
 /* dsdot_ -> host dsdot_ */
-typedef double dsdot_host_fn(const int *n, const float *x, const int *incx, const float *y,
-                             const int *incy);
 BLASFT_SHIM_EXPORT double dsdot_(const int *n, const float *x, const int *incx, const float *y,
                                  const int *incy)
 {
+    typedef double host_fn(const int *n, const float *x, const int *incx, const float *y,
+                           const int *incy);
     static blasft_call_stat stat = {.name = "dsdot_"};
     static void *host;
-    dsdot_host_fn *fn = (dsdot_host_fn *)blasft_shim_host(&host, "dsdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -65,14 +65,14 @@ BLASFT_SHIM_EXPORT double dsdot_(const int *n, const float *x, const int *incx, 
 BLASFT_SHIM_ALIAS(dsdot, dsdot_)
 
 /* sdot_ -> host sdot_ */
-typedef float sdot_host_fn(const int *n, const float *x, const int *incx, const float *y,
-                           const int *incy);
 BLASFT_SHIM_EXPORT float sdot_(const int *n, const float *x, const int *incx, const float *y,
                                const int *incy)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx, const float *y,
+                          const int *incy);
     static blasft_call_stat stat = {.name = "sdot_"};
     static void *host;
-    sdot_host_fn *fn = (sdot_host_fn *)blasft_shim_host(&host, "sdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -81,14 +81,14 @@ BLASFT_SHIM_EXPORT float sdot_(const int *n, const float *x, const int *incx, co
 BLASFT_SHIM_ALIAS(sdot, sdot_)
 
 /* ddot_ -> host ddot_ */
-typedef double ddot_host_fn(const int *n, const double *x, const int *incx, const double *y,
-                            const int *incy);
 BLASFT_SHIM_EXPORT double ddot_(const int *n, const double *x, const int *incx, const double *y,
                                 const int *incy)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx, const double *y,
+                           const int *incy);
     static blasft_call_stat stat = {.name = "ddot_"};
     static void *host;
-    ddot_host_fn *fn = (ddot_host_fn *)blasft_shim_host(&host, "ddot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ddot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -97,14 +97,14 @@ BLASFT_SHIM_EXPORT double ddot_(const int *n, const double *x, const int *incx, 
 BLASFT_SHIM_ALIAS(ddot, ddot_)
 
 /* cdotu_ -> host cdotu_ */
-typedef float _Complex cdotu_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
 BLASFT_SHIM_EXPORT float _Complex cdotu_(const int *n, const void *x, const int *incx,
     const void *y, const int *incy)
 {
+    typedef float _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                   const int *incy);
     static blasft_call_stat stat = {.name = "cdotu_"};
     static void *host;
-    cdotu_host_fn *fn = (cdotu_host_fn *)blasft_shim_host(&host, "cdotu_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cdotu_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float _Complex result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -113,14 +113,14 @@ BLASFT_SHIM_EXPORT float _Complex cdotu_(const int *n, const void *x, const int 
 BLASFT_SHIM_ALIAS(cdotu, cdotu_)
 
 /* cdotc_ -> host cdotc_ */
-typedef float _Complex cdotc_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                     const int *incy);
 BLASFT_SHIM_EXPORT float _Complex cdotc_(const int *n, const void *x, const int *incx,
     const void *y, const int *incy)
 {
+    typedef float _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                   const int *incy);
     static blasft_call_stat stat = {.name = "cdotc_"};
     static void *host;
-    cdotc_host_fn *fn = (cdotc_host_fn *)blasft_shim_host(&host, "cdotc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cdotc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float _Complex result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -129,14 +129,14 @@ BLASFT_SHIM_EXPORT float _Complex cdotc_(const int *n, const void *x, const int 
 BLASFT_SHIM_ALIAS(cdotc, cdotc_)
 
 /* zdotu_ -> host zdotu_ */
-typedef double _Complex zdotu_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                      const int *incy);
 BLASFT_SHIM_EXPORT double _Complex zdotu_(const int *n, const void *x, const int *incx,
     const void *y, const int *incy)
 {
+    typedef double _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                    const int *incy);
     static blasft_call_stat stat = {.name = "zdotu_"};
     static void *host;
-    zdotu_host_fn *fn = (zdotu_host_fn *)blasft_shim_host(&host, "zdotu_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdotu_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double _Complex result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -145,14 +145,14 @@ BLASFT_SHIM_EXPORT double _Complex zdotu_(const int *n, const void *x, const int
 BLASFT_SHIM_ALIAS(zdotu, zdotu_)
 
 /* zdotc_ -> host zdotc_ */
-typedef double _Complex zdotc_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                      const int *incy);
 BLASFT_SHIM_EXPORT double _Complex zdotc_(const int *n, const void *x, const int *incx,
     const void *y, const int *incy)
 {
+    typedef double _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                    const int *incy);
     static blasft_call_stat stat = {.name = "zdotc_"};
     static void *host;
-    zdotc_host_fn *fn = (zdotc_host_fn *)blasft_shim_host(&host, "zdotc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdotc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double _Complex result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -161,12 +161,12 @@ BLASFT_SHIM_EXPORT double _Complex zdotc_(const int *n, const void *x, const int
 BLASFT_SHIM_ALIAS(zdotc, zdotc_)
 
 /* snrm2_ -> host snrm2_ */
-typedef float snrm2_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT float snrm2_(const int *n, const float *x, const int *incx)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "snrm2_"};
     static void *host;
-    snrm2_host_fn *fn = (snrm2_host_fn *)blasft_shim_host(&host, "snrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "snrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -175,12 +175,12 @@ BLASFT_SHIM_EXPORT float snrm2_(const int *n, const float *x, const int *incx)
 BLASFT_SHIM_ALIAS(snrm2, snrm2_)
 
 /* sasum_ -> host sasum_ */
-typedef float sasum_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT float sasum_(const int *n, const float *x, const int *incx)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "sasum_"};
     static void *host;
-    sasum_host_fn *fn = (sasum_host_fn *)blasft_shim_host(&host, "sasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -189,12 +189,12 @@ BLASFT_SHIM_EXPORT float sasum_(const int *n, const float *x, const int *incx)
 BLASFT_SHIM_ALIAS(sasum, sasum_)
 
 /* dnrm2_ -> host dnrm2_ */
-typedef double dnrm2_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT double dnrm2_(const int *n, const double *x, const int *incx)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "dnrm2_"};
     static void *host;
-    dnrm2_host_fn *fn = (dnrm2_host_fn *)blasft_shim_host(&host, "dnrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dnrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -203,12 +203,12 @@ BLASFT_SHIM_EXPORT double dnrm2_(const int *n, const double *x, const int *incx)
 BLASFT_SHIM_ALIAS(dnrm2, dnrm2_)
 
 /* dasum_ -> host dasum_ */
-typedef double dasum_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT double dasum_(const int *n, const double *x, const int *incx)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "dasum_"};
     static void *host;
-    dasum_host_fn *fn = (dasum_host_fn *)blasft_shim_host(&host, "dasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -217,12 +217,12 @@ BLASFT_SHIM_EXPORT double dasum_(const int *n, const double *x, const int *incx)
 BLASFT_SHIM_ALIAS(dasum, dasum_)
 
 /* scnrm2_ -> host scnrm2_ */
-typedef float scnrm2_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT float scnrm2_(const int *n, const void *x, const int *incx)
 {
+    typedef float host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "scnrm2_"};
     static void *host;
-    scnrm2_host_fn *fn = (scnrm2_host_fn *)blasft_shim_host(&host, "scnrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scnrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -231,12 +231,12 @@ BLASFT_SHIM_EXPORT float scnrm2_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(scnrm2, scnrm2_)
 
 /* scasum_ -> host scasum_ */
-typedef float scasum_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT float scasum_(const int *n, const void *x, const int *incx)
 {
+    typedef float host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "scasum_"};
     static void *host;
-    scasum_host_fn *fn = (scasum_host_fn *)blasft_shim_host(&host, "scasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     float result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -245,12 +245,12 @@ BLASFT_SHIM_EXPORT float scasum_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(scasum, scasum_)
 
 /* dznrm2_ -> host dznrm2_ */
-typedef double dznrm2_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT double dznrm2_(const int *n, const void *x, const int *incx)
 {
+    typedef double host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "dznrm2_"};
     static void *host;
-    dznrm2_host_fn *fn = (dznrm2_host_fn *)blasft_shim_host(&host, "dznrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dznrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -259,12 +259,12 @@ BLASFT_SHIM_EXPORT double dznrm2_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(dznrm2, dznrm2_)
 
 /* dzasum_ -> host dzasum_ */
-typedef double dzasum_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT double dzasum_(const int *n, const void *x, const int *incx)
 {
+    typedef double host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "dzasum_"};
     static void *host;
-    dzasum_host_fn *fn = (dzasum_host_fn *)blasft_shim_host(&host, "dzasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dzasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     double result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -273,12 +273,12 @@ BLASFT_SHIM_EXPORT double dzasum_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(dzasum, dzasum_)
 
 /* isamax_ -> host isamax_ */
-typedef int isamax_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT int isamax_(const int *n, const float *x, const int *incx)
 {
+    typedef int host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "isamax_"};
     static void *host;
-    isamax_host_fn *fn = (isamax_host_fn *)blasft_shim_host(&host, "isamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "isamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     int result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -287,12 +287,12 @@ BLASFT_SHIM_EXPORT int isamax_(const int *n, const float *x, const int *incx)
 BLASFT_SHIM_ALIAS(isamax, isamax_)
 
 /* idamax_ -> host idamax_ */
-typedef int idamax_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT int idamax_(const int *n, const double *x, const int *incx)
 {
+    typedef int host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "idamax_"};
     static void *host;
-    idamax_host_fn *fn = (idamax_host_fn *)blasft_shim_host(&host, "idamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "idamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     int result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -301,12 +301,12 @@ BLASFT_SHIM_EXPORT int idamax_(const int *n, const double *x, const int *incx)
 BLASFT_SHIM_ALIAS(idamax, idamax_)
 
 /* icamax_ -> host icamax_ */
-typedef int icamax_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT int icamax_(const int *n, const void *x, const int *incx)
 {
+    typedef int host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "icamax_"};
     static void *host;
-    icamax_host_fn *fn = (icamax_host_fn *)blasft_shim_host(&host, "icamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "icamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     int result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -315,12 +315,12 @@ BLASFT_SHIM_EXPORT int icamax_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(icamax, icamax_)
 
 /* izamax_ -> host izamax_ */
-typedef int izamax_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT int izamax_(const int *n, const void *x, const int *incx)
 {
+    typedef int host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "izamax_"};
     static void *host;
-    izamax_host_fn *fn = (izamax_host_fn *)blasft_shim_host(&host, "izamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "izamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     int result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -329,12 +329,12 @@ BLASFT_SHIM_EXPORT int izamax_(const int *n, const void *x, const int *incx)
 BLASFT_SHIM_ALIAS(izamax, izamax_)
 
 /* sswap_ -> host sswap_ */
-typedef void sswap_host_fn(const int *n, float *x, const int *incx, float *y, const int *incy);
 BLASFT_SHIM_EXPORT void sswap_(const int *n, float *x, const int *incx, float *y, const int *incy)
 {
+    typedef void host_fn(const int *n, float *x, const int *incx, float *y, const int *incy);
     static blasft_call_stat stat = {.name = "sswap_"};
     static void *host;
-    sswap_host_fn *fn = (sswap_host_fn *)blasft_shim_host(&host, "sswap_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sswap_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -342,13 +342,13 @@ BLASFT_SHIM_EXPORT void sswap_(const int *n, float *x, const int *incx, float *y
 BLASFT_SHIM_ALIAS(sswap, sswap_)
 
 /* scopy_ -> host scopy_ */
-typedef void scopy_host_fn(const int *n, const float *x, const int *incx, float *y, const int *incy);
 BLASFT_SHIM_EXPORT void scopy_(const int *n, const float *x, const int *incx, float *y,
                                const int *incy)
 {
+    typedef void host_fn(const int *n, const float *x, const int *incx, float *y, const int *incy);
     static blasft_call_stat stat = {.name = "scopy_"};
     static void *host;
-    scopy_host_fn *fn = (scopy_host_fn *)blasft_shim_host(&host, "scopy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scopy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -356,14 +356,14 @@ BLASFT_SHIM_EXPORT void scopy_(const int *n, const float *x, const int *incx, fl
 BLASFT_SHIM_ALIAS(scopy, scopy_)
 
 /* saxpy_ -> host saxpy_ */
-typedef void saxpy_host_fn(const int *n, const float *alpha, const float *x, const int *incx,
-                           float *y, const int *incy);
 BLASFT_SHIM_EXPORT void saxpy_(const int *n, const float *alpha, const float *x, const int *incx,
                                float *y, const int *incy)
 {
+    typedef void host_fn(const int *n, const float *alpha, const float *x, const int *incx,
+                         float *y, const int *incy);
     static blasft_call_stat stat = {.name = "saxpy_"};
     static void *host;
-    saxpy_host_fn *fn = (saxpy_host_fn *)blasft_shim_host(&host, "saxpy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "saxpy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -371,12 +371,12 @@ BLASFT_SHIM_EXPORT void saxpy_(const int *n, const float *alpha, const float *x,
 BLASFT_SHIM_ALIAS(saxpy, saxpy_)
 
 /* dswap_ -> host dswap_ */
-typedef void dswap_host_fn(const int *n, double *x, const int *incx, double *y, const int *incy);
 BLASFT_SHIM_EXPORT void dswap_(const int *n, double *x, const int *incx, double *y, const int *incy)
 {
+    typedef void host_fn(const int *n, double *x, const int *incx, double *y, const int *incy);
     static blasft_call_stat stat = {.name = "dswap_"};
     static void *host;
-    dswap_host_fn *fn = (dswap_host_fn *)blasft_shim_host(&host, "dswap_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dswap_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -384,14 +384,14 @@ BLASFT_SHIM_EXPORT void dswap_(const int *n, double *x, const int *incx, double 
 BLASFT_SHIM_ALIAS(dswap, dswap_)
 
 /* dcopy_ -> host dcopy_ */
-typedef void dcopy_host_fn(const int *n, const double *x, const int *incx, double *y,
-                           const int *incy);
 BLASFT_SHIM_EXPORT void dcopy_(const int *n, const double *x, const int *incx, double *y,
                                const int *incy)
 {
+    typedef void host_fn(const int *n, const double *x, const int *incx, double *y,
+                         const int *incy);
     static blasft_call_stat stat = {.name = "dcopy_"};
     static void *host;
-    dcopy_host_fn *fn = (dcopy_host_fn *)blasft_shim_host(&host, "dcopy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dcopy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -399,14 +399,14 @@ BLASFT_SHIM_EXPORT void dcopy_(const int *n, const double *x, const int *incx, d
 BLASFT_SHIM_ALIAS(dcopy, dcopy_)
 
 /* daxpy_ -> host daxpy_ */
-typedef void daxpy_host_fn(const int *n, const double *alpha, const double *x, const int *incx,
-                           double *y, const int *incy);
 BLASFT_SHIM_EXPORT void daxpy_(const int *n, const double *alpha, const double *x, const int *incx,
                                double *y, const int *incy)
 {
+    typedef void host_fn(const int *n, const double *alpha, const double *x, const int *incx,
+                         double *y, const int *incy);
     static blasft_call_stat stat = {.name = "daxpy_"};
     static void *host;
-    daxpy_host_fn *fn = (daxpy_host_fn *)blasft_shim_host(&host, "daxpy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "daxpy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -414,12 +414,12 @@ BLASFT_SHIM_EXPORT void daxpy_(const int *n, const double *alpha, const double *
 BLASFT_SHIM_ALIAS(daxpy, daxpy_)
 
 /* cswap_ -> host cswap_ */
-typedef void cswap_host_fn(const int *n, void *x, const int *incx, void *y, const int *incy);
 BLASFT_SHIM_EXPORT void cswap_(const int *n, void *x, const int *incx, void *y, const int *incy)
 {
+    typedef void host_fn(const int *n, void *x, const int *incx, void *y, const int *incy);
     static blasft_call_stat stat = {.name = "cswap_"};
     static void *host;
-    cswap_host_fn *fn = (cswap_host_fn *)blasft_shim_host(&host, "cswap_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cswap_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -427,13 +427,13 @@ BLASFT_SHIM_EXPORT void cswap_(const int *n, void *x, const int *incx, void *y, 
 BLASFT_SHIM_ALIAS(cswap, cswap_)
 
 /* ccopy_ -> host ccopy_ */
-typedef void ccopy_host_fn(const int *n, const void *x, const int *incx, void *y, const int *incy);
 BLASFT_SHIM_EXPORT void ccopy_(const int *n, const void *x, const int *incx, void *y,
                                const int *incy)
 {
+    typedef void host_fn(const int *n, const void *x, const int *incx, void *y, const int *incy);
     static blasft_call_stat stat = {.name = "ccopy_"};
     static void *host;
-    ccopy_host_fn *fn = (ccopy_host_fn *)blasft_shim_host(&host, "ccopy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ccopy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -441,14 +441,14 @@ BLASFT_SHIM_EXPORT void ccopy_(const int *n, const void *x, const int *incx, voi
 BLASFT_SHIM_ALIAS(ccopy, ccopy_)
 
 /* caxpy_ -> host caxpy_ */
-typedef void caxpy_host_fn(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                           const int *incy);
 BLASFT_SHIM_EXPORT void caxpy_(const int *n, const void *alpha, const void *x, const int *incx,
                                void *y, const int *incy)
 {
+    typedef void host_fn(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                         const int *incy);
     static blasft_call_stat stat = {.name = "caxpy_"};
     static void *host;
-    caxpy_host_fn *fn = (caxpy_host_fn *)blasft_shim_host(&host, "caxpy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "caxpy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -456,12 +456,12 @@ BLASFT_SHIM_EXPORT void caxpy_(const int *n, const void *alpha, const void *x, c
 BLASFT_SHIM_ALIAS(caxpy, caxpy_)
 
 /* zswap_ -> host zswap_ */
-typedef void zswap_host_fn(const int *n, void *x, const int *incx, void *y, const int *incy);
 BLASFT_SHIM_EXPORT void zswap_(const int *n, void *x, const int *incx, void *y, const int *incy)
 {
+    typedef void host_fn(const int *n, void *x, const int *incx, void *y, const int *incy);
     static blasft_call_stat stat = {.name = "zswap_"};
     static void *host;
-    zswap_host_fn *fn = (zswap_host_fn *)blasft_shim_host(&host, "zswap_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zswap_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -469,13 +469,13 @@ BLASFT_SHIM_EXPORT void zswap_(const int *n, void *x, const int *incx, void *y, 
 BLASFT_SHIM_ALIAS(zswap, zswap_)
 
 /* zcopy_ -> host zcopy_ */
-typedef void zcopy_host_fn(const int *n, const void *x, const int *incx, void *y, const int *incy);
 BLASFT_SHIM_EXPORT void zcopy_(const int *n, const void *x, const int *incx, void *y,
                                const int *incy)
 {
+    typedef void host_fn(const int *n, const void *x, const int *incx, void *y, const int *incy);
     static blasft_call_stat stat = {.name = "zcopy_"};
     static void *host;
-    zcopy_host_fn *fn = (zcopy_host_fn *)blasft_shim_host(&host, "zcopy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zcopy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -483,14 +483,14 @@ BLASFT_SHIM_EXPORT void zcopy_(const int *n, const void *x, const int *incx, voi
 BLASFT_SHIM_ALIAS(zcopy, zcopy_)
 
 /* zaxpy_ -> host zaxpy_ */
-typedef void zaxpy_host_fn(const int *n, const void *alpha, const void *x, const int *incx, void *y,
-                           const int *incy);
 BLASFT_SHIM_EXPORT void zaxpy_(const int *n, const void *alpha, const void *x, const int *incx,
                                void *y, const int *incy)
 {
+    typedef void host_fn(const int *n, const void *alpha, const void *x, const int *incx, void *y,
+                         const int *incy);
     static blasft_call_stat stat = {.name = "zaxpy_"};
     static void *host;
-    zaxpy_host_fn *fn = (zaxpy_host_fn *)blasft_shim_host(&host, "zaxpy_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zaxpy_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -498,12 +498,12 @@ BLASFT_SHIM_EXPORT void zaxpy_(const int *n, const void *alpha, const void *x, c
 BLASFT_SHIM_ALIAS(zaxpy, zaxpy_)
 
 /* srotmg_ -> host srotmg_ */
-typedef void srotmg_host_fn(float *d1, float *d2, float *b1, const float *b2, float *p);
 BLASFT_SHIM_EXPORT void srotmg_(float *d1, float *d2, float *b1, const float *b2, float *p)
 {
+    typedef void host_fn(float *d1, float *d2, float *b1, const float *b2, float *p);
     static blasft_call_stat stat = {.name = "srotmg_"};
     static void *host;
-    srotmg_host_fn *fn = (srotmg_host_fn *)blasft_shim_host(&host, "srotmg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "srotmg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(d1, d2, b1, b2, p);
     blasft_shim_leave(&call);
@@ -511,14 +511,14 @@ BLASFT_SHIM_EXPORT void srotmg_(float *d1, float *d2, float *b1, const float *b2
 BLASFT_SHIM_ALIAS(srotmg, srotmg_)
 
 /* srotm_ -> host srotm_ */
-typedef void srotm_host_fn(const int *n, float *x, const int *incx, float *y, const int *incy,
-                           const float *p);
 BLASFT_SHIM_EXPORT void srotm_(const int *n, float *x, const int *incx, float *y, const int *incy,
                                const float *p)
 {
+    typedef void host_fn(const int *n, float *x, const int *incx, float *y, const int *incy,
+                         const float *p);
     static blasft_call_stat stat = {.name = "srotm_"};
     static void *host;
-    srotm_host_fn *fn = (srotm_host_fn *)blasft_shim_host(&host, "srotm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "srotm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, p);
     blasft_shim_leave(&call);
@@ -526,12 +526,12 @@ BLASFT_SHIM_EXPORT void srotm_(const int *n, float *x, const int *incx, float *y
 BLASFT_SHIM_ALIAS(srotm, srotm_)
 
 /* drotmg_ -> host drotmg_ */
-typedef void drotmg_host_fn(double *d1, double *d2, double *b1, const double *b2, double *p);
 BLASFT_SHIM_EXPORT void drotmg_(double *d1, double *d2, double *b1, const double *b2, double *p)
 {
+    typedef void host_fn(double *d1, double *d2, double *b1, const double *b2, double *p);
     static blasft_call_stat stat = {.name = "drotmg_"};
     static void *host;
-    drotmg_host_fn *fn = (drotmg_host_fn *)blasft_shim_host(&host, "drotmg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "drotmg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(d1, d2, b1, b2, p);
     blasft_shim_leave(&call);
@@ -539,14 +539,14 @@ BLASFT_SHIM_EXPORT void drotmg_(double *d1, double *d2, double *b1, const double
 BLASFT_SHIM_ALIAS(drotmg, drotmg_)
 
 /* drotm_ -> host drotm_ */
-typedef void drotm_host_fn(const int *n, double *x, const int *incx, double *y, const int *incy,
-                           const double *p);
 BLASFT_SHIM_EXPORT void drotm_(const int *n, double *x, const int *incx, double *y, const int *incy,
                                const double *p)
 {
+    typedef void host_fn(const int *n, double *x, const int *incx, double *y, const int *incy,
+                         const double *p);
     static blasft_call_stat stat = {.name = "drotm_"};
     static void *host;
-    drotm_host_fn *fn = (drotm_host_fn *)blasft_shim_host(&host, "drotm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "drotm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, p);
     blasft_shim_leave(&call);
@@ -554,12 +554,12 @@ BLASFT_SHIM_EXPORT void drotm_(const int *n, double *x, const int *incx, double 
 BLASFT_SHIM_ALIAS(drotm, drotm_)
 
 /* sscal_ -> host sscal_ */
-typedef void sscal_host_fn(const int *n, const float *alpha, float *x, const int *incx);
 BLASFT_SHIM_EXPORT void sscal_(const int *n, const float *alpha, float *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const float *alpha, float *x, const int *incx);
     static blasft_call_stat stat = {.name = "sscal_"};
     static void *host;
-    sscal_host_fn *fn = (sscal_host_fn *)blasft_shim_host(&host, "sscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -567,12 +567,12 @@ BLASFT_SHIM_EXPORT void sscal_(const int *n, const float *alpha, float *x, const
 BLASFT_SHIM_ALIAS(sscal, sscal_)
 
 /* dscal_ -> host dscal_ */
-typedef void dscal_host_fn(const int *n, const double *alpha, double *x, const int *incx);
 BLASFT_SHIM_EXPORT void dscal_(const int *n, const double *alpha, double *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const double *alpha, double *x, const int *incx);
     static blasft_call_stat stat = {.name = "dscal_"};
     static void *host;
-    dscal_host_fn *fn = (dscal_host_fn *)blasft_shim_host(&host, "dscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -580,12 +580,12 @@ BLASFT_SHIM_EXPORT void dscal_(const int *n, const double *alpha, double *x, con
 BLASFT_SHIM_ALIAS(dscal, dscal_)
 
 /* cscal_ -> host cscal_ */
-typedef void cscal_host_fn(const int *n, const void *alpha, void *x, const int *incx);
 BLASFT_SHIM_EXPORT void cscal_(const int *n, const void *alpha, void *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const void *alpha, void *x, const int *incx);
     static blasft_call_stat stat = {.name = "cscal_"};
     static void *host;
-    cscal_host_fn *fn = (cscal_host_fn *)blasft_shim_host(&host, "cscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -593,12 +593,12 @@ BLASFT_SHIM_EXPORT void cscal_(const int *n, const void *alpha, void *x, const i
 BLASFT_SHIM_ALIAS(cscal, cscal_)
 
 /* zscal_ -> host zscal_ */
-typedef void zscal_host_fn(const int *n, const void *alpha, void *x, const int *incx);
 BLASFT_SHIM_EXPORT void zscal_(const int *n, const void *alpha, void *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const void *alpha, void *x, const int *incx);
     static blasft_call_stat stat = {.name = "zscal_"};
     static void *host;
-    zscal_host_fn *fn = (zscal_host_fn *)blasft_shim_host(&host, "zscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -606,12 +606,12 @@ BLASFT_SHIM_EXPORT void zscal_(const int *n, const void *alpha, void *x, const i
 BLASFT_SHIM_ALIAS(zscal, zscal_)
 
 /* csscal_ -> host csscal_ */
-typedef void csscal_host_fn(const int *n, const float *alpha, void *x, const int *incx);
 BLASFT_SHIM_EXPORT void csscal_(const int *n, const float *alpha, void *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const float *alpha, void *x, const int *incx);
     static blasft_call_stat stat = {.name = "csscal_"};
     static void *host;
-    csscal_host_fn *fn = (csscal_host_fn *)blasft_shim_host(&host, "csscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "csscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -619,12 +619,12 @@ BLASFT_SHIM_EXPORT void csscal_(const int *n, const float *alpha, void *x, const
 BLASFT_SHIM_ALIAS(csscal, csscal_)
 
 /* zdscal_ -> host zdscal_ */
-typedef void zdscal_host_fn(const int *n, const double *alpha, void *x, const int *incx);
 BLASFT_SHIM_EXPORT void zdscal_(const int *n, const double *alpha, void *x, const int *incx)
 {
+    typedef void host_fn(const int *n, const double *alpha, void *x, const int *incx);
     static blasft_call_stat stat = {.name = "zdscal_"};
     static void *host;
-    zdscal_host_fn *fn = (zdscal_host_fn *)blasft_shim_host(&host, "zdscal_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdscal_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, alpha, x, incx);
     blasft_shim_leave(&call);
@@ -632,12 +632,12 @@ BLASFT_SHIM_EXPORT void zdscal_(const int *n, const double *alpha, void *x, cons
 BLASFT_SHIM_ALIAS(zdscal, zdscal_)
 
 /* srotg_ -> host srotg_ */
-typedef void srotg_host_fn(float *a, float *b, float *c, float *s);
 BLASFT_SHIM_EXPORT void srotg_(float *a, float *b, float *c, float *s)
 {
+    typedef void host_fn(float *a, float *b, float *c, float *s);
     static blasft_call_stat stat = {.name = "srotg_"};
     static void *host;
-    srotg_host_fn *fn = (srotg_host_fn *)blasft_shim_host(&host, "srotg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "srotg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
@@ -645,12 +645,12 @@ BLASFT_SHIM_EXPORT void srotg_(float *a, float *b, float *c, float *s)
 BLASFT_SHIM_ALIAS(srotg, srotg_)
 
 /* drotg_ -> host drotg_ */
-typedef void drotg_host_fn(double *a, double *b, double *c, double *s);
 BLASFT_SHIM_EXPORT void drotg_(double *a, double *b, double *c, double *s)
 {
+    typedef void host_fn(double *a, double *b, double *c, double *s);
     static blasft_call_stat stat = {.name = "drotg_"};
     static void *host;
-    drotg_host_fn *fn = (drotg_host_fn *)blasft_shim_host(&host, "drotg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "drotg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
@@ -658,12 +658,12 @@ BLASFT_SHIM_EXPORT void drotg_(double *a, double *b, double *c, double *s)
 BLASFT_SHIM_ALIAS(drotg, drotg_)
 
 /* crotg_ -> host crotg_ */
-typedef void crotg_host_fn(void *a, void *b, float *c, void *s);
 BLASFT_SHIM_EXPORT void crotg_(void *a, void *b, float *c, void *s)
 {
+    typedef void host_fn(void *a, void *b, float *c, void *s);
     static blasft_call_stat stat = {.name = "crotg_"};
     static void *host;
-    crotg_host_fn *fn = (crotg_host_fn *)blasft_shim_host(&host, "crotg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "crotg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
@@ -671,12 +671,12 @@ BLASFT_SHIM_EXPORT void crotg_(void *a, void *b, float *c, void *s)
 BLASFT_SHIM_ALIAS(crotg, crotg_)
 
 /* zrotg_ -> host zrotg_ */
-typedef void zrotg_host_fn(void *a, void *b, double *c, void *s);
 BLASFT_SHIM_EXPORT void zrotg_(void *a, void *b, double *c, void *s)
 {
+    typedef void host_fn(void *a, void *b, double *c, void *s);
     static blasft_call_stat stat = {.name = "zrotg_"};
     static void *host;
-    zrotg_host_fn *fn = (zrotg_host_fn *)blasft_shim_host(&host, "zrotg_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zrotg_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(a, b, c, s);
     blasft_shim_leave(&call);
@@ -684,14 +684,14 @@ BLASFT_SHIM_EXPORT void zrotg_(void *a, void *b, double *c, void *s)
 BLASFT_SHIM_ALIAS(zrotg, zrotg_)
 
 /* srot_ -> host srot_ */
-typedef void srot_host_fn(const int *n, float *x, const int *incx, float *y, const int *incy,
-                          const float *c, const float *s);
 BLASFT_SHIM_EXPORT void srot_(const int *n, float *x, const int *incx, float *y, const int *incy,
                               const float *c, const float *s)
 {
+    typedef void host_fn(const int *n, float *x, const int *incx, float *y, const int *incy,
+                         const float *c, const float *s);
     static blasft_call_stat stat = {.name = "srot_"};
     static void *host;
-    srot_host_fn *fn = (srot_host_fn *)blasft_shim_host(&host, "srot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "srot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
@@ -699,14 +699,14 @@ BLASFT_SHIM_EXPORT void srot_(const int *n, float *x, const int *incx, float *y,
 BLASFT_SHIM_ALIAS(srot, srot_)
 
 /* drot_ -> host drot_ */
-typedef void drot_host_fn(const int *n, double *x, const int *incx, double *y, const int *incy,
-                          const double *c, const double *s);
 BLASFT_SHIM_EXPORT void drot_(const int *n, double *x, const int *incx, double *y, const int *incy,
                               const double *c, const double *s)
 {
+    typedef void host_fn(const int *n, double *x, const int *incx, double *y, const int *incy,
+                         const double *c, const double *s);
     static blasft_call_stat stat = {.name = "drot_"};
     static void *host;
-    drot_host_fn *fn = (drot_host_fn *)blasft_shim_host(&host, "drot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "drot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
@@ -714,14 +714,14 @@ BLASFT_SHIM_EXPORT void drot_(const int *n, double *x, const int *incx, double *
 BLASFT_SHIM_ALIAS(drot, drot_)
 
 /* csrot_ -> host csrot_ */
-typedef void csrot_host_fn(const int *n, void *x, const int *incx, void *y, const int *incy,
-                           const float *c, const float *s);
 BLASFT_SHIM_EXPORT void csrot_(const int *n, void *x, const int *incx, void *y, const int *incy,
                                const float *c, const float *s)
 {
+    typedef void host_fn(const int *n, void *x, const int *incx, void *y, const int *incy,
+                         const float *c, const float *s);
     static blasft_call_stat stat = {.name = "csrot_"};
     static void *host;
-    csrot_host_fn *fn = (csrot_host_fn *)blasft_shim_host(&host, "csrot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "csrot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
@@ -729,14 +729,14 @@ BLASFT_SHIM_EXPORT void csrot_(const int *n, void *x, const int *incx, void *y, 
 BLASFT_SHIM_ALIAS(csrot, csrot_)
 
 /* zdrot_ -> host zdrot_ */
-typedef void zdrot_host_fn(const int *n, void *x, const int *incx, void *y, const int *incy,
-                           const double *c, const double *s);
 BLASFT_SHIM_EXPORT void zdrot_(const int *n, void *x, const int *incx, void *y, const int *incy,
                                const double *c, const double *s)
 {
+    typedef void host_fn(const int *n, void *x, const int *incx, void *y, const int *incy,
+                         const double *c, const double *s);
     static blasft_call_stat stat = {.name = "zdrot_"};
     static void *host;
-    zdrot_host_fn *fn = (zdrot_host_fn *)blasft_shim_host(&host, "zdrot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdrot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(n, x, incx, y, incy, c, s);
     blasft_shim_leave(&call);
@@ -744,16 +744,16 @@ BLASFT_SHIM_EXPORT void zdrot_(const int *n, void *x, const int *incx, void *y, 
 BLASFT_SHIM_ALIAS(zdrot, zdrot_)
 
 /* sgemv_ -> host sgemv_ */
-typedef void sgemv_host_fn(const char *transa, const int *m, const int *n, const float *alpha,
-                           const float *a, const int *lda, const float *x, const int *incx,
-                           const float *beta, float *y, const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void sgemv_(const char *transa, const int *m, const int *n, const float *alpha,
                                const float *a, const int *lda, const float *x, const int *incx,
                                const float *beta, float *y, const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const float *alpha,
+                         const float *a, const int *lda, const float *x, const int *incx,
+                         const float *beta, float *y, const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "sgemv_"};
     static void *host;
-    sgemv_host_fn *fn = (sgemv_host_fn *)blasft_shim_host(&host, "sgemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sgemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -761,18 +761,18 @@ BLASFT_SHIM_EXPORT void sgemv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(sgemv, sgemv_)
 
 /* sgbmv_ -> host sgbmv_ */
-typedef void sgbmv_host_fn(const char *transa, const int *m, const int *n, const int *kl,
-                           const int *ku, const float *alpha, const float *a, const int *lda,
-                           const float *x, const int *incx, const float *beta, float *y,
-                           const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void sgbmv_(const char *transa, const int *m, const int *n, const int *kl,
                                const int *ku, const float *alpha, const float *a, const int *lda,
                                const float *x, const int *incx, const float *beta, float *y,
                                const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const int *kl,
+                         const int *ku, const float *alpha, const float *a, const int *lda,
+                         const float *x, const int *incx, const float *beta, float *y,
+                         const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "sgbmv_"};
     static void *host;
-    sgbmv_host_fn *fn = (sgbmv_host_fn *)blasft_shim_host(&host, "sgbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sgbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -780,16 +780,16 @@ BLASFT_SHIM_EXPORT void sgbmv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(sgbmv, sgbmv_)
 
 /* strmv_ -> host strmv_ */
-typedef void strmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const float *a, const int *lda, float *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void strmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const float *a, const int *lda, float *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "strmv_"};
     static void *host;
-    strmv_host_fn *fn = (strmv_host_fn *)blasft_shim_host(&host, "strmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "strmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -797,16 +797,16 @@ BLASFT_SHIM_EXPORT void strmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(strmv, strmv_)
 
 /* stbmv_ -> host stbmv_ */
-typedef void stbmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const float *a, const int *lda, float *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void stbmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const float *a, const int *lda, float *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const float *a, const int *lda, float *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "stbmv_"};
     static void *host;
-    stbmv_host_fn *fn = (stbmv_host_fn *)blasft_shim_host(&host, "stbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "stbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -814,16 +814,16 @@ BLASFT_SHIM_EXPORT void stbmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(stbmv, stbmv_)
 
 /* stpmv_ -> host stpmv_ */
-typedef void stpmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const float *ap, float *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void stpmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const float *ap, float *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const float *ap, float *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "stpmv_"};
     static void *host;
-    stpmv_host_fn *fn = (stpmv_host_fn *)blasft_shim_host(&host, "stpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "stpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -831,16 +831,16 @@ BLASFT_SHIM_EXPORT void stpmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(stpmv, stpmv_)
 
 /* strsv_ -> host strsv_ */
-typedef void strsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const float *a, const int *lda, float *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void strsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const float *a, const int *lda, float *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const float *a, const int *lda, float *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "strsv_"};
     static void *host;
-    strsv_host_fn *fn = (strsv_host_fn *)blasft_shim_host(&host, "strsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "strsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -848,16 +848,16 @@ BLASFT_SHIM_EXPORT void strsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(strsv, strsv_)
 
 /* stbsv_ -> host stbsv_ */
-typedef void stbsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const float *a, const int *lda, float *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void stbsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const float *a, const int *lda, float *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const float *a, const int *lda, float *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "stbsv_"};
     static void *host;
-    stbsv_host_fn *fn = (stbsv_host_fn *)blasft_shim_host(&host, "stbsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "stbsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -865,16 +865,16 @@ BLASFT_SHIM_EXPORT void stbsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(stbsv, stbsv_)
 
 /* stpsv_ -> host stpsv_ */
-typedef void stpsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const float *ap, float *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void stpsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const float *ap, float *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const float *ap, float *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "stpsv_"};
     static void *host;
-    stpsv_host_fn *fn = (stpsv_host_fn *)blasft_shim_host(&host, "stpsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "stpsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -882,16 +882,16 @@ BLASFT_SHIM_EXPORT void stpsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(stpsv, stpsv_)
 
 /* dgemv_ -> host dgemv_ */
-typedef void dgemv_host_fn(const char *transa, const int *m, const int *n, const double *alpha,
-                           const double *a, const int *lda, const double *x, const int *incx,
-                           const double *beta, double *y, const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void dgemv_(const char *transa, const int *m, const int *n, const double *alpha,
                                const double *a, const int *lda, const double *x, const int *incx,
                                const double *beta, double *y, const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const double *alpha,
+                         const double *a, const int *lda, const double *x, const int *incx,
+                         const double *beta, double *y, const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "dgemv_"};
     static void *host;
-    dgemv_host_fn *fn = (dgemv_host_fn *)blasft_shim_host(&host, "dgemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dgemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -899,18 +899,18 @@ BLASFT_SHIM_EXPORT void dgemv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(dgemv, dgemv_)
 
 /* dgbmv_ -> host dgbmv_ */
-typedef void dgbmv_host_fn(const char *transa, const int *m, const int *n, const int *kl,
-                           const int *ku, const double *alpha, const double *a, const int *lda,
-                           const double *x, const int *incx, const double *beta, double *y,
-                           const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void dgbmv_(const char *transa, const int *m, const int *n, const int *kl,
                                const int *ku, const double *alpha, const double *a, const int *lda,
                                const double *x, const int *incx, const double *beta, double *y,
                                const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const int *kl,
+                         const int *ku, const double *alpha, const double *a, const int *lda,
+                         const double *x, const int *incx, const double *beta, double *y,
+                         const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "dgbmv_"};
     static void *host;
-    dgbmv_host_fn *fn = (dgbmv_host_fn *)blasft_shim_host(&host, "dgbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dgbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -918,16 +918,16 @@ BLASFT_SHIM_EXPORT void dgbmv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(dgbmv, dgbmv_)
 
 /* dtrmv_ -> host dtrmv_ */
-typedef void dtrmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const double *a, const int *lda, double *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtrmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const double *a, const int *lda, double *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const double *a, const int *lda, double *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtrmv_"};
     static void *host;
-    dtrmv_host_fn *fn = (dtrmv_host_fn *)blasft_shim_host(&host, "dtrmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtrmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -935,16 +935,16 @@ BLASFT_SHIM_EXPORT void dtrmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtrmv, dtrmv_)
 
 /* dtbmv_ -> host dtbmv_ */
-typedef void dtbmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const double *a, const int *lda, double *x,
-                           const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtbmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const double *a, const int *lda, double *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const double *a, const int *lda, double *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtbmv_"};
     static void *host;
-    dtbmv_host_fn *fn = (dtbmv_host_fn *)blasft_shim_host(&host, "dtbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -952,16 +952,16 @@ BLASFT_SHIM_EXPORT void dtbmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtbmv, dtbmv_)
 
 /* dtpmv_ -> host dtpmv_ */
-typedef void dtpmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const double *ap, double *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtpmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const double *ap, double *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const double *ap, double *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtpmv_"};
     static void *host;
-    dtpmv_host_fn *fn = (dtpmv_host_fn *)blasft_shim_host(&host, "dtpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -969,16 +969,16 @@ BLASFT_SHIM_EXPORT void dtpmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtpmv, dtpmv_)
 
 /* dtrsv_ -> host dtrsv_ */
-typedef void dtrsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const double *a, const int *lda, double *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtrsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const double *a, const int *lda, double *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const double *a, const int *lda, double *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtrsv_"};
     static void *host;
-    dtrsv_host_fn *fn = (dtrsv_host_fn *)blasft_shim_host(&host, "dtrsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtrsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -986,16 +986,16 @@ BLASFT_SHIM_EXPORT void dtrsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtrsv, dtrsv_)
 
 /* dtbsv_ -> host dtbsv_ */
-typedef void dtbsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const double *a, const int *lda, double *x,
-                           const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtbsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const double *a, const int *lda, double *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const double *a, const int *lda, double *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtbsv_"};
     static void *host;
-    dtbsv_host_fn *fn = (dtbsv_host_fn *)blasft_shim_host(&host, "dtbsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtbsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1003,16 +1003,16 @@ BLASFT_SHIM_EXPORT void dtbsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtbsv, dtbsv_)
 
 /* dtpsv_ -> host dtpsv_ */
-typedef void dtpsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const double *ap, double *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtpsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const double *ap, double *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const double *ap, double *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtpsv_"};
     static void *host;
-    dtpsv_host_fn *fn = (dtpsv_host_fn *)blasft_shim_host(&host, "dtpsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtpsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1020,16 +1020,16 @@ BLASFT_SHIM_EXPORT void dtpsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(dtpsv, dtpsv_)
 
 /* cgemv_ -> host cgemv_ */
-typedef void cgemv_host_fn(const char *transa, const int *m, const int *n, const void *alpha,
-                           const void *a, const int *lda, const void *x, const int *incx,
-                           const void *beta, void *y, const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void cgemv_(const char *transa, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, const void *x, const int *incx,
                                const void *beta, void *y, const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const void *alpha,
+                         const void *a, const int *lda, const void *x, const int *incx,
+                         const void *beta, void *y, const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "cgemv_"};
     static void *host;
-    cgemv_host_fn *fn = (cgemv_host_fn *)blasft_shim_host(&host, "cgemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cgemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -1037,18 +1037,18 @@ BLASFT_SHIM_EXPORT void cgemv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(cgemv, cgemv_)
 
 /* cgbmv_ -> host cgbmv_ */
-typedef void cgbmv_host_fn(const char *transa, const int *m, const int *n, const int *kl,
-                           const int *ku, const void *alpha, const void *a, const int *lda,
-                           const void *x, const int *incx, const void *beta, void *y,
-                           const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void cgbmv_(const char *transa, const int *m, const int *n, const int *kl,
                                const int *ku, const void *alpha, const void *a, const int *lda,
                                const void *x, const int *incx, const void *beta, void *y,
                                const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const int *kl,
+                         const int *ku, const void *alpha, const void *a, const int *lda,
+                         const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                         size_t transa_len);
     static blasft_call_stat stat = {.name = "cgbmv_"};
     static void *host;
-    cgbmv_host_fn *fn = (cgbmv_host_fn *)blasft_shim_host(&host, "cgbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cgbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -1056,16 +1056,16 @@ BLASFT_SHIM_EXPORT void cgbmv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(cgbmv, cgbmv_)
 
 /* ctrmv_ -> host ctrmv_ */
-typedef void ctrmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctrmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *a, const int *lda, void *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctrmv_"};
     static void *host;
-    ctrmv_host_fn *fn = (ctrmv_host_fn *)blasft_shim_host(&host, "ctrmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctrmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1073,16 +1073,16 @@ BLASFT_SHIM_EXPORT void ctrmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctrmv, ctrmv_)
 
 /* ctbmv_ -> host ctbmv_ */
-typedef void ctbmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const void *a, const int *lda, void *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctbmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const void *a, const int *lda, void *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const void *a, const int *lda, void *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctbmv_"};
     static void *host;
-    ctbmv_host_fn *fn = (ctbmv_host_fn *)blasft_shim_host(&host, "ctbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1090,16 +1090,16 @@ BLASFT_SHIM_EXPORT void ctbmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctbmv, ctbmv_)
 
 /* ctpmv_ -> host ctpmv_ */
-typedef void ctpmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *ap, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctpmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *ap, void *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *ap, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctpmv_"};
     static void *host;
-    ctpmv_host_fn *fn = (ctpmv_host_fn *)blasft_shim_host(&host, "ctpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1107,16 +1107,16 @@ BLASFT_SHIM_EXPORT void ctpmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctpmv, ctpmv_)
 
 /* ctrsv_ -> host ctrsv_ */
-typedef void ctrsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctrsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *a, const int *lda, void *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctrsv_"};
     static void *host;
-    ctrsv_host_fn *fn = (ctrsv_host_fn *)blasft_shim_host(&host, "ctrsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctrsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1124,16 +1124,16 @@ BLASFT_SHIM_EXPORT void ctrsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctrsv, ctrsv_)
 
 /* ctbsv_ -> host ctbsv_ */
-typedef void ctbsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const void *a, const int *lda, void *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctbsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const void *a, const int *lda, void *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const void *a, const int *lda, void *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctbsv_"};
     static void *host;
-    ctbsv_host_fn *fn = (ctbsv_host_fn *)blasft_shim_host(&host, "ctbsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctbsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1141,16 +1141,16 @@ BLASFT_SHIM_EXPORT void ctbsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctbsv, ctbsv_)
 
 /* ctpsv_ -> host ctpsv_ */
-typedef void ctpsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *ap, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctpsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *ap, void *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *ap, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctpsv_"};
     static void *host;
-    ctpsv_host_fn *fn = (ctpsv_host_fn *)blasft_shim_host(&host, "ctpsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctpsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1158,16 +1158,16 @@ BLASFT_SHIM_EXPORT void ctpsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ctpsv, ctpsv_)
 
 /* zgemv_ -> host zgemv_ */
-typedef void zgemv_host_fn(const char *transa, const int *m, const int *n, const void *alpha,
-                           const void *a, const int *lda, const void *x, const int *incx,
-                           const void *beta, void *y, const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void zgemv_(const char *transa, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, const void *x, const int *incx,
                                const void *beta, void *y, const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const void *alpha,
+                         const void *a, const int *lda, const void *x, const int *incx,
+                         const void *beta, void *y, const int *incy, size_t transa_len);
     static blasft_call_stat stat = {.name = "zgemv_"};
     static void *host;
-    zgemv_host_fn *fn = (zgemv_host_fn *)blasft_shim_host(&host, "zgemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zgemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -1175,18 +1175,18 @@ BLASFT_SHIM_EXPORT void zgemv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(zgemv, zgemv_)
 
 /* zgbmv_ -> host zgbmv_ */
-typedef void zgbmv_host_fn(const char *transa, const int *m, const int *n, const int *kl,
-                           const int *ku, const void *alpha, const void *a, const int *lda,
-                           const void *x, const int *incx, const void *beta, void *y,
-                           const int *incy, size_t transa_len);
 BLASFT_SHIM_EXPORT void zgbmv_(const char *transa, const int *m, const int *n, const int *kl,
                                const int *ku, const void *alpha, const void *a, const int *lda,
                                const void *x, const int *incx, const void *beta, void *y,
                                const int *incy, size_t transa_len)
 {
+    typedef void host_fn(const char *transa, const int *m, const int *n, const int *kl,
+                         const int *ku, const void *alpha, const void *a, const int *lda,
+                         const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                         size_t transa_len);
     static blasft_call_stat stat = {.name = "zgbmv_"};
     static void *host;
-    zgbmv_host_fn *fn = (zgbmv_host_fn *)blasft_shim_host(&host, "zgbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zgbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(transa, m, n, kl, ku, alpha, a, lda, x, incx, beta, y, incy, transa_len);
     blasft_shim_leave(&call);
@@ -1194,16 +1194,16 @@ BLASFT_SHIM_EXPORT void zgbmv_(const char *transa, const int *m, const int *n, c
 BLASFT_SHIM_ALIAS(zgbmv, zgbmv_)
 
 /* ztrmv_ -> host ztrmv_ */
-typedef void ztrmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztrmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *a, const int *lda, void *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztrmv_"};
     static void *host;
-    ztrmv_host_fn *fn = (ztrmv_host_fn *)blasft_shim_host(&host, "ztrmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztrmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1211,16 +1211,16 @@ BLASFT_SHIM_EXPORT void ztrmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztrmv, ztrmv_)
 
 /* ztbmv_ -> host ztbmv_ */
-typedef void ztbmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const void *a, const int *lda, void *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztbmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const void *a, const int *lda, void *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const void *a, const int *lda, void *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztbmv_"};
     static void *host;
-    ztbmv_host_fn *fn = (ztbmv_host_fn *)blasft_shim_host(&host, "ztbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1228,16 +1228,16 @@ BLASFT_SHIM_EXPORT void ztbmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztbmv, ztbmv_)
 
 /* ztpmv_ -> host ztpmv_ */
-typedef void ztpmv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *ap, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztpmv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *ap, void *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *ap, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztpmv_"};
     static void *host;
-    ztpmv_host_fn *fn = (ztpmv_host_fn *)blasft_shim_host(&host, "ztpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1245,16 +1245,16 @@ BLASFT_SHIM_EXPORT void ztpmv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztpmv, ztpmv_)
 
 /* ztrsv_ -> host ztrsv_ */
-typedef void ztrsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztrsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *a, const int *lda, void *x, const int *incx,
                                size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *a, const int *lda, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztrsv_"};
     static void *host;
-    ztrsv_host_fn *fn = (ztrsv_host_fn *)blasft_shim_host(&host, "ztrsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztrsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1262,16 +1262,16 @@ BLASFT_SHIM_EXPORT void ztrsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztrsv, ztrsv_)
 
 /* ztbsv_ -> host ztbsv_ */
-typedef void ztbsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const int *k, const void *a, const int *lda, void *x, const int *incx,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztbsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const int *k, const void *a, const int *lda, void *x,
                                const int *incx, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const int *k, const void *a, const int *lda, void *x, const int *incx,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztbsv_"};
     static void *host;
-    ztbsv_host_fn *fn = (ztbsv_host_fn *)blasft_shim_host(&host, "ztbsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztbsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, k, a, lda, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1279,16 +1279,16 @@ BLASFT_SHIM_EXPORT void ztbsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztbsv, ztbsv_)
 
 /* ztpsv_ -> host ztpsv_ */
-typedef void ztpsv_host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
-                           const void *ap, void *x, const int *incx, size_t uplo_len,
-                           size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztpsv_(const char *uplo, const char *transa, const char *diag, const int *n,
                                const void *ap, void *x, const int *incx, size_t uplo_len,
                                size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *uplo, const char *transa, const char *diag, const int *n,
+                         const void *ap, void *x, const int *incx, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztpsv_"};
     static void *host;
-    ztpsv_host_fn *fn = (ztpsv_host_fn *)blasft_shim_host(&host, "ztpsv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztpsv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, transa, diag, n, ap, x, incx, uplo_len, transa_len, diag_len);
     blasft_shim_leave(&call);
@@ -1296,16 +1296,16 @@ BLASFT_SHIM_EXPORT void ztpsv_(const char *uplo, const char *transa, const char 
 BLASFT_SHIM_ALIAS(ztpsv, ztpsv_)
 
 /* ssymv_ -> host ssymv_ */
-typedef void ssymv_host_fn(const char *uplo, const int *n, const float *alpha, const float *a,
-                           const int *lda, const float *x, const int *incx, const float *beta,
-                           float *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void ssymv_(const char *uplo, const int *n, const float *alpha, const float *a,
                                const int *lda, const float *x, const int *incx, const float *beta,
                                float *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *a,
+                         const int *lda, const float *x, const int *incx, const float *beta,
+                         float *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "ssymv_"};
     static void *host;
-    ssymv_host_fn *fn = (ssymv_host_fn *)blasft_shim_host(&host, "ssymv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssymv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1313,16 +1313,16 @@ BLASFT_SHIM_EXPORT void ssymv_(const char *uplo, const int *n, const float *alph
 BLASFT_SHIM_ALIAS(ssymv, ssymv_)
 
 /* ssbmv_ -> host ssbmv_ */
-typedef void ssbmv_host_fn(const char *uplo, const int *n, const int *k, const float *alpha,
-                           const float *a, const int *lda, const float *x, const int *incx,
-                           const float *beta, float *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void ssbmv_(const char *uplo, const int *n, const int *k, const float *alpha,
                                const float *a, const int *lda, const float *x, const int *incx,
                                const float *beta, float *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const int *k, const float *alpha,
+                         const float *a, const int *lda, const float *x, const int *incx,
+                         const float *beta, float *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "ssbmv_"};
     static void *host;
-    ssbmv_host_fn *fn = (ssbmv_host_fn *)blasft_shim_host(&host, "ssbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, k, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1330,16 +1330,16 @@ BLASFT_SHIM_EXPORT void ssbmv_(const char *uplo, const int *n, const int *k, con
 BLASFT_SHIM_ALIAS(ssbmv, ssbmv_)
 
 /* sspmv_ -> host sspmv_ */
-typedef void sspmv_host_fn(const char *uplo, const int *n, const float *alpha, const float *ap,
-                           const float *x, const int *incx, const float *beta, float *y,
-                           const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void sspmv_(const char *uplo, const int *n, const float *alpha, const float *ap,
                                const float *x, const int *incx, const float *beta, float *y,
                                const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *ap,
+                         const float *x, const int *incx, const float *beta, float *y,
+                         const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "sspmv_"};
     static void *host;
-    sspmv_host_fn *fn = (sspmv_host_fn *)blasft_shim_host(&host, "sspmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sspmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, ap, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1347,15 +1347,16 @@ BLASFT_SHIM_EXPORT void sspmv_(const char *uplo, const int *n, const float *alph
 BLASFT_SHIM_ALIAS(sspmv, sspmv_)
 
 /* sger_ -> host sger_ */
-typedef void sger_host_fn(const int *m, const int *n, const float *alpha, const float *x,
-                          const int *incx, const float *y, const int *incy, float *a, const int *lda);
 BLASFT_SHIM_EXPORT void sger_(const int *m, const int *n, const float *alpha, const float *x,
                               const int *incx, const float *y, const int *incy, float *a,
                               const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const float *alpha, const float *x,
+                         const int *incx, const float *y, const int *incy, float *a,
+                         const int *lda);
     static blasft_call_stat stat = {.name = "sger_"};
     static void *host;
-    sger_host_fn *fn = (sger_host_fn *)blasft_shim_host(&host, "sger_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sger_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1363,14 +1364,14 @@ BLASFT_SHIM_EXPORT void sger_(const int *m, const int *n, const float *alpha, co
 BLASFT_SHIM_ALIAS(sger, sger_)
 
 /* ssyr_ -> host ssyr_ */
-typedef void ssyr_host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *a, const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void ssyr_(const char *uplo, const int *n, const float *alpha, const float *x,
                               const int *incx, float *a, const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
+                         const int *incx, float *a, const int *lda, size_t uplo_len);
     static blasft_call_stat stat = {.name = "ssyr_"};
     static void *host;
-    ssyr_host_fn *fn = (ssyr_host_fn *)blasft_shim_host(&host, "ssyr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssyr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1378,14 +1379,14 @@ BLASFT_SHIM_EXPORT void ssyr_(const char *uplo, const int *n, const float *alpha
 BLASFT_SHIM_ALIAS(ssyr, ssyr_)
 
 /* sspr_ -> host sspr_ */
-typedef void sspr_host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
-                          const int *incx, float *ap, size_t uplo_len);
 BLASFT_SHIM_EXPORT void sspr_(const char *uplo, const int *n, const float *alpha, const float *x,
                               const int *incx, float *ap, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
+                         const int *incx, float *ap, size_t uplo_len);
     static blasft_call_stat stat = {.name = "sspr_"};
     static void *host;
-    sspr_host_fn *fn = (sspr_host_fn *)blasft_shim_host(&host, "sspr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sspr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, ap, uplo_len);
     blasft_shim_leave(&call);
@@ -1393,16 +1394,16 @@ BLASFT_SHIM_EXPORT void sspr_(const char *uplo, const int *n, const float *alpha
 BLASFT_SHIM_ALIAS(sspr, sspr_)
 
 /* ssyr2_ -> host ssyr2_ */
-typedef void ssyr2_host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
-                           const int *incx, const float *y, const int *incy, float *a,
-                           const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void ssyr2_(const char *uplo, const int *n, const float *alpha, const float *x,
                                const int *incx, const float *y, const int *incy, float *a,
                                const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
+                         const int *incx, const float *y, const int *incy, float *a, const int *lda,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "ssyr2_"};
     static void *host;
-    ssyr2_host_fn *fn = (ssyr2_host_fn *)blasft_shim_host(&host, "ssyr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssyr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1410,16 +1411,16 @@ BLASFT_SHIM_EXPORT void ssyr2_(const char *uplo, const int *n, const float *alph
 BLASFT_SHIM_ALIAS(ssyr2, ssyr2_)
 
 /* sspr2_ -> host sspr2_ */
-typedef void sspr2_host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
-                           const int *incx, const float *y, const int *incy, float *a,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void sspr2_(const char *uplo, const int *n, const float *alpha, const float *x,
                                const int *incx, const float *y, const int *incy, float *a,
                                size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const float *x,
+                         const int *incx, const float *y, const int *incy, float *a,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "sspr2_"};
     static void *host;
-    sspr2_host_fn *fn = (sspr2_host_fn *)blasft_shim_host(&host, "sspr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sspr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, uplo_len);
     blasft_shim_leave(&call);
@@ -1427,16 +1428,16 @@ BLASFT_SHIM_EXPORT void sspr2_(const char *uplo, const int *n, const float *alph
 BLASFT_SHIM_ALIAS(sspr2, sspr2_)
 
 /* dsymv_ -> host dsymv_ */
-typedef void dsymv_host_fn(const char *uplo, const int *n, const double *alpha, const double *a,
-                           const int *lda, const double *x, const int *incx, const double *beta,
-                           double *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dsymv_(const char *uplo, const int *n, const double *alpha, const double *a,
                                const int *lda, const double *x, const int *incx, const double *beta,
                                double *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *a,
+                         const int *lda, const double *x, const int *incx, const double *beta,
+                         double *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dsymv_"};
     static void *host;
-    dsymv_host_fn *fn = (dsymv_host_fn *)blasft_shim_host(&host, "dsymv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsymv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1444,16 +1445,16 @@ BLASFT_SHIM_EXPORT void dsymv_(const char *uplo, const int *n, const double *alp
 BLASFT_SHIM_ALIAS(dsymv, dsymv_)
 
 /* dsbmv_ -> host dsbmv_ */
-typedef void dsbmv_host_fn(const char *uplo, const int *n, const int *k, const double *alpha,
-                           const double *a, const int *lda, const double *x, const int *incx,
-                           const double *beta, double *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dsbmv_(const char *uplo, const int *n, const int *k, const double *alpha,
                                const double *a, const int *lda, const double *x, const int *incx,
                                const double *beta, double *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const int *k, const double *alpha,
+                         const double *a, const int *lda, const double *x, const int *incx,
+                         const double *beta, double *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dsbmv_"};
     static void *host;
-    dsbmv_host_fn *fn = (dsbmv_host_fn *)blasft_shim_host(&host, "dsbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, k, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1461,16 +1462,16 @@ BLASFT_SHIM_EXPORT void dsbmv_(const char *uplo, const int *n, const int *k, con
 BLASFT_SHIM_ALIAS(dsbmv, dsbmv_)
 
 /* dspmv_ -> host dspmv_ */
-typedef void dspmv_host_fn(const char *uplo, const int *n, const double *alpha, const double *ap,
-                           const double *x, const int *incx, const double *beta, double *y,
-                           const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dspmv_(const char *uplo, const int *n, const double *alpha,
                                const double *ap, const double *x, const int *incx,
                                const double *beta, double *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *ap,
+                         const double *x, const int *incx, const double *beta, double *y,
+                         const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dspmv_"};
     static void *host;
-    dspmv_host_fn *fn = (dspmv_host_fn *)blasft_shim_host(&host, "dspmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dspmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, ap, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1478,16 +1479,16 @@ BLASFT_SHIM_EXPORT void dspmv_(const char *uplo, const int *n, const double *alp
 BLASFT_SHIM_ALIAS(dspmv, dspmv_)
 
 /* dger_ -> host dger_ */
-typedef void dger_host_fn(const int *m, const int *n, const double *alpha, const double *x,
-                          const int *incx, const double *y, const int *incy, double *a,
-                          const int *lda);
 BLASFT_SHIM_EXPORT void dger_(const int *m, const int *n, const double *alpha, const double *x,
                               const int *incx, const double *y, const int *incy, double *a,
                               const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const double *alpha, const double *x,
+                         const int *incx, const double *y, const int *incy, double *a,
+                         const int *lda);
     static blasft_call_stat stat = {.name = "dger_"};
     static void *host;
-    dger_host_fn *fn = (dger_host_fn *)blasft_shim_host(&host, "dger_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dger_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1495,14 +1496,14 @@ BLASFT_SHIM_EXPORT void dger_(const int *m, const int *n, const double *alpha, c
 BLASFT_SHIM_ALIAS(dger, dger_)
 
 /* dsyr_ -> host dsyr_ */
-typedef void dsyr_host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *a, const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dsyr_(const char *uplo, const int *n, const double *alpha, const double *x,
                               const int *incx, double *a, const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
+                         const int *incx, double *a, const int *lda, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dsyr_"};
     static void *host;
-    dsyr_host_fn *fn = (dsyr_host_fn *)blasft_shim_host(&host, "dsyr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsyr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1510,14 +1511,14 @@ BLASFT_SHIM_EXPORT void dsyr_(const char *uplo, const int *n, const double *alph
 BLASFT_SHIM_ALIAS(dsyr, dsyr_)
 
 /* dspr_ -> host dspr_ */
-typedef void dspr_host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
-                          const int *incx, double *ap, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dspr_(const char *uplo, const int *n, const double *alpha, const double *x,
                               const int *incx, double *ap, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
+                         const int *incx, double *ap, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dspr_"};
     static void *host;
-    dspr_host_fn *fn = (dspr_host_fn *)blasft_shim_host(&host, "dspr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dspr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, ap, uplo_len);
     blasft_shim_leave(&call);
@@ -1525,16 +1526,16 @@ BLASFT_SHIM_EXPORT void dspr_(const char *uplo, const int *n, const double *alph
 BLASFT_SHIM_ALIAS(dspr, dspr_)
 
 /* dsyr2_ -> host dsyr2_ */
-typedef void dsyr2_host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
-                           const int *incx, const double *y, const int *incy, double *a,
-                           const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dsyr2_(const char *uplo, const int *n, const double *alpha, const double *x,
                                const int *incx, const double *y, const int *incy, double *a,
                                const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
+                         const int *incx, const double *y, const int *incy, double *a,
+                         const int *lda, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dsyr2_"};
     static void *host;
-    dsyr2_host_fn *fn = (dsyr2_host_fn *)blasft_shim_host(&host, "dsyr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsyr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1542,16 +1543,16 @@ BLASFT_SHIM_EXPORT void dsyr2_(const char *uplo, const int *n, const double *alp
 BLASFT_SHIM_ALIAS(dsyr2, dsyr2_)
 
 /* dspr2_ -> host dspr2_ */
-typedef void dspr2_host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
-                           const int *incx, const double *y, const int *incy, double *a,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void dspr2_(const char *uplo, const int *n, const double *alpha, const double *x,
                                const int *incx, const double *y, const int *incy, double *a,
                                size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const double *x,
+                         const int *incx, const double *y, const int *incy, double *a,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "dspr2_"};
     static void *host;
-    dspr2_host_fn *fn = (dspr2_host_fn *)blasft_shim_host(&host, "dspr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dspr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, uplo_len);
     blasft_shim_leave(&call);
@@ -1559,16 +1560,16 @@ BLASFT_SHIM_EXPORT void dspr2_(const char *uplo, const int *n, const double *alp
 BLASFT_SHIM_ALIAS(dspr2, dspr2_)
 
 /* chemv_ -> host chemv_ */
-typedef void chemv_host_fn(const char *uplo, const int *n, const void *alpha, const void *a,
-                           const int *lda, const void *x, const int *incx, const void *beta,
-                           void *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void chemv_(const char *uplo, const int *n, const void *alpha, const void *a,
                                const int *lda, const void *x, const int *incx, const void *beta,
                                void *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *a,
+                         const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                         const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "chemv_"};
     static void *host;
-    chemv_host_fn *fn = (chemv_host_fn *)blasft_shim_host(&host, "chemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1576,16 +1577,16 @@ BLASFT_SHIM_EXPORT void chemv_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(chemv, chemv_)
 
 /* chbmv_ -> host chbmv_ */
-typedef void chbmv_host_fn(const char *uplo, const int *n, const int *k, const void *alpha,
-                           const void *a, const int *lda, const void *x, const int *incx,
-                           const void *beta, void *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void chbmv_(const char *uplo, const int *n, const int *k, const void *alpha,
                                const void *a, const int *lda, const void *x, const int *incx,
                                const void *beta, void *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const int *k, const void *alpha,
+                         const void *a, const int *lda, const void *x, const int *incx,
+                         const void *beta, void *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "chbmv_"};
     static void *host;
-    chbmv_host_fn *fn = (chbmv_host_fn *)blasft_shim_host(&host, "chbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, k, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1593,16 +1594,16 @@ BLASFT_SHIM_EXPORT void chbmv_(const char *uplo, const int *n, const int *k, con
 BLASFT_SHIM_ALIAS(chbmv, chbmv_)
 
 /* chpmv_ -> host chpmv_ */
-typedef void chpmv_host_fn(const char *uplo, const int *n, const void *alpha, const void *ap,
-                           const void *x, const int *incx, const void *beta, void *y,
-                           const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void chpmv_(const char *uplo, const int *n, const void *alpha, const void *ap,
                                const void *x, const int *incx, const void *beta, void *y,
                                const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *ap,
+                         const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "chpmv_"};
     static void *host;
-    chpmv_host_fn *fn = (chpmv_host_fn *)blasft_shim_host(&host, "chpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, ap, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1610,15 +1611,15 @@ BLASFT_SHIM_EXPORT void chpmv_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(chpmv, chpmv_)
 
 /* cgeru_ -> host cgeru_ */
-typedef void cgeru_host_fn(const int *m, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda);
 BLASFT_SHIM_EXPORT void cgeru_(const int *m, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda);
     static blasft_call_stat stat = {.name = "cgeru_"};
     static void *host;
-    cgeru_host_fn *fn = (cgeru_host_fn *)blasft_shim_host(&host, "cgeru_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cgeru_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1626,15 +1627,15 @@ BLASFT_SHIM_EXPORT void cgeru_(const int *m, const int *n, const void *alpha, co
 BLASFT_SHIM_ALIAS(cgeru, cgeru_)
 
 /* cgerc_ -> host cgerc_ */
-typedef void cgerc_host_fn(const int *m, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda);
 BLASFT_SHIM_EXPORT void cgerc_(const int *m, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda);
     static blasft_call_stat stat = {.name = "cgerc_"};
     static void *host;
-    cgerc_host_fn *fn = (cgerc_host_fn *)blasft_shim_host(&host, "cgerc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cgerc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1642,14 +1643,14 @@ BLASFT_SHIM_EXPORT void cgerc_(const int *m, const int *n, const void *alpha, co
 BLASFT_SHIM_ALIAS(cgerc, cgerc_)
 
 /* cher_ -> host cher_ */
-typedef void cher_host_fn(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void cher_(const char *uplo, const int *n, const float *alpha, const void *x,
                               const int *incx, void *a, const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const void *x,
+                         const int *incx, void *a, const int *lda, size_t uplo_len);
     static blasft_call_stat stat = {.name = "cher_"};
     static void *host;
-    cher_host_fn *fn = (cher_host_fn *)blasft_shim_host(&host, "cher_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cher_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1657,14 +1658,14 @@ BLASFT_SHIM_EXPORT void cher_(const char *uplo, const int *n, const float *alpha
 BLASFT_SHIM_ALIAS(cher, cher_)
 
 /* chpr_ -> host chpr_ */
-typedef void chpr_host_fn(const char *uplo, const int *n, const float *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
 BLASFT_SHIM_EXPORT void chpr_(const char *uplo, const int *n, const float *alpha, const void *x,
                               const int *incx, void *a, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const float *alpha, const void *x,
+                         const int *incx, void *a, size_t uplo_len);
     static blasft_call_stat stat = {.name = "chpr_"};
     static void *host;
-    chpr_host_fn *fn = (chpr_host_fn *)blasft_shim_host(&host, "chpr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chpr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, uplo_len);
     blasft_shim_leave(&call);
@@ -1672,16 +1673,16 @@ BLASFT_SHIM_EXPORT void chpr_(const char *uplo, const int *n, const float *alpha
 BLASFT_SHIM_ALIAS(chpr, chpr_)
 
 /* cher2_ -> host cher2_ */
-typedef void cher2_host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void cher2_(const char *uplo, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "cher2_"};
     static void *host;
-    cher2_host_fn *fn = (cher2_host_fn *)blasft_shim_host(&host, "cher2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cher2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1689,16 +1690,16 @@ BLASFT_SHIM_EXPORT void cher2_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(cher2, cher2_)
 
 /* chpr2_ -> host chpr2_ */
-typedef void chpr2_host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *ap,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void chpr2_(const char *uplo, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *ap,
                                size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *ap,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "chpr2_"};
     static void *host;
-    chpr2_host_fn *fn = (chpr2_host_fn *)blasft_shim_host(&host, "chpr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chpr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, ap, uplo_len);
     blasft_shim_leave(&call);
@@ -1706,16 +1707,16 @@ BLASFT_SHIM_EXPORT void chpr2_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(chpr2, chpr2_)
 
 /* zhemv_ -> host zhemv_ */
-typedef void zhemv_host_fn(const char *uplo, const int *n, const void *alpha, const void *a,
-                           const int *lda, const void *x, const int *incx, const void *beta,
-                           void *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhemv_(const char *uplo, const int *n, const void *alpha, const void *a,
                                const int *lda, const void *x, const int *incx, const void *beta,
                                void *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *a,
+                         const int *lda, const void *x, const int *incx, const void *beta, void *y,
+                         const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhemv_"};
     static void *host;
-    zhemv_host_fn *fn = (zhemv_host_fn *)blasft_shim_host(&host, "zhemv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhemv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1723,16 +1724,16 @@ BLASFT_SHIM_EXPORT void zhemv_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(zhemv, zhemv_)
 
 /* zhbmv_ -> host zhbmv_ */
-typedef void zhbmv_host_fn(const char *uplo, const int *n, const int *k, const void *alpha,
-                           const void *a, const int *lda, const void *x, const int *incx,
-                           const void *beta, void *y, const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhbmv_(const char *uplo, const int *n, const int *k, const void *alpha,
                                const void *a, const int *lda, const void *x, const int *incx,
                                const void *beta, void *y, const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const int *k, const void *alpha,
+                         const void *a, const int *lda, const void *x, const int *incx,
+                         const void *beta, void *y, const int *incy, size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhbmv_"};
     static void *host;
-    zhbmv_host_fn *fn = (zhbmv_host_fn *)blasft_shim_host(&host, "zhbmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhbmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, k, alpha, a, lda, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1740,16 +1741,16 @@ BLASFT_SHIM_EXPORT void zhbmv_(const char *uplo, const int *n, const int *k, con
 BLASFT_SHIM_ALIAS(zhbmv, zhbmv_)
 
 /* zhpmv_ -> host zhpmv_ */
-typedef void zhpmv_host_fn(const char *uplo, const int *n, const void *alpha, const void *ap,
-                           const void *x, const int *incx, const void *beta, void *y,
-                           const int *incy, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhpmv_(const char *uplo, const int *n, const void *alpha, const void *ap,
                                const void *x, const int *incx, const void *beta, void *y,
                                const int *incy, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *ap,
+                         const void *x, const int *incx, const void *beta, void *y, const int *incy,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhpmv_"};
     static void *host;
-    zhpmv_host_fn *fn = (zhpmv_host_fn *)blasft_shim_host(&host, "zhpmv_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhpmv_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, ap, x, incx, beta, y, incy, uplo_len);
     blasft_shim_leave(&call);
@@ -1757,15 +1758,15 @@ BLASFT_SHIM_EXPORT void zhpmv_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(zhpmv, zhpmv_)
 
 /* zgeru_ -> host zgeru_ */
-typedef void zgeru_host_fn(const int *m, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda);
 BLASFT_SHIM_EXPORT void zgeru_(const int *m, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda);
     static blasft_call_stat stat = {.name = "zgeru_"};
     static void *host;
-    zgeru_host_fn *fn = (zgeru_host_fn *)blasft_shim_host(&host, "zgeru_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zgeru_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1773,15 +1774,15 @@ BLASFT_SHIM_EXPORT void zgeru_(const int *m, const int *n, const void *alpha, co
 BLASFT_SHIM_ALIAS(zgeru, zgeru_)
 
 /* zgerc_ -> host zgerc_ */
-typedef void zgerc_host_fn(const int *m, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda);
 BLASFT_SHIM_EXPORT void zgerc_(const int *m, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda)
 {
+    typedef void host_fn(const int *m, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda);
     static blasft_call_stat stat = {.name = "zgerc_"};
     static void *host;
-    zgerc_host_fn *fn = (zgerc_host_fn *)blasft_shim_host(&host, "zgerc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zgerc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(m, n, alpha, x, incx, y, incy, a, lda);
     blasft_shim_leave(&call);
@@ -1789,14 +1790,14 @@ BLASFT_SHIM_EXPORT void zgerc_(const int *m, const int *n, const void *alpha, co
 BLASFT_SHIM_ALIAS(zgerc, zgerc_)
 
 /* zher_ -> host zher_ */
-typedef void zher_host_fn(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, const int *lda, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zher_(const char *uplo, const int *n, const double *alpha, const void *x,
                               const int *incx, void *a, const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const void *x,
+                         const int *incx, void *a, const int *lda, size_t uplo_len);
     static blasft_call_stat stat = {.name = "zher_"};
     static void *host;
-    zher_host_fn *fn = (zher_host_fn *)blasft_shim_host(&host, "zher_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zher_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1804,14 +1805,14 @@ BLASFT_SHIM_EXPORT void zher_(const char *uplo, const int *n, const double *alph
 BLASFT_SHIM_ALIAS(zher, zher_)
 
 /* zhpr_ -> host zhpr_ */
-typedef void zhpr_host_fn(const char *uplo, const int *n, const double *alpha, const void *x,
-                          const int *incx, void *a, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhpr_(const char *uplo, const int *n, const double *alpha, const void *x,
                               const int *incx, void *a, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const double *alpha, const void *x,
+                         const int *incx, void *a, size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhpr_"};
     static void *host;
-    zhpr_host_fn *fn = (zhpr_host_fn *)blasft_shim_host(&host, "zhpr_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhpr_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, a, uplo_len);
     blasft_shim_leave(&call);
@@ -1819,16 +1820,16 @@ BLASFT_SHIM_EXPORT void zhpr_(const char *uplo, const int *n, const double *alph
 BLASFT_SHIM_ALIAS(zhpr, zhpr_)
 
 /* zher2_ -> host zher2_ */
-typedef void zher2_host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *a, const int *lda,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void zher2_(const char *uplo, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *a,
                                const int *lda, size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *a, const int *lda,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "zher2_"};
     static void *host;
-    zher2_host_fn *fn = (zher2_host_fn *)blasft_shim_host(&host, "zher2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zher2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, a, lda, uplo_len);
     blasft_shim_leave(&call);
@@ -1836,16 +1837,16 @@ BLASFT_SHIM_EXPORT void zher2_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(zher2, zher2_)
 
 /* zhpr2_ -> host zhpr2_ */
-typedef void zhpr2_host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
-                           const int *incx, const void *y, const int *incy, void *ap,
-                           size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhpr2_(const char *uplo, const int *n, const void *alpha, const void *x,
                                const int *incx, const void *y, const int *incy, void *ap,
                                size_t uplo_len)
 {
+    typedef void host_fn(const char *uplo, const int *n, const void *alpha, const void *x,
+                         const int *incx, const void *y, const int *incy, void *ap,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhpr2_"};
     static void *host;
-    zhpr2_host_fn *fn = (zhpr2_host_fn *)blasft_shim_host(&host, "zhpr2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhpr2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, n, alpha, x, incx, y, incy, ap, uplo_len);
     blasft_shim_leave(&call);
@@ -1853,18 +1854,18 @@ BLASFT_SHIM_EXPORT void zhpr2_(const char *uplo, const int *n, const void *alpha
 BLASFT_SHIM_ALIAS(zhpr2, zhpr2_)
 
 /* ssymm_ -> host ssymm_ */
-typedef void ssymm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const float *alpha, const float *a, const int *lda, const float *b,
-                           const int *ldb, const float *beta, float *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void ssymm_(const char *side, const char *uplo, const int *m, const int *n,
                                const float *alpha, const float *a, const int *lda, const float *b,
                                const int *ldb, const float *beta, float *c, const int *ldc,
                                size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const float *alpha, const float *a, const int *lda, const float *b,
+                         const int *ldb, const float *beta, float *c, const int *ldc,
+                         size_t side_len, size_t uplo_len);
     static blasft_call_stat stat = {.name = "ssymm_"};
     static void *host;
-    ssymm_host_fn *fn = (ssymm_host_fn *)blasft_shim_host(&host, "ssymm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssymm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -1872,17 +1873,17 @@ BLASFT_SHIM_EXPORT void ssymm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(ssymm, ssymm_)
 
 /* ssyrk_ -> host ssyrk_ */
-typedef void ssyrk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const float *alpha, const float *a, const int *lda, const float *beta,
-                           float *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void ssyrk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const float *alpha, const float *a, const int *lda,
                                const float *beta, float *c, const int *ldc, size_t uplo_len,
                                size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const float *alpha, const float *a, const int *lda, const float *beta,
+                         float *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "ssyrk_"};
     static void *host;
-    ssyrk_host_fn *fn = (ssyrk_host_fn *)blasft_shim_host(&host, "ssyrk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssyrk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -1890,18 +1891,18 @@ BLASFT_SHIM_EXPORT void ssyrk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(ssyrk, ssyrk_)
 
 /* ssyr2k_ -> host ssyr2k_ */
-typedef void ssyr2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const float *alpha, const float *a, const int *lda, const float *b,
-                            const int *ldb, const float *beta, float *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void ssyr2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const float *alpha, const float *a, const int *lda, const float *b,
                                 const int *ldb, const float *beta, float *c, const int *ldc,
                                 size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const float *alpha, const float *a, const int *lda, const float *b,
+                         const int *ldb, const float *beta, float *c, const int *ldc,
+                         size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "ssyr2k_"};
     static void *host;
-    ssyr2k_host_fn *fn = (ssyr2k_host_fn *)blasft_shim_host(&host, "ssyr2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ssyr2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -1909,18 +1910,18 @@ BLASFT_SHIM_EXPORT void ssyr2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(ssyr2k, ssyr2k_)
 
 /* strmm_ -> host strmm_ */
-typedef void strmm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const float *alpha, const float *a,
-                           const int *lda, float *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void strmm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const float *alpha,
                                const float *a, const int *lda, float *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const float *alpha, const float *a,
+                         const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "strmm_"};
     static void *host;
-    strmm_host_fn *fn = (strmm_host_fn *)blasft_shim_host(&host, "strmm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "strmm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -1929,18 +1930,18 @@ BLASFT_SHIM_EXPORT void strmm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(strmm, strmm_)
 
 /* strsm_ -> host strsm_ */
-typedef void strsm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const float *alpha, const float *a,
-                           const int *lda, float *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void strsm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const float *alpha,
                                const float *a, const int *lda, float *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const float *alpha, const float *a,
+                         const int *lda, float *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "strsm_"};
     static void *host;
-    strsm_host_fn *fn = (strsm_host_fn *)blasft_shim_host(&host, "strsm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "strsm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -1949,18 +1950,18 @@ BLASFT_SHIM_EXPORT void strsm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(strsm, strsm_)
 
 /* dsymm_ -> host dsymm_ */
-typedef void dsymm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const double *alpha, const double *a, const int *lda, const double *b,
-                           const int *ldb, const double *beta, double *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void dsymm_(const char *side, const char *uplo, const int *m, const int *n,
                                const double *alpha, const double *a, const int *lda,
                                const double *b, const int *ldb, const double *beta, double *c,
                                const int *ldc, size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const double *alpha, const double *a, const int *lda, const double *b,
+                         const int *ldb, const double *beta, double *c, const int *ldc,
+                         size_t side_len, size_t uplo_len);
     static blasft_call_stat stat = {.name = "dsymm_"};
     static void *host;
-    dsymm_host_fn *fn = (dsymm_host_fn *)blasft_shim_host(&host, "dsymm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsymm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -1968,17 +1969,17 @@ BLASFT_SHIM_EXPORT void dsymm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(dsymm, dsymm_)
 
 /* dsyrk_ -> host dsyrk_ */
-typedef void dsyrk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const double *alpha, const double *a, const int *lda, const double *beta,
-                           double *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void dsyrk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const double *alpha, const double *a, const int *lda,
                                const double *beta, double *c, const int *ldc, size_t uplo_len,
                                size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const double *alpha, const double *a, const int *lda, const double *beta,
+                         double *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "dsyrk_"};
     static void *host;
-    dsyrk_host_fn *fn = (dsyrk_host_fn *)blasft_shim_host(&host, "dsyrk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsyrk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -1986,18 +1987,18 @@ BLASFT_SHIM_EXPORT void dsyrk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(dsyrk, dsyrk_)
 
 /* dsyr2k_ -> host dsyr2k_ */
-typedef void dsyr2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const double *alpha, const double *a, const int *lda, const double *b,
-                            const int *ldb, const double *beta, double *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void dsyr2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const double *alpha, const double *a, const int *lda,
                                 const double *b, const int *ldb, const double *beta, double *c,
                                 const int *ldc, size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const double *alpha, const double *a, const int *lda, const double *b,
+                         const int *ldb, const double *beta, double *c, const int *ldc,
+                         size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "dsyr2k_"};
     static void *host;
-    dsyr2k_host_fn *fn = (dsyr2k_host_fn *)blasft_shim_host(&host, "dsyr2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsyr2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2005,18 +2006,18 @@ BLASFT_SHIM_EXPORT void dsyr2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(dsyr2k, dsyr2k_)
 
 /* dtrmm_ -> host dtrmm_ */
-typedef void dtrmm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const double *alpha, const double *a,
-                           const int *lda, double *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtrmm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const double *alpha,
                                const double *a, const int *lda, double *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const double *alpha, const double *a,
+                         const int *lda, double *b, const int *ldb, size_t side_len,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtrmm_"};
     static void *host;
-    dtrmm_host_fn *fn = (dtrmm_host_fn *)blasft_shim_host(&host, "dtrmm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtrmm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2025,18 +2026,18 @@ BLASFT_SHIM_EXPORT void dtrmm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(dtrmm, dtrmm_)
 
 /* dtrsm_ -> host dtrsm_ */
-typedef void dtrsm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const double *alpha, const double *a,
-                           const int *lda, double *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void dtrsm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const double *alpha,
                                const double *a, const int *lda, double *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const double *alpha, const double *a,
+                         const int *lda, double *b, const int *ldb, size_t side_len,
+                         size_t uplo_len, size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "dtrsm_"};
     static void *host;
-    dtrsm_host_fn *fn = (dtrsm_host_fn *)blasft_shim_host(&host, "dtrsm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dtrsm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2045,18 +2046,18 @@ BLASFT_SHIM_EXPORT void dtrsm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(dtrsm, dtrsm_)
 
 /* csymm_ -> host csymm_ */
-typedef void csymm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const void *alpha, const void *a, const int *lda, const void *b,
-                           const int *ldb, const void *beta, void *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void csymm_(const char *side, const char *uplo, const int *m, const int *n,
                                const void *alpha, const void *a, const int *lda, const void *b,
                                const int *ldb, const void *beta, void *c, const int *ldc,
                                size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "csymm_"};
     static void *host;
-    csymm_host_fn *fn = (csymm_host_fn *)blasft_shim_host(&host, "csymm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "csymm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -2064,16 +2065,16 @@ BLASFT_SHIM_EXPORT void csymm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(csymm, csymm_)
 
 /* csyrk_ -> host csyrk_ */
-typedef void csyrk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const void *alpha, const void *a, const int *lda, const void *beta,
-                           void *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void csyrk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const void *alpha, const void *a, const int *lda, const void *beta,
                                void *c, const int *ldc, size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *beta,
+                         void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "csyrk_"};
     static void *host;
-    csyrk_host_fn *fn = (csyrk_host_fn *)blasft_shim_host(&host, "csyrk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "csyrk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2081,18 +2082,18 @@ BLASFT_SHIM_EXPORT void csyrk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(csyrk, csyrk_)
 
 /* csyr2k_ -> host csyr2k_ */
-typedef void csyr2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const void *alpha, const void *a, const int *lda, const void *b,
-                            const int *ldb, const void *beta, void *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void csyr2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const void *alpha, const void *a, const int *lda, const void *b,
                                 const int *ldb, const void *beta, void *c, const int *ldc,
                                 size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                         size_t trans_len);
     static blasft_call_stat stat = {.name = "csyr2k_"};
     static void *host;
-    csyr2k_host_fn *fn = (csyr2k_host_fn *)blasft_shim_host(&host, "csyr2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "csyr2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2100,18 +2101,18 @@ BLASFT_SHIM_EXPORT void csyr2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(csyr2k, csyr2k_)
 
 /* ctrmm_ -> host ctrmm_ */
-typedef void ctrmm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const void *alpha, const void *a,
-                           const int *lda, void *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctrmm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, void *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const void *alpha, const void *a,
+                         const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctrmm_"};
     static void *host;
-    ctrmm_host_fn *fn = (ctrmm_host_fn *)blasft_shim_host(&host, "ctrmm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctrmm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2120,18 +2121,18 @@ BLASFT_SHIM_EXPORT void ctrmm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(ctrmm, ctrmm_)
 
 /* ctrsm_ -> host ctrsm_ */
-typedef void ctrsm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const void *alpha, const void *a,
-                           const int *lda, void *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ctrsm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, void *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const void *alpha, const void *a,
+                         const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ctrsm_"};
     static void *host;
-    ctrsm_host_fn *fn = (ctrsm_host_fn *)blasft_shim_host(&host, "ctrsm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ctrsm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2140,18 +2141,18 @@ BLASFT_SHIM_EXPORT void ctrsm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(ctrsm, ctrsm_)
 
 /* zsymm_ -> host zsymm_ */
-typedef void zsymm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const void *alpha, const void *a, const int *lda, const void *b,
-                           const int *ldb, const void *beta, void *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zsymm_(const char *side, const char *uplo, const int *m, const int *n,
                                const void *alpha, const void *a, const int *lda, const void *b,
                                const int *ldb, const void *beta, void *c, const int *ldc,
                                size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "zsymm_"};
     static void *host;
-    zsymm_host_fn *fn = (zsymm_host_fn *)blasft_shim_host(&host, "zsymm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zsymm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -2159,16 +2160,16 @@ BLASFT_SHIM_EXPORT void zsymm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(zsymm, zsymm_)
 
 /* zsyrk_ -> host zsyrk_ */
-typedef void zsyrk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const void *alpha, const void *a, const int *lda, const void *beta,
-                           void *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void zsyrk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const void *alpha, const void *a, const int *lda, const void *beta,
                                void *c, const int *ldc, size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *beta,
+                         void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "zsyrk_"};
     static void *host;
-    zsyrk_host_fn *fn = (zsyrk_host_fn *)blasft_shim_host(&host, "zsyrk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zsyrk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2176,18 +2177,18 @@ BLASFT_SHIM_EXPORT void zsyrk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(zsyrk, zsyrk_)
 
 /* zsyr2k_ -> host zsyr2k_ */
-typedef void zsyr2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const void *alpha, const void *a, const int *lda, const void *b,
-                            const int *ldb, const void *beta, void *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void zsyr2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const void *alpha, const void *a, const int *lda, const void *b,
                                 const int *ldb, const void *beta, void *c, const int *ldc,
                                 size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t uplo_len,
+                         size_t trans_len);
     static blasft_call_stat stat = {.name = "zsyr2k_"};
     static void *host;
-    zsyr2k_host_fn *fn = (zsyr2k_host_fn *)blasft_shim_host(&host, "zsyr2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zsyr2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2195,18 +2196,18 @@ BLASFT_SHIM_EXPORT void zsyr2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(zsyr2k, zsyr2k_)
 
 /* ztrmm_ -> host ztrmm_ */
-typedef void ztrmm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const void *alpha, const void *a,
-                           const int *lda, void *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztrmm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, void *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const void *alpha, const void *a,
+                         const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztrmm_"};
     static void *host;
-    ztrmm_host_fn *fn = (ztrmm_host_fn *)blasft_shim_host(&host, "ztrmm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztrmm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2215,18 +2216,18 @@ BLASFT_SHIM_EXPORT void ztrmm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(ztrmm, ztrmm_)
 
 /* ztrsm_ -> host ztrsm_ */
-typedef void ztrsm_host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
-                           const int *m, const int *n, const void *alpha, const void *a,
-                           const int *lda, void *b, const int *ldb, size_t side_len,
-                           size_t uplo_len, size_t transa_len, size_t diag_len);
 BLASFT_SHIM_EXPORT void ztrsm_(const char *side, const char *uplo, const char *transa,
                                const char *diag, const int *m, const int *n, const void *alpha,
                                const void *a, const int *lda, void *b, const int *ldb,
                                size_t side_len, size_t uplo_len, size_t transa_len, size_t diag_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const char *transa, const char *diag,
+                         const int *m, const int *n, const void *alpha, const void *a,
+                         const int *lda, void *b, const int *ldb, size_t side_len, size_t uplo_len,
+                         size_t transa_len, size_t diag_len);
     static blasft_call_stat stat = {.name = "ztrsm_"};
     static void *host;
-    ztrsm_host_fn *fn = (ztrsm_host_fn *)blasft_shim_host(&host, "ztrsm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ztrsm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, side_len, uplo_len, transa_len,
        diag_len);
@@ -2235,18 +2236,18 @@ BLASFT_SHIM_EXPORT void ztrsm_(const char *side, const char *uplo, const char *t
 BLASFT_SHIM_ALIAS(ztrsm, ztrsm_)
 
 /* chemm_ -> host chemm_ */
-typedef void chemm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const void *alpha, const void *a, const int *lda, const void *b,
-                           const int *ldb, const void *beta, void *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void chemm_(const char *side, const char *uplo, const int *m, const int *n,
                                const void *alpha, const void *a, const int *lda, const void *b,
                                const int *ldb, const void *beta, void *c, const int *ldc,
                                size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "chemm_"};
     static void *host;
-    chemm_host_fn *fn = (chemm_host_fn *)blasft_shim_host(&host, "chemm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "chemm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -2254,16 +2255,16 @@ BLASFT_SHIM_EXPORT void chemm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(chemm, chemm_)
 
 /* cherk_ -> host cherk_ */
-typedef void cherk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const float *alpha, const void *a, const int *lda, const float *beta,
-                           void *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void cherk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const float *alpha, const void *a, const int *lda, const float *beta,
                                void *c, const int *ldc, size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const float *alpha, const void *a, const int *lda, const float *beta,
+                         void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "cherk_"};
     static void *host;
-    cherk_host_fn *fn = (cherk_host_fn *)blasft_shim_host(&host, "cherk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cherk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2271,18 +2272,18 @@ BLASFT_SHIM_EXPORT void cherk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(cherk, cherk_)
 
 /* cher2k_ -> host cher2k_ */
-typedef void cher2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const void *alpha, const void *a, const int *lda, const void *b,
-                            const int *ldb, const float *beta, void *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void cher2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const void *alpha, const void *a, const int *lda, const void *b,
                                 const int *ldb, const float *beta, void *c, const int *ldc,
                                 size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const float *beta, void *c, const int *ldc,
+                         size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "cher2k_"};
     static void *host;
-    cher2k_host_fn *fn = (cher2k_host_fn *)blasft_shim_host(&host, "cher2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cher2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2290,18 +2291,18 @@ BLASFT_SHIM_EXPORT void cher2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(cher2k, cher2k_)
 
 /* zhemm_ -> host zhemm_ */
-typedef void zhemm_host_fn(const char *side, const char *uplo, const int *m, const int *n,
-                           const void *alpha, const void *a, const int *lda, const void *b,
-                           const int *ldb, const void *beta, void *c, const int *ldc,
-                           size_t side_len, size_t uplo_len);
 BLASFT_SHIM_EXPORT void zhemm_(const char *side, const char *uplo, const int *m, const int *n,
                                const void *alpha, const void *a, const int *lda, const void *b,
                                const int *ldb, const void *beta, void *c, const int *ldc,
                                size_t side_len, size_t uplo_len)
 {
+    typedef void host_fn(const char *side, const char *uplo, const int *m, const int *n,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const void *beta, void *c, const int *ldc, size_t side_len,
+                         size_t uplo_len);
     static blasft_call_stat stat = {.name = "zhemm_"};
     static void *host;
-    zhemm_host_fn *fn = (zhemm_host_fn *)blasft_shim_host(&host, "zhemm_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zhemm_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, side_len, uplo_len);
     blasft_shim_leave(&call);
@@ -2309,17 +2310,17 @@ BLASFT_SHIM_EXPORT void zhemm_(const char *side, const char *uplo, const int *m,
 BLASFT_SHIM_ALIAS(zhemm, zhemm_)
 
 /* zherk_ -> host zherk_ */
-typedef void zherk_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                           const double *alpha, const void *a, const int *lda, const double *beta,
-                           void *c, const int *ldc, size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void zherk_(const char *uplo, const char *trans, const int *n, const int *k,
                                const double *alpha, const void *a, const int *lda,
                                const double *beta, void *c, const int *ldc, size_t uplo_len,
                                size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const double *alpha, const void *a, const int *lda, const double *beta,
+                         void *c, const int *ldc, size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "zherk_"};
     static void *host;
-    zherk_host_fn *fn = (zherk_host_fn *)blasft_shim_host(&host, "zherk_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zherk_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2327,18 +2328,18 @@ BLASFT_SHIM_EXPORT void zherk_(const char *uplo, const char *trans, const int *n
 BLASFT_SHIM_ALIAS(zherk, zherk_)
 
 /* zher2k_ -> host zher2k_ */
-typedef void zher2k_host_fn(const char *uplo, const char *trans, const int *n, const int *k,
-                            const void *alpha, const void *a, const int *lda, const void *b,
-                            const int *ldb, const double *beta, void *c, const int *ldc,
-                            size_t uplo_len, size_t trans_len);
 BLASFT_SHIM_EXPORT void zher2k_(const char *uplo, const char *trans, const int *n, const int *k,
                                 const void *alpha, const void *a, const int *lda, const void *b,
                                 const int *ldb, const double *beta, void *c, const int *ldc,
                                 size_t uplo_len, size_t trans_len)
 {
+    typedef void host_fn(const char *uplo, const char *trans, const int *n, const int *k,
+                         const void *alpha, const void *a, const int *lda, const void *b,
+                         const int *ldb, const double *beta, void *c, const int *ldc,
+                         size_t uplo_len, size_t trans_len);
     static blasft_call_stat stat = {.name = "zher2k_"};
     static void *host;
-    zher2k_host_fn *fn = (zher2k_host_fn *)blasft_shim_host(&host, "zher2k_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zher2k_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     fn(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, uplo_len, trans_len);
     blasft_shim_leave(&call);
@@ -2346,12 +2347,12 @@ BLASFT_SHIM_EXPORT void zher2k_(const char *uplo, const char *trans, const int *
 BLASFT_SHIM_ALIAS(zher2k, zher2k_)
 
 /* lsame_ -> host lsame_ */
-typedef int lsame_host_fn(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
 BLASFT_SHIM_EXPORT int lsame_(const char *ca, const char *cb, size_t ca_len, size_t cb_len)
 {
+    typedef int host_fn(const char *ca, const char *cb, size_t ca_len, size_t cb_len);
     static blasft_call_stat stat = {.name = "lsame_"};
     static void *host;
-    lsame_host_fn *fn = (lsame_host_fn *)blasft_shim_host(&host, "lsame_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "lsame_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     int result = fn(ca, cb, ca_len, cb_len);
     blasft_shim_leave(&call);
@@ -2360,14 +2361,14 @@ BLASFT_SHIM_EXPORT int lsame_(const char *ca, const char *cb, size_t ca_len, siz
 BLASFT_SHIM_ALIAS(lsame, lsame_)
 
 /* cdotcsub_ -> host cdotc_ */
-typedef float _Complex cdotcsub_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                        const int *incy);
 BLASFT_SHIM_EXPORT void cdotcsub_(const int *n, const void *x, const int *incx, const void *y,
                                   const int *incy, float _Complex *result)
 {
+    typedef float _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                   const int *incy);
     static blasft_call_stat stat = {.name = "cdotcsub_"};
     static void *host;
-    cdotcsub_host_fn *fn = (cdotcsub_host_fn *)blasft_shim_host(&host, "cdotc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cdotc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2375,14 +2376,14 @@ BLASFT_SHIM_EXPORT void cdotcsub_(const int *n, const void *x, const int *incx, 
 BLASFT_SHIM_ALIAS(cdotcsub, cdotcsub_)
 
 /* cdotusub_ -> host cdotu_ */
-typedef float _Complex cdotusub_host_fn(const int *n, const void *x, const int *incx, const void *y,
-                                        const int *incy);
 BLASFT_SHIM_EXPORT void cdotusub_(const int *n, const void *x, const int *incx, const void *y,
                                   const int *incy, float _Complex *result)
 {
+    typedef float _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                   const int *incy);
     static blasft_call_stat stat = {.name = "cdotusub_"};
     static void *host;
-    cdotusub_host_fn *fn = (cdotusub_host_fn *)blasft_shim_host(&host, "cdotu_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "cdotu_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2390,12 +2391,12 @@ BLASFT_SHIM_EXPORT void cdotusub_(const int *n, const void *x, const int *incx, 
 BLASFT_SHIM_ALIAS(cdotusub, cdotusub_)
 
 /* dasumsub_ -> host dasum_ */
-typedef double dasumsub_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT void dasumsub_(const int *n, const double *x, const int *incx, double *result)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "dasumsub_"};
     static void *host;
-    dasumsub_host_fn *fn = (dasumsub_host_fn *)blasft_shim_host(&host, "dasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2403,12 +2404,12 @@ BLASFT_SHIM_EXPORT void dasumsub_(const int *n, const double *x, const int *incx
 BLASFT_SHIM_ALIAS(dasumsub, dasumsub_)
 
 /* dcabs1sub_ -> host dcabs1_ */
-typedef double dcabs1sub_host_fn(const void *z);
 BLASFT_SHIM_EXPORT void dcabs1sub_(const void *z, double *result)
 {
+    typedef double host_fn(const void *z);
     static blasft_call_stat stat = {.name = "dcabs1sub_"};
     static void *host;
-    dcabs1sub_host_fn *fn = (dcabs1sub_host_fn *)blasft_shim_host(&host, "dcabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dcabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(z);
     blasft_shim_leave(&call);
@@ -2416,14 +2417,14 @@ BLASFT_SHIM_EXPORT void dcabs1sub_(const void *z, double *result)
 BLASFT_SHIM_ALIAS(dcabs1sub, dcabs1sub_)
 
 /* ddotsub_ -> host ddot_ */
-typedef double ddotsub_host_fn(const int *n, const double *x, const int *incx, const double *y,
-                               const int *incy);
 BLASFT_SHIM_EXPORT void ddotsub_(const int *n, const double *x, const int *incx, const double *y,
                                  const int *incy, double *result)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx, const double *y,
+                           const int *incy);
     static blasft_call_stat stat = {.name = "ddotsub_"};
     static void *host;
-    ddotsub_host_fn *fn = (ddotsub_host_fn *)blasft_shim_host(&host, "ddot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "ddot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2431,12 +2432,12 @@ BLASFT_SHIM_EXPORT void ddotsub_(const int *n, const double *x, const int *incx,
 BLASFT_SHIM_ALIAS(ddotsub, ddotsub_)
 
 /* dnrm2sub_ -> host dnrm2_ */
-typedef double dnrm2sub_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT void dnrm2sub_(const int *n, const double *x, const int *incx, double *result)
 {
+    typedef double host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "dnrm2sub_"};
     static void *host;
-    dnrm2sub_host_fn *fn = (dnrm2sub_host_fn *)blasft_shim_host(&host, "dnrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dnrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2444,14 +2445,14 @@ BLASFT_SHIM_EXPORT void dnrm2sub_(const int *n, const double *x, const int *incx
 BLASFT_SHIM_ALIAS(dnrm2sub, dnrm2sub_)
 
 /* dsdotsub_ -> host dsdot_ */
-typedef double dsdotsub_host_fn(const int *n, const float *x, const int *incx, const float *y,
-                                const int *incy);
 BLASFT_SHIM_EXPORT void dsdotsub_(const int *n, const float *x, const int *incx, const float *y,
                                   const int *incy, double *result)
 {
+    typedef double host_fn(const int *n, const float *x, const int *incx, const float *y,
+                           const int *incy);
     static blasft_call_stat stat = {.name = "dsdotsub_"};
     static void *host;
-    dsdotsub_host_fn *fn = (dsdotsub_host_fn *)blasft_shim_host(&host, "dsdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dsdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2459,12 +2460,12 @@ BLASFT_SHIM_EXPORT void dsdotsub_(const int *n, const float *x, const int *incx,
 BLASFT_SHIM_ALIAS(dsdotsub, dsdotsub_)
 
 /* dzasumsub_ -> host dzasum_ */
-typedef double dzasumsub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void dzasumsub_(const int *n, const void *x, const int *incx, double *result)
 {
+    typedef double host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "dzasumsub_"};
     static void *host;
-    dzasumsub_host_fn *fn = (dzasumsub_host_fn *)blasft_shim_host(&host, "dzasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dzasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2472,12 +2473,12 @@ BLASFT_SHIM_EXPORT void dzasumsub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(dzasumsub, dzasumsub_)
 
 /* dznrm2sub_ -> host dznrm2_ */
-typedef double dznrm2sub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void dznrm2sub_(const int *n, const void *x, const int *incx, double *result)
 {
+    typedef double host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "dznrm2sub_"};
     static void *host;
-    dznrm2sub_host_fn *fn = (dznrm2sub_host_fn *)blasft_shim_host(&host, "dznrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "dznrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2485,12 +2486,12 @@ BLASFT_SHIM_EXPORT void dznrm2sub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(dznrm2sub, dznrm2sub_)
 
 /* icamaxsub_ -> host icamax_ */
-typedef int icamaxsub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void icamaxsub_(const int *n, const void *x, const int *incx, int *result)
 {
+    typedef int host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "icamaxsub_"};
     static void *host;
-    icamaxsub_host_fn *fn = (icamaxsub_host_fn *)blasft_shim_host(&host, "icamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "icamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2498,12 +2499,12 @@ BLASFT_SHIM_EXPORT void icamaxsub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(icamaxsub, icamaxsub_)
 
 /* idamaxsub_ -> host idamax_ */
-typedef int idamaxsub_host_fn(const int *n, const double *x, const int *incx);
 BLASFT_SHIM_EXPORT void idamaxsub_(const int *n, const double *x, const int *incx, int *result)
 {
+    typedef int host_fn(const int *n, const double *x, const int *incx);
     static blasft_call_stat stat = {.name = "idamaxsub_"};
     static void *host;
-    idamaxsub_host_fn *fn = (idamaxsub_host_fn *)blasft_shim_host(&host, "idamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "idamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2511,12 +2512,12 @@ BLASFT_SHIM_EXPORT void idamaxsub_(const int *n, const double *x, const int *inc
 BLASFT_SHIM_ALIAS(idamaxsub, idamaxsub_)
 
 /* isamaxsub_ -> host isamax_ */
-typedef int isamaxsub_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT void isamaxsub_(const int *n, const float *x, const int *incx, int *result)
 {
+    typedef int host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "isamaxsub_"};
     static void *host;
-    isamaxsub_host_fn *fn = (isamaxsub_host_fn *)blasft_shim_host(&host, "isamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "isamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2524,12 +2525,12 @@ BLASFT_SHIM_EXPORT void isamaxsub_(const int *n, const float *x, const int *incx
 BLASFT_SHIM_ALIAS(isamaxsub, isamaxsub_)
 
 /* izamaxsub_ -> host izamax_ */
-typedef int izamaxsub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void izamaxsub_(const int *n, const void *x, const int *incx, int *result)
 {
+    typedef int host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "izamaxsub_"};
     static void *host;
-    izamaxsub_host_fn *fn = (izamaxsub_host_fn *)blasft_shim_host(&host, "izamax_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "izamax_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2537,12 +2538,12 @@ BLASFT_SHIM_EXPORT void izamaxsub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(izamaxsub, izamaxsub_)
 
 /* sasumsub_ -> host sasum_ */
-typedef float sasumsub_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT void sasumsub_(const int *n, const float *x, const int *incx, float *result)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "sasumsub_"};
     static void *host;
-    sasumsub_host_fn *fn = (sasumsub_host_fn *)blasft_shim_host(&host, "sasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2550,12 +2551,12 @@ BLASFT_SHIM_EXPORT void sasumsub_(const int *n, const float *x, const int *incx,
 BLASFT_SHIM_ALIAS(sasumsub, sasumsub_)
 
 /* scabs1sub_ -> host scabs1_ */
-typedef float scabs1sub_host_fn(const void *c);
 BLASFT_SHIM_EXPORT void scabs1sub_(const void *c, float *result)
 {
+    typedef float host_fn(const void *c);
     static blasft_call_stat stat = {.name = "scabs1sub_"};
     static void *host;
-    scabs1sub_host_fn *fn = (scabs1sub_host_fn *)blasft_shim_host(&host, "scabs1_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scabs1_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(c);
     blasft_shim_leave(&call);
@@ -2563,12 +2564,12 @@ BLASFT_SHIM_EXPORT void scabs1sub_(const void *c, float *result)
 BLASFT_SHIM_ALIAS(scabs1sub, scabs1sub_)
 
 /* scasumsub_ -> host scasum_ */
-typedef float scasumsub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void scasumsub_(const int *n, const void *x, const int *incx, float *result)
 {
+    typedef float host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "scasumsub_"};
     static void *host;
-    scasumsub_host_fn *fn = (scasumsub_host_fn *)blasft_shim_host(&host, "scasum_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scasum_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2576,12 +2577,12 @@ BLASFT_SHIM_EXPORT void scasumsub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(scasumsub, scasumsub_)
 
 /* scnrm2sub_ -> host scnrm2_ */
-typedef float scnrm2sub_host_fn(const int *n, const void *x, const int *incx);
 BLASFT_SHIM_EXPORT void scnrm2sub_(const int *n, const void *x, const int *incx, float *result)
 {
+    typedef float host_fn(const int *n, const void *x, const int *incx);
     static blasft_call_stat stat = {.name = "scnrm2sub_"};
     static void *host;
-    scnrm2sub_host_fn *fn = (scnrm2sub_host_fn *)blasft_shim_host(&host, "scnrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "scnrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2589,14 +2590,14 @@ BLASFT_SHIM_EXPORT void scnrm2sub_(const int *n, const void *x, const int *incx,
 BLASFT_SHIM_ALIAS(scnrm2sub, scnrm2sub_)
 
 /* sdotsub_ -> host sdot_ */
-typedef float sdotsub_host_fn(const int *n, const float *x, const int *incx, const float *y,
-                              const int *incy);
 BLASFT_SHIM_EXPORT void sdotsub_(const int *n, const float *x, const int *incx, const float *y,
                                  const int *incy, float *result)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx, const float *y,
+                          const int *incy);
     static blasft_call_stat stat = {.name = "sdotsub_"};
     static void *host;
-    sdotsub_host_fn *fn = (sdotsub_host_fn *)blasft_shim_host(&host, "sdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2604,14 +2605,14 @@ BLASFT_SHIM_EXPORT void sdotsub_(const int *n, const float *x, const int *incx, 
 BLASFT_SHIM_ALIAS(sdotsub, sdotsub_)
 
 /* sdsdotsub_ -> host sdsdot_ */
-typedef float sdsdotsub_host_fn(const int *n, const float *alpha, const float *x, const int *incx,
-                                const float *y, const int *incy);
 BLASFT_SHIM_EXPORT void sdsdotsub_(const int *n, const float *alpha, const float *x,
                                    const int *incx, const float *y, const int *incy, float *result)
 {
+    typedef float host_fn(const int *n, const float *alpha, const float *x, const int *incx,
+                          const float *y, const int *incy);
     static blasft_call_stat stat = {.name = "sdsdotsub_"};
     static void *host;
-    sdsdotsub_host_fn *fn = (sdsdotsub_host_fn *)blasft_shim_host(&host, "sdsdot_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "sdsdot_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, alpha, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2619,12 +2620,12 @@ BLASFT_SHIM_EXPORT void sdsdotsub_(const int *n, const float *alpha, const float
 BLASFT_SHIM_ALIAS(sdsdotsub, sdsdotsub_)
 
 /* snrm2sub_ -> host snrm2_ */
-typedef float snrm2sub_host_fn(const int *n, const float *x, const int *incx);
 BLASFT_SHIM_EXPORT void snrm2sub_(const int *n, const float *x, const int *incx, float *result)
 {
+    typedef float host_fn(const int *n, const float *x, const int *incx);
     static blasft_call_stat stat = {.name = "snrm2sub_"};
     static void *host;
-    snrm2sub_host_fn *fn = (snrm2sub_host_fn *)blasft_shim_host(&host, "snrm2_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "snrm2_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx);
     blasft_shim_leave(&call);
@@ -2632,14 +2633,14 @@ BLASFT_SHIM_EXPORT void snrm2sub_(const int *n, const float *x, const int *incx,
 BLASFT_SHIM_ALIAS(snrm2sub, snrm2sub_)
 
 /* zdotcsub_ -> host zdotc_ */
-typedef double _Complex zdotcsub_host_fn(const int *n, const void *x, const int *incx,
-    const void *y, const int *incy);
 BLASFT_SHIM_EXPORT void zdotcsub_(const int *n, const void *x, const int *incx, const void *y,
                                   const int *incy, double _Complex *result)
 {
+    typedef double _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                    const int *incy);
     static blasft_call_stat stat = {.name = "zdotcsub_"};
     static void *host;
-    zdotcsub_host_fn *fn = (zdotcsub_host_fn *)blasft_shim_host(&host, "zdotc_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdotc_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);
@@ -2647,14 +2648,14 @@ BLASFT_SHIM_EXPORT void zdotcsub_(const int *n, const void *x, const int *incx, 
 BLASFT_SHIM_ALIAS(zdotcsub, zdotcsub_)
 
 /* zdotusub_ -> host zdotu_ */
-typedef double _Complex zdotusub_host_fn(const int *n, const void *x, const int *incx,
-    const void *y, const int *incy);
 BLASFT_SHIM_EXPORT void zdotusub_(const int *n, const void *x, const int *incx, const void *y,
                                   const int *incy, double _Complex *result)
 {
+    typedef double _Complex host_fn(const int *n, const void *x, const int *incx, const void *y,
+                                    const int *incy);
     static blasft_call_stat stat = {.name = "zdotusub_"};
     static void *host;
-    zdotusub_host_fn *fn = (zdotusub_host_fn *)blasft_shim_host(&host, "zdotu_");
+    host_fn *fn = (host_fn *)blasft_shim_host(&host, "zdotu_");
     blasft_shim_call call = blasft_shim_enter(&stat);
     *result = fn(n, x, incx, y, incy);
     blasft_shim_leave(&call);

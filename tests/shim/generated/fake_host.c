@@ -2386,7 +2386,8 @@ FAKE_EXPORT double cblas_ddot(int n, const double *x, int incx, const double *y,
     return fake_return_real("cblas_ddot");
 }
 
-FAKE_EXPORT void cblas_cdotu_sub(int n, const void *x, int incx, const void *y, int incy, void *dotu)
+FAKE_EXPORT void cblas_cdotu_sub(int n, const void *x, int incx, const void *y, int incy,
+                                 void *dotu)
 {
     fake_record_begin("cblas_cdotu_sub", 6);
     fake_record_value(0, fake_encode_int((int)n));
@@ -2397,7 +2398,8 @@ FAKE_EXPORT void cblas_cdotu_sub(int n, const void *x, int incx, const void *y, 
     fake_record_pointer(5, dotu, 8);
 }
 
-FAKE_EXPORT void cblas_cdotc_sub(int n, const void *x, int incx, const void *y, int incy, void *dotc)
+FAKE_EXPORT void cblas_cdotc_sub(int n, const void *x, int incx, const void *y, int incy,
+                                 void *dotc)
 {
     fake_record_begin("cblas_cdotc_sub", 6);
     fake_record_value(0, fake_encode_int((int)n));
@@ -2408,7 +2410,8 @@ FAKE_EXPORT void cblas_cdotc_sub(int n, const void *x, int incx, const void *y, 
     fake_record_pointer(5, dotc, 8);
 }
 
-FAKE_EXPORT void cblas_zdotu_sub(int n, const void *x, int incx, const void *y, int incy, void *dotu)
+FAKE_EXPORT void cblas_zdotu_sub(int n, const void *x, int incx, const void *y, int incy,
+                                 void *dotu)
 {
     fake_record_begin("cblas_zdotu_sub", 6);
     fake_record_value(0, fake_encode_int((int)n));
@@ -2419,7 +2422,8 @@ FAKE_EXPORT void cblas_zdotu_sub(int n, const void *x, int incx, const void *y, 
     fake_record_pointer(5, dotu, 16);
 }
 
-FAKE_EXPORT void cblas_zdotc_sub(int n, const void *x, int incx, const void *y, int incy, void *dotc)
+FAKE_EXPORT void cblas_zdotc_sub(int n, const void *x, int incx, const void *y, int incy,
+                                 void *dotc)
 {
     fake_record_begin("cblas_zdotc_sub", 6);
     fake_record_value(0, fake_encode_int((int)n));

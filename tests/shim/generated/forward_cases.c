@@ -2618,7 +2618,8 @@ static void forward_cgbmv_(void **state)
     (void)state;
     typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
                       const void *alpha, const void *a, const int *lda, const void *x,
-                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
+                      const int *incx, const void *beta, void *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgbmv_");
     case_begin(139);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -2648,7 +2649,8 @@ static void forward_cgbmv(void **state)
     (void)state;
     typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
                       const void *alpha, const void *a, const int *lda, const void *x,
-                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
+                      const int *incx, const void *beta, void *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("cgbmv");
     case_begin(140);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3040,7 +3042,8 @@ static void forward_zgbmv_(void **state)
     (void)state;
     typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
                       const void *alpha, const void *a, const int *lda, const void *x,
-                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
+                      const int *incx, const void *beta, void *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgbmv_");
     case_begin(155);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -3070,7 +3073,8 @@ static void forward_zgbmv(void **state)
     (void)state;
     typedef void fn_t(const char *transa, const int *m, const int *n, const int *kl, const int *ku,
                       const void *alpha, const void *a, const int *lda, const void *x,
-                      const int *incx, const void *beta, void *y, const int *incy, size_t transa_len);
+                      const int *incx, const void *beta, void *y, const int *incy,
+                      size_t transa_len);
     fn_t *fn = (fn_t *)shim_symbol("zgbmv");
     case_begin(156);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const int *)case_buffer(2),
@@ -4115,7 +4119,8 @@ static void forward_dspr2_(void **state)
 {
     (void)state;
     typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                      const int *incx, const double *y, const int *incy, double *a, size_t uplo_len);
+                      const int *incx, const double *y, const int *incy, double *a,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr2_");
     case_begin(199);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -4137,7 +4142,8 @@ static void forward_dspr2(void **state)
 {
     (void)state;
     typedef void fn_t(const char *uplo, const int *n, const double *alpha, const double *x,
-                      const int *incx, const double *y, const int *incy, double *a, size_t uplo_len);
+                      const int *incx, const double *y, const int *incy, double *a,
+                      size_t uplo_len);
     fn_t *fn = (fn_t *)shim_symbol("dspr2");
     case_begin(200);
     fn((const char *)case_buffer(0), (const int *)case_buffer(1), (const double *)case_buffer(2),
@@ -7701,7 +7707,8 @@ static void forward_cblas_scopy(void **state)
     typedef void fn_t(int n, const float *x, int incx, float *y, int incy);
     fn_t *fn = (fn_t *)shim_symbol("cblas_scopy");
     case_begin(358);
-    fn(case_int(0), (const float *)case_buffer(1), case_int(2), (float *)case_buffer(3), case_int(4));
+    fn(case_int(0), (const float *)case_buffer(1), case_int(2), (float *)case_buffer(3),
+       case_int(4));
     expect_host_call("cblas_scopy", 5);
     expect_arg_value(0, fake_encode_int(case_int(0)));
     expect_arg_pointer(1, case_buffer(1), sizeof(float));
@@ -9971,7 +9978,8 @@ static void forward_cblas_csyrk(void **state)
 {
     (void)state;
     typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                      const void *alpha, const void *a, int lda, const void *beta, void *c, int ldc);
+                      const void *alpha, const void *a, int lda, const void *beta, void *c,
+                      int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_csyrk");
     case_begin(464);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
@@ -10105,7 +10113,8 @@ static void forward_cblas_zsyrk(void **state)
 {
     (void)state;
     typedef void fn_t(CBLAS_LAYOUT layout, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, int n, int k,
-                      const void *alpha, const void *a, int lda, const void *beta, void *c, int ldc);
+                      const void *alpha, const void *a, int lda, const void *beta, void *c,
+                      int ldc);
     fn_t *fn = (fn_t *)shim_symbol("cblas_zsyrk");
     case_begin(469);
     fn((CBLAS_LAYOUT)case_int(0), (CBLAS_UPLO)case_int(1), (CBLAS_TRANSPOSE)case_int(2),
