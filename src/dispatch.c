@@ -3,7 +3,13 @@
 #include "abft.h"
 #include "config.h"
 #include "hostblas.h"
+#include "log.h"
 #include "report.h"
+
+#include "blasft_build_config.h"
+#if BLASFT_HAVE_CUDA
+#include "blasft_gpu.h"
+#endif
 
 #include <stddef.h>
 
@@ -57,6 +63,37 @@ void blasft_host_gemm(const blasft_gemm *g)
        1);
 }
 
+/* The GPU runs a host-memory GEMM only when asked to (BLASFT_DEVICE=gpu), or in auto mode above
+ * BLASFT_MIN_FLOPS when that is set: until the offload model of the consistency layer exists,
+ * auto keeps GEMMs on the host. Returns 0 if the GEMM ran on the GPU. */
+static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
+{
+#if BLASFT_HAVE_CUDA
+    if (cfg->device == BLASFT_DEVICE_HOST)
+        return -1;
+    if (cfg->device == BLASFT_DEVICE_AUTO &&
+        (cfg->min_flops < 0 || 2.0 * (double)g->m * (double)g->n * (double)g->k < cfg->min_flops))
+        return -1;
+    if (blasft_gpu_run_host_gemm(g, cfg) == 0)
+        return 0;
+    static int warned;
+    blasft_log_once(&warned, BLASFT_LOG_WARN,
+                    "a GEMM could not run on the GPU (no usable device, driver or cuBLAS, out of "
+                    "memory, or an unsupported type) and ran on the host; later ones that cannot "
+                    "run there do the same without a warning");
+    return -1;
+#else
+    (void)g;
+    if (cfg->device == BLASFT_DEVICE_GPU) {
+        static int warned;
+        blasft_log_once(&warned, BLASFT_LOG_WARN,
+                        "BLASFT_DEVICE=gpu, but this libblas_ft was built without CUDA; GEMMs run "
+                        "on the host");
+    }
+    return -1;
+#endif
+}
+
 /* Set while this thread is inside a GEMM of ours: a host BLAS that calls back into an exported
  * GEMM symbol (netlib CBLAS over Fortran BLAS does) gets the plain host GEMM, never a loop. */
 static _Thread_local int gemm_depth;
@@ -71,6 +108,10 @@ blasft_where blasft_gemm_run(const blasft_gemm *g)
         return BLASFT_WHERE_HOST;
     }
     gemm_depth++;
+    if (g->m > 0 && g->n > 0 && try_gpu(g, cfg) == 0) {
+        gemm_depth--;
+        return BLASFT_WHERE_GPU;
+    }
     if (blasft_abft_host_gemm(g, cfg) != 0) {
         blasft_host_gemm(g);
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
