@@ -21,6 +21,7 @@ typedef struct abft_ctx {
     int bs, scheme;
     int64_t m, n, k, nbr, nbc;
     int beta_zero;  /* beta == 0: the old C is never read */
+    int parallel;   /* redundant passes may run on two threads (abft_k_parallel, size) */
     double w[2][1024]; /* weights by position in a block; w[0] is the unweighted checksum */
 
     double *ac, *bc;         /* encodings of op(A) ((R*nbr) x k) and op(B) (k x (R*nbc)) */
@@ -38,6 +39,9 @@ typedef struct abft_ctx {
     double *scratch;         /* redundant checksum pass */
     uint64_t encoder_faults;
 } abft_ctx;
+
+/* Elements (of A, B and C together) below which a second thread costs more than it saves. */
+#define ABFT_PARALLEL_MIN ((int64_t)1 << 15)
 
 static inline int64_t abft_nc(const abft_ctx *x) { return x->R * x->nbr * x->n; } /* col cs count */
 static inline int64_t abft_nr(const abft_ctx *x) { return x->m * x->R * x->nbc; } /* row cs count */

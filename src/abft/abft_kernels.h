@@ -1,0 +1,40 @@
+/* The host engine's hot loops: weighted compensated checksums along or across the columns of a
+ * column-major matrix, the top-p magnitude lists of the PEA preprocessing, promotion to double,
+ * and a helper that runs the two redundant passes on two threads.
+ *
+ * Every sum is formed element by element in the same order as the scalar definition (index
+ * ascending; per element the product w*v, then its exact rounding error from fma, each added by
+ * Neumaier's TwoSum), so the results are bit for bit those of a plain scalar loop: the kernels
+ * only choose an order of *independent* sums that vectorizes (several columns side by side, or
+ * every row of a column block at once) and contiguous memory traversal. */
+#ifndef BLASFT_ABFT_KERNELS_H
+#define BLASFT_ABFT_KERNELS_H
+
+#include <stdint.h>
+
+/* Streams summed side by side by abft_k_down. */
+#define ABFT_K_STREAMS 4
+
+/* out[q] = sum_{i < len} w[i] * base[q][i * stride] (compensated) for q < ABFT_K_STREAMS;
+ * elements are float (single != 0) or double. prod = 0 when every w[i] is 1: then the products
+ * are exact and their (zero) rounding errors are not added. */
+void abft_k_down(const void *const base[ABFT_K_STREAMS], int single, int64_t stride, int64_t len,
+                 const double *w, int prod, double out[ABFT_K_STREAMS]);
+
+/* out[ri] = sum_{j < cols} w[j] * m[ri + j * ld] (compensated) for ri < nreal, scalars as float
+ * or double, ld in scalars. work: 2 * nreal doubles. */
+void abft_k_across(const void *m, int single, int64_t ld, int64_t nreal, int64_t cols,
+                   const double *w, int prod, double *out, double *work);
+
+/* dst[i + rows * j] = (double) src[i + ld * j], scalars as float (single) or double. */
+void abft_k_promote(double *dst, const void *src, int single, int64_t rows, int64_t cols,
+                    int64_t ld);
+
+/* Runs f(arg0) and f(arg1), on two threads when parallel is set and a thread can be started,
+ * else one after the other. */
+void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);
+
+/* Whether the engine may use a second thread: the host BLAS itself runs on two or more. */
+int abft_k_parallel(void);
+
+#endif
