@@ -63,6 +63,7 @@ EOF
 
 # build_and_test DIR MESON-OPTIONS...: a fresh configure, build and full test run. A failed
 # configure or build counts as one failure.
+# TEST_ARGS: extra arguments of meson test.
 build_and_test() {
     local dir="$1"
     shift
@@ -79,7 +80,7 @@ build_and_test() {
         return
     fi
     echo "== $dir: meson test"
-    meson test -C "$dir" --num-processes "$JOBS" --print-errorlogs
+    meson test -C "$dir" --num-processes "$JOBS" --print-errorlogs $TEST_ARGS
     count_results "$dir"
 }
 
@@ -90,7 +91,10 @@ if ! install_missing; then
     exit 1
 fi
 
+TEST_ARGS=""
 build_and_test build-test
+# Instrumented code runs several times slower: the same tests get four times their time limit.
+TEST_ARGS="--timeout-multiplier 4"
 build_and_test build-test-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debugoptimized
 
