@@ -1,6 +1,6 @@
 /* Hot loops of the host engine (see abft_kernels.h for the order-of-summation guarantee). On
- * x86-64 each kernel is also built for Haswell-class CPUs (AVX2, FMA) and picked at load time:
- * without hardware FMA every exact product error is a libm call, and without AVX2 the independent
+ * x86-64 each kernel is also built for CPUs with FMA (and so AVX) and picked at load time by CPU feature:
+ * without hardware FMA every exact product error is a libm call, and without AVX the independent
  * sums run two at a time instead of four. */
 #include "abft/abft_kernels.h"
 
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ABFT_HOT __attribute__((target_clones("arch=haswell", "default")))
+#define ABFT_HOT __attribute__((target_clones("fma", "default")))
 #else
 #define ABFT_HOT
 #endif

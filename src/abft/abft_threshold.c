@@ -42,8 +42,11 @@ static void topl_free(topl *l)
     free(l->cnt);
 }
 
-static void topl_add(topl *l, int64_t list, double v, int64_t at)
+static inline void topl_add(topl *l, int64_t list, double v, int64_t at)
 {
+    /* most values are below a full list's smallest entry: decide that without the call */
+    if (l->cnt[list] == l->p && !(v > l->v[list * l->p + l->p - 1]))
+        return;
     l->cnt[list] = blasft_topp_insert(l->v + list * l->p, l->pos + list * l->p, l->cnt[list], l->p,
                                       v, at);
 }
@@ -57,14 +60,6 @@ static double topl_y(const topl *a, int64_t la, const topl *b, int64_t lb)
 /* Magnitude bounding every real product of a part: max(|re|, |im|). */
 static double mag2(double re, double im) { return fmax(fabs(re), fabs(im)); }
 
-static double opa_mag(const abft_ctx *x, int64_t i, int64_t kk)
-{
-    return x->P == 1 ? fabs(abft_opa(x, i, kk, 0)) : mag2(abft_opa(x, i, kk, 0), abft_opa(x, i, kk, 1));
-}
-static double opb_mag(const abft_ctx *x, int64_t kk, int64_t j)
-{
-    return x->P == 1 ? fabs(abft_opb(x, kk, j, 0)) : mag2(abft_opb(x, kk, j, 0), abft_opb(x, kk, j, 1));
-}
 static double opa_sq(const abft_ctx *x, int64_t i, int64_t kk)
 {
     double s = 0;
@@ -88,8 +83,71 @@ static double w2(const abft_ctx *x, int r, int64_t len)
     return s;
 }
 
+/* |element| of a stored operand (the larger part for complex): conjugation does not matter. */
+static inline double mag_at(const void *base, blasft_type t, int64_t idx)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: return fabs((double)((const float *)base)[idx]);
+    case BLASFT_TYPE_D: return fabs(((const double *)base)[idx]);
+    case BLASFT_TYPE_C: {
+        double re = fabs((double)((const float *)base)[2 * idx]);
+        double im = fabs((double)((const float *)base)[2 * idx + 1]);
+        return re > im ? re : im;
+    }
+    default: {
+        double re = fabs(((const double *)base)[2 * idx]), im = fabs(((const double *)base)[2 * idx + 1]);
+        return re > im ? re : im;
+    }
+    }
+}
+
+/* Top-p lists of one operand: per vector (a row i of op(A) or a column j of op(B); nvec of them,
+ * blocks of bs) over positions kk < k, and per block of vectors the same of the envelope
+ * max_{vector in block} |value at kk|. by_col: vector v's entries are the stored column v (stride
+ * 1 along kk); else they are the stored row v (stride ld), and the matrix is walked column by
+ * column so memory is read contiguously. Each list receives its positions in ascending order
+ * either way, so the lists do not depend on the walk. */
+static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_col, int64_t nvec,
+                        topl *per_vec, topl *per_blk)
+{
+    const blasft_type t = x->g->type;
+    const int64_t k = x->k, bs = x->bs, nblk = (nvec + bs - 1) / bs;
+    if (by_col) {
+        double *env = malloc((size_t)(k + 1) * sizeof *env);
+        if (!env)
+            return -1;
+        for (int64_t b = 0; b < nblk; b++) {
+            memset(env, 0, (size_t)(k + 1) * sizeof *env);
+            int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
+            for (int64_t v = v0; v < v0 + len; v++)
+                for (int64_t kk = 0; kk < k; kk++) {
+                    double a = mag_at(base, t, kk + v * ld);
+                    topl_add(per_vec, v, a, kk);
+                    env[kk] = env[kk] > a ? env[kk] : a;
+                }
+            for (int64_t kk = 0; kk < k; kk++)
+                topl_add(per_blk, b, env[kk], kk);
+        }
+        free(env);
+        return 0;
+    }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t b = 0; b < nblk; b++) {
+            int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
+            double e = 0;
+            for (int64_t v = v0; v < v0 + len; v++) {
+                double a = mag_at(base, t, v + kk * ld);
+                topl_add(per_vec, v, a, kk);
+                e = e > a ? e : a;
+            }
+            topl_add(per_blk, b, e, kk);
+        }
+    return 0;
+}
+
 static int prepare_pea(abft_ctx *x)
 {
+    const blasft_gemm *g = x->g;
     const int R = x->R, P = x->P, p = x->cfg->pea_p > 0 ? x->cfg->pea_p : 1;
     const double nn = (double)(x->k * P);
     topl ra, ea, sa, cb, eb, sb;
@@ -97,68 +155,57 @@ static int prepare_pea(abft_ctx *x)
     int ok = topl_init(&ra, x->m, p, x->k) == 0 && topl_init(&ea, x->nbr, p, x->k) == 0 &&
              topl_init(&sa, R * x->nbr, p, x->k) == 0 && topl_init(&cb, x->n, p, x->k) == 0 &&
              topl_init(&eb, x->nbc, p, x->k) == 0 && topl_init(&sb, R * x->nbc, p, x->k) == 0;
-    double *env = malloc((size_t)(x->k + 1) * sizeof *env);
-    if (ok && env) {
-        for (int64_t bi = 0; bi < x->nbr; bi++) {
-            memset(env, 0, (size_t)(x->k + 1) * sizeof *env);
-            int64_t i0 = bi * x->bs, len = abft_len(x->m, bi, x->bs);
-            for (int64_t i = i0; i < i0 + len; i++)
-                for (int64_t kk = 0; kk < x->k; kk++) {
-                    double v = opa_mag(x, i, kk);
-                    topl_add(&ra, i, v, kk);
-                    env[kk] = fmax(env[kk], v);
-                }
-            for (int64_t kk = 0; kk < x->k; kk++)
-                topl_add(&ea, bi, env[kk], kk);
-        }
-        for (int64_t bj = 0; bj < x->nbc; bj++) {
-            memset(env, 0, (size_t)(x->k + 1) * sizeof *env);
-            int64_t j0 = bj * x->bs, len = abft_len(x->n, bj, x->bs);
-            for (int64_t j = j0; j < j0 + len; j++)
-                for (int64_t kk = 0; kk < x->k; kk++) {
-                    double v = opb_mag(x, kk, j);
-                    topl_add(&cb, j, v, kk);
-                    env[kk] = fmax(env[kk], v);
-                }
-            for (int64_t kk = 0; kk < x->k; kk++)
-                topl_add(&eb, bj, env[kk], kk);
-        }
+    double *wsum = malloc((size_t)(R * (x->nbr + x->nbc) + 1) * sizeof *wsum);
+    ok = ok && wsum && scan_operand(x, g->a, g->lda, g->transa != 'N', x->m, &ra, &ea) == 0 &&
+         scan_operand(x, g->b, g->ldb, g->transb == 'N', x->n, &cb, &eb) == 0;
+    if (ok) {
         for (int64_t kk = 0; kk < x->k; kk++) {
             for (int64_t s = 0; s < R * x->nbr; s++) {
                 const double *v = x->ac + (s + R * x->nbr * kk) * P;
                 topl_add(&sa, s, P == 1 ? fabs(v[0]) : mag2(v[0], v[1]), kk);
             }
-            for (int64_t s = 0; s < R * x->nbc; s++) {
+        }
+        for (int64_t s = 0; s < R * x->nbc; s++)
+            for (int64_t kk = 0; kk < x->k; kk++) {
                 const double *v = x->bc + (kk + x->k * s) * P;
                 topl_add(&sb, s, P == 1 ? fabs(v[0]) : mag2(v[0], v[1]), kk);
             }
-        }
+        /* sum of squared weights per block and weight set (the ragged last block differs) */
+        double *wsr = wsum, *wsc = wsum + R * x->nbr;
+        for (int64_t bi = 0; bi < x->nbr; bi++)
+            for (int r = 0; r < R; r++)
+                wsr[bi * R + r] = w2(x, r, abft_len(x->m, bi, x->bs));
+        for (int64_t bj = 0; bj < x->nbc; bj++)
+            for (int r = 0; r < R; r++)
+                wsc[bj * R + r] = w2(x, r, abft_len(x->n, bj, x->bs));
+        /* blasft_pea_sigma(nn, y, t, 0) is (q * y) * 2^-t with q fixed: the same operations */
+        const double q = blasft_pea_sigma(nn, 1.0, 0, 0);
+        const double ur = ldexp(1.0, -BLASFT_T_DOUBLE), ud = ldexp(1.0, -x->t);
         /* context-dependent step */
         for (int64_t j = 0; j < x->n; j++)
-            for (int64_t bi = 0; bi < x->nbr; bi++)
+            for (int64_t bi = 0; bi < x->nbr; bi++) {
+                double ye = topl_y(&ea, bi, &cb, j), sd = q * ye * ud;
                 for (int r = 0; r < R; r++) {
-                    double sr = blasft_pea_sigma(nn, topl_y(&sa, bi * R + r, &cb, j), BLASFT_T_DOUBLE, 0);
-                    double ye = topl_y(&ea, bi, &cb, j), wsum = w2(x, r, abft_len(x->m, bi, x->bs));
-                    double sd = blasft_pea_sigma(nn, ye, x->t, 0);
-                    x->vdc[abft_ci(x, bi, r, j)] = sr * sr + sd * sd * wsum;
-                    x->c2c[abft_ci(x, bi, r, j)] = wsum * (nn * ye) * (nn * ye);
+                    double sr = q * topl_y(&sa, bi * R + r, &cb, j) * ur, ws = wsr[bi * R + r];
+                    x->vdc[abft_ci(x, bi, r, j)] = sr * sr + sd * sd * ws;
+                    x->c2c[abft_ci(x, bi, r, j)] = ws * (nn * ye) * (nn * ye);
                 }
+            }
         for (int64_t bj = 0; bj < x->nbc; bj++)
             for (int r = 0; r < R; r++) {
-                double wsum = w2(x, r, abft_len(x->n, bj, x->bs));
+                double ws = wsc[bj * R + r];
                 for (int64_t i = 0; i < x->m; i++) {
-                    double sr = blasft_pea_sigma(nn, topl_y(&ra, i, &sb, bj * R + r), BLASFT_T_DOUBLE, 0);
-                    double ye = topl_y(&ra, i, &eb, bj);
-                    double sd = blasft_pea_sigma(nn, ye, x->t, 0);
-                    x->vdr[abft_ri(x, i, bj, r)] = sr * sr + sd * sd * wsum;
-                    x->c2r[abft_ri(x, i, bj, r)] = wsum * (nn * ye) * (nn * ye);
+                    double sr = q * topl_y(&ra, i, &sb, bj * R + r) * ur;
+                    double ye = topl_y(&ra, i, &eb, bj), sd = q * ye * ud;
+                    x->vdr[abft_ri(x, i, bj, r)] = sr * sr + sd * sd * ws;
+                    x->c2r[abft_ri(x, i, bj, r)] = ws * (nn * ye) * (nn * ye);
                 }
             }
     }
-    free(env);
+    free(wsum);
     topl_free(&ra); topl_free(&ea); topl_free(&sa);
     topl_free(&cb); topl_free(&eb); topl_free(&sb);
-    return ok && env ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 static int prepare_sea(abft_ctx *x)
