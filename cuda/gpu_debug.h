@@ -34,6 +34,18 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
 typedef void (*blasft_gpu_hook)(void *stream, void *user);
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user);
 
+/* Benchmark breakdown only: leaves stages out (the results are then not protected), to time
+ * each stage by difference inside the overlapped pipeline. */
+enum {
+    BLASFT_GPU_SKIP_ENCODE = 1,      /* encoding of A and B (and their envelopes) */
+    BLASFT_GPU_SKIP_TOPP = 2,        /* "PEA max p" preprocessing */
+    BLASFT_GPU_SKIP_REFGEMM = 4,     /* the two reference checksum GEMMs */
+    BLASFT_GPU_SKIP_CHECKSUM_C = 8,  /* checksums of the new C */
+    BLASFT_GPU_SKIP_COMPARE = 16,    /* compare / locate / correct */
+    BLASFT_GPU_SKIP_REPORT = 32,     /* the host function that delivers counters */
+};
+void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages);
+
 #ifdef __cplusplus
 }
 #endif

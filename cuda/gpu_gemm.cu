@@ -38,7 +38,7 @@ struct report_slot {
 struct blasft_gpu_ctx {
     cudaStream_t s0, s1;
     cublasHandle_t h0, h1;
-    cudaEvent_t ev_fork, ev_cold, ev_ref;
+    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done;
     char *ws;         /* header (counters, block flags) then the per-call buffers */
     size_t ws_bytes;
     int64_t flag_cap; /* block flags in the header */
@@ -46,6 +46,7 @@ struct blasft_gpu_ctx {
     size_t old_bytes;
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
+    int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
     void *hook_user;
 };
@@ -83,10 +84,11 @@ size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + a
 layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap)
 {
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    int64_t sc = gk_topp_scratch(m, k);
-    int64_t sc_b = gk_topp_scratch(n, k);
-    if (sc_b > sc)
-        sc = sc_b;
+    int64_t sc = 0;
+    for (int64_t V : {m, n, (int64_t)r * mb, (int64_t)r * nb, mb, nb}) {
+        int64_t x = gk_topp_scratch(V, k);
+        sc = x > sc ? x : sc;
+    }
     layout L;
     size_t o = header_bytes(flag_cap);
     auto take = [&](size_t bytes) { size_t at = o; o += align_up(bytes); return at; };
@@ -327,28 +329,32 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 kg.w2[side][cw][last] = sum;
                 kg.wmax2[side][cw][last] = mx;
             }
-    const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
     kg.cnt = (gk_counters *)w;
     kg.tile_flag = (int *)(w + align_up(sizeof(gk_counters)));
     kg.tile_list = (int *)(w + L.list);
 
     cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const int ws = p->weights;
+    const int skip = ctx->skip;
     cudaMemsetAsync(kg.cnt, 0, sizeof(gk_counters), s0);
 
     /* fork: context-independent work on s1 */
     cudaEventRecord(ctx->ev_fork, s0);
     cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+    if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
     gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
                     gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1);
     gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k,
                     gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1);
+    }
+    if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
     gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
     gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
     gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
     gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
     gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
     gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
+    }
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
     if (need_cold) {
@@ -373,28 +379,46 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
     static const T zero = 0;
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
-    if (!blas_ok(xgemm<T>(ctx->h1, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
+    if (!(skip & BLASFT_GPU_SKIP_REFGEMM) &&
+        !blas_ok(xgemm<T>(ctx->h1, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
                           kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
                  "cublas gemm (column checksums)") ||
+        (!(skip & BLASFT_GPU_SKIP_REFGEMM) &&
         !blas_ok(xgemm<T>(ctx->h1, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha, kg.A,
                           g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
-                 "cublas gemm (row checksums)"))
+                 "cublas gemm (row checksums)")))
         return -2;
     cudaEventRecord(ctx->ev_ref, s1);
 
     /* the check: checksums of the new C, then compare / locate / correct */
-    gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_rec, r * mb, 1, none, kg.cnt, s0);
-    gk_encode<T, double>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_rec, 1, m, none, kg.cnt, s0);
+    if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C)) {
+        gk_check_sums<T>(kg.C, g->ldc, m, n, bs, r, ws, kg.Ccs_rec, kg.Crs_rec, kg.cnt, s0);
+    }
     cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
-    gk_check<T>(kg, s0);
+    if (!(skip & BLASFT_GPU_SKIP_COMPARE))
+        gk_check<T>(kg, s0);
 
     slot->busy.store(1, std::memory_order_relaxed);
     slot->checks = (uint64_t)(r * mb * n + m * r * nb);
     slot->type = g->type == BLASFT_TYPE_S ? 'S' : 'D';
     slot->routine = g->routine ? g->routine : "gpu_gemm";
     slot->on_error = p->on_error;
+    /* the counters are copied in the caller's stream order (the next GEMM resets them); the host
+     * function that delivers them runs on the helper stream, so the caller's stream never waits
+     * for the host thread. Under graph capture the helper stream must be joined back, so there
+     * the host function stays on the caller's stream. */
     cudaMemcpyAsync(&slot->c, kg.cnt, sizeof(gk_counters), cudaMemcpyDeviceToHost, s0);
-    if (!cuda_ok(cudaLaunchHostFunc(s0, deliver, slot), "cudaLaunchHostFunc"))
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(s0, &capturing);
+    cudaStream_t rs = s0;
+    if (capturing == cudaStreamCaptureStatusNone) {
+        cudaEventRecord(ctx->ev_done, s0);
+        cudaStreamWaitEvent(s1, ctx->ev_done, 0);
+        rs = s1;
+    }
+    if (skip & BLASFT_GPU_SKIP_REPORT)
+        slot->busy.store(0, std::memory_order_relaxed);
+    else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
         return -2;
     return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
 }
@@ -459,6 +483,7 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_cold, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_ref, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_done, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaHostAlloc((void **)&ctx->slots, sizeof(report_slot) * kSlots,
                                     cudaHostAllocDefault),
                       "cudaHostAlloc") &&
@@ -497,6 +522,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaEventDestroy(ctx->ev_cold);
     if (ctx->ev_ref)
         cudaEventDestroy(ctx->ev_ref);
+    if (ctx->ev_done)
+        cudaEventDestroy(ctx->ev_done);
     if (ctx->slots)
         cudaFreeHost(ctx->slots);
     if (ctx->ws)
@@ -598,6 +625,8 @@ out:
     cudaFree(dC);
     return rc;
 }
+
+void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages) { ctx->skip = stages; }
 
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user)
 {

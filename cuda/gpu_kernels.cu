@@ -75,7 +75,25 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
     const T *col = X + s0 + l * ld;
     blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
     double ax = 0.0;
-    for (int s = lane >> 1; s < len; s += 16) {
+    int s = lane >> 1;
+    /* four loads in flight before their use */
+    for (; s + 48 < len; s += 64) {
+        double x0 = (double)col[s], x1 = (double)col[s + 16];
+        double x2 = (double)col[s + 32], x3 = (double)col[s + 48];
+        blasft_csum_add(&acc[0], x0);
+        blasft_csum_add(&acc[0], x1);
+        blasft_csum_add(&acc[0], x2);
+        blasft_csum_add(&acc[0], x3);
+        if (r > 1) {
+            blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x0);
+            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 16, bs) * x1);
+            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 32, bs) * x2);
+            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 48, bs) * x3);
+        }
+        ax = aux_step(aux.kind, aux_step(aux.kind, ax, x0), x1);
+        ax = aux_step(aux.kind, aux_step(aux.kind, ax, x2), x3);
+    }
+    for (; s < len; s += 16) {
         double x = (double)col[s];
         blasft_csum_add(&acc[0], x);
         if (r > 1)
@@ -98,6 +116,76 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
             }
             out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
         }
+    }
+}
+
+/* The contiguous case for many indices l: a CUDA block takes one block b and 32 indices l,
+ * streams the block's rows through a 32 x 32 shared-memory tile (coalesced 32-element column
+ * loads), and every thread sums 8 rows of one column per tile (4 row quarters x 32 columns x a
+ * lane pair); the quarters are joined in a fixed order and the pair compared at the end. */
+template <typename T, typename O>
+__global__ void __launch_bounds__(kThreads)
+encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
+             int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt)
+{
+    __shared__ double sub[32][33];
+    __shared__ blasft_csum part[4][64][2];
+    __shared__ double apart[4][64];
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int64_t b = blockIdx.x, l0 = (int64_t)blockIdx.y * 32, s0 = b * bs;
+    const int len = (int)(S - s0 < bs ? S - s0 : bs);
+    const int q = tid >> 6, cc = (tid >> 1) & 31;
+    blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    double ax = 0.0;
+    for (int ps = 0; ps < len; ps += 32) {
+        T x[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int c = (tid >> 5) + 8 * u;
+            x[u] = ps + lane < len && l0 + c < L ? X[(s0 + ps + lane) + (l0 + c) * ld] : (T)0;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            int row = q * 8 + i;
+            double v = sub[cc][row];
+            blasft_csum_add(&acc[0], v);
+            if (r > 1)
+                blasft_csum_add(&acc[1], weight_of(1, wscheme, ps + row, bs) * v);
+            if (ps + row < len)
+                ax = aux_step(aux.kind, ax, v);
+        }
+        __syncthreads();
+    }
+    part[q][tid & 63][0] = acc[0];
+    part[q][tid & 63][1] = acc[1];
+    apart[q][tid & 63] = ax;
+    __syncthreads();
+    if (q == 0) {
+        blasft_csum tot[2] = {part[0][tid][0], part[0][tid][1]};
+        double at = apart[0][tid];
+        for (int qq = 1; qq < 4; qq++) {
+            csum_merge(&tot[0], part[qq][tid][0]);
+            csum_merge(&tot[1], part[qq][tid][1]);
+            at = aux_join(aux.kind, at, apart[qq][tid]);
+        }
+        const int64_t l = l0 + cc;
+        for (int w = 0; w < r; w++) {
+            bool bad;
+            double v = pair_reduce(tot[w], false, &bad);
+            if ((tid & 1) == 0 && l < L) {
+                if (bad) {
+                    atomicAdd(&cnt->encoder_faults, 1ull);
+                    v = nan("");
+                }
+                out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
+            }
+        }
+        if (aux.kind && (tid & 1) == 0 && l < L)
+            aux.out[l * aux.ld_l + b * aux.ld_b] = at;
     }
 }
 
@@ -166,21 +254,62 @@ __device__ __forceinline__ void topp_store(gk_topp out, int64_t v, const double 
     }
 }
 
-/* One warp per contiguous vector: per-lane lists, then p rounds of a warp arg-max. */
+/* Partial lists of chunk c: entry i of vector v at (c * GK_PMAX + i) * V + v, so that the
+ * threads of a warp (consecutive v) store and load contiguously. */
+__device__ __forceinline__ void topp_store_part(gk_topp part, int64_t c, int64_t V, int64_t v,
+                                                const double *vals, const int64_t *pos, int n,
+                                                int p)
+{
+    for (int i = 0; i < p; i++) {
+        part.val[(c * GK_PMAX + i) * V + v] = i < n ? vals[i] : 0.0;
+        part.pos[(c * GK_PMAX + i) * V + v] = i < n ? (int)pos[i] : -1;
+    }
+}
+
+/* A top-p list with its admission floor in a register: most values fail the one comparison and
+ * never touch the (runtime-indexed, so local-memory) list; the rule itself is the shared one. */
+struct topp_list {
+    double vals[GK_PMAX];
+    int64_t pos[GK_PMAX];
+    int n, p;
+    double floor;
+    __device__ __forceinline__ explicit topp_list(int p_) : n(0), p(p_), floor(-1.0) {}
+    __device__ __forceinline__ void add(double x, int64_t at)
+    {
+        if (!(x > floor) && n == p)
+            return;
+        n = blasft_topp_insert(vals, pos, n, p, x, at);
+        floor = n == p ? vals[p - 1] : -1.0;
+    }
+};
+
+/* One warp per (contiguous vector, chunk of l): per-lane lists, then p rounds of a warp arg-max;
+ * the list goes to out at (c * V + v) (with one chunk, the final list). */
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp out)
+topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk, gk_topp out)
 {
     int64_t v = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
     if (v >= V)
         return;
     int lane = threadIdx.x & 31;
-    double vals[GK_PMAX];
-    int64_t pos[GK_PMAX];
-    int n = 0;
+    int64_t c = blockIdx.y, l0 = c * chunk, l1 = l0 + chunk < L ? l0 + chunk : L;
+    topp_list t(p);
     const T *x = X + v * ld;
-    for (int64_t l = lane; l < L; l += 32)
-        n = blasft_topp_insert(vals, pos, n, p, fabs((double)x[l]), l);
+    int64_t l = l0 + lane;
+    for (; l + 96 < l1; l += 128) {
+        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + 32]);
+        double x2 = fabs((double)x[l + 64]), x3 = fabs((double)x[l + 96]);
+        t.add(x0, l);
+        t.add(x1, l + 32);
+        t.add(x2, l + 64);
+        t.add(x3, l + 96);
+    }
+    for (; l < l1; l += 32)
+        t.add(fabs((double)x[l]), l);
+    const int n = t.n;
+    const double *vals = t.vals;
+    const int64_t *pos = t.pos;
     double rv[GK_PMAX];
     int64_t rp[GK_PMAX];
     int head = 0, got = 0;
@@ -206,8 +335,12 @@ topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp out)
         rp[got] = cp;
         got++;
     }
-    if (lane == 0)
-        topp_store(out, v, rv, rp, got, p);
+    if (lane == 0) {
+        if (gridDim.y == 1)
+            topp_store(out, v, rv, rp, got, p);
+        else
+            topp_store_part(out, c, V, v, rv, rp, got, p);
+    }
 }
 
 /* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after. */
@@ -219,12 +352,19 @@ topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk,
     if (v >= V)
         return;
     int64_t c = blockIdx.y, l0 = c * chunk, l1 = l0 + chunk < L ? l0 + chunk : L;
-    double vals[GK_PMAX];
-    int64_t pos[GK_PMAX];
-    int n = 0;
-    for (int64_t l = l0; l < l1; l++)
-        n = blasft_topp_insert(vals, pos, n, p, fabs((double)X[v + l * ld]), l);
-    topp_store(part, c * V + v, vals, pos, n, p);
+    topp_list t(p);
+    int64_t l = l0;
+    for (; l + 4 <= l1; l += 4) {
+        double x0 = fabs((double)X[v + l * ld]), x1 = fabs((double)X[v + (l + 1) * ld]);
+        double x2 = fabs((double)X[v + (l + 2) * ld]), x3 = fabs((double)X[v + (l + 3) * ld]);
+        t.add(x0, l);
+        t.add(x1, l + 1);
+        t.add(x2, l + 2);
+        t.add(x3, l + 3);
+    }
+    for (; l < l1; l++)
+        t.add(fabs((double)X[v + l * ld]), l);
+    topp_store_part(part, c, V, v, t.vals, t.pos, t.n, p);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -233,16 +373,14 @@ topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
     int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
     if (v >= V)
         return;
-    double vals[GK_PMAX];
-    int64_t pos[GK_PMAX];
-    int n = 0;
+    topp_list t(p);
     for (int64_t c = 0; c < nchunk; c++)
         for (int i = 0; i < p; i++) {
-            int64_t e = (c * V + v) * GK_PMAX + i;
+            int64_t e = (c * GK_PMAX + i) * V + v;
             if (part.pos[e] >= 0)
-                n = blasft_topp_insert(vals, pos, n, p, part.val[e], part.pos[e]);
+                t.add(part.val[e], part.pos[e]);
         }
-    topp_store(out, v, vals, pos, n, p);
+    topp_store(out, v, t.vals, t.pos, t.n, p);
 }
 
 template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
@@ -295,12 +433,16 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
     int scaled = !(alpha == 1.0) || !(beta == 0.0 || beta == 1.0);
     double w2 = g.w2[side][w][ragged], wmax2 = g.wmax2[side][w][ragged];
     double sr = blasft_pea_sigma(nn, y_ref, t, 0), sd = blasft_pea_sigma(nn, y_env, t, 0);
-    double vd = sr * sr + sd * sd * w2;
+    /* our encodings are rounded to the data type before cuBLAS multiplies them: one more
+     * rounding per product term of the reference, and one of the old C's checksum, bounded by
+     * Cauchy-Schwarz |sum w c| <= sqrt(W2 * sum c^2) */
+    const double u = ldexp(1.0, -t);
+    double vd = sr * sr + sd * sd * w2 + nn * (y_ref * u) * (y_ref * u);
     double c2 = w2 * (nn * y_env) * (nn * y_env);
     double sqb = 2.0 * (aa * aa * c2 + bb * bb * wmax2 * osq);
     double var_add = (blasft_blas_var_add(1.0, t) * sqb + blasft_blas_var_add(ref, t)) *
                          (scaled ? 3.0 : 1.0) +
-                     ur * ur * 2.0 * ref * ref;
+                     ur * ur * 2.0 * ref * ref + bb * bb * u * u * w2 * osq;
     return blasft_pea_eps(g.omega, aa, vd, var_add);
 }
 
@@ -541,6 +683,93 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
     }
 }
 
+/* The check's pass over C: column and row checksums of one BS x BS block in a single read.
+ * 32 x 32 sub-tiles go through shared memory; lane pairs of warp 0-1 sum the sub-tile's rows
+ * (row checksums, kept in registers over the block's columns), lane pairs of warps 2-3 its
+ * columns (column checksums, kept in shared memory over the block's rows). Each checksum is
+ * computed by both lanes of a pair and compared; a mismatch counts an encoder fault and stores
+ * NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
+constexpr int kSub = 32;
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, int wscheme,
+                 double *Ccs, double *Crs, int64_t mb, gk_counters *cnt)
+{
+    extern __shared__ double smem[];
+    double(*sub)[kSub + 1] = (double(*)[kSub + 1])smem;
+    blasft_csum *colst = (blasft_csum *)(smem + kSub * (kSub + 1)); /* [parity][column][w] */
+    const int64_t I = blockIdx.x, J = blockIdx.y, i0 = I * bs, j0 = J * bs;
+    const int rows_t = (int)(m - i0 < bs ? m - i0 : bs), cols_t = (int)(n - j0 < bs ? n - j0 : bs);
+    const int tid = threadIdx.x, lane = tid & 31;
+    for (int e = tid; e < 2 * bs * r; e += kThreads)
+        colst[e] = blasft_csum{0.0, 0.0};
+    __syncthreads();
+    for (int ps = 0; ps < rows_t; ps += kSub) {
+        blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+        const int rr = tid >> 1; /* along worker's row in the strip (tid < 64) */
+        for (int qs = 0; qs < cols_t; qs += kSub) {
+            T x[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                int cc = (tid >> 5) + 8 * u, i = ps + lane, j = qs + cc;
+                x[u] = i < rows_t && j < cols_t ? C[(i0 + i) + (j0 + j) * ldc] : (T)0;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
+            __syncthreads();
+            if (tid < 64) {
+                for (int cc = 0; cc < kSub; cc++) {
+                    double v = sub[cc][rr];
+                    blasft_csum_add(&racc[0], v);
+                    if (r > 1)
+                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + cc, bs) * v);
+                }
+            } else if (tid < 128) {
+                const int cc = (tid - 64) >> 1, par = tid & 1;
+                if (qs + cc < cols_t) {
+                    blasft_csum a0 = colst[(par * bs + qs + cc) * r];
+                    blasft_csum a1 = r > 1 ? colst[(par * bs + qs + cc) * r + 1] : a0;
+                    for (int q = 0; q < kSub; q++) {
+                        double v = sub[cc][q];
+                        blasft_csum_add(&a0, v);
+                        if (r > 1)
+                            blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
+                    }
+                    colst[(par * bs + qs + cc) * r] = a0;
+                    if (r > 1)
+                        colst[(par * bs + qs + cc) * r + 1] = a1;
+                }
+            }
+            __syncthreads();
+        }
+        if (tid < 64) {
+            for (int w = 0; w < r; w++) {
+                bool bad;
+                double v = pair_reduce(racc[w], false, &bad);
+                if ((tid & 1) == 0 && ps + rr < rows_t) {
+                    if (bad) {
+                        atomicAdd(&cnt->encoder_faults, 1ull);
+                        v = nan("");
+                    }
+                    Crs[(i0 + ps + rr) + (J * r + w) * m] = v;
+                }
+            }
+        }
+    }
+    for (int e = tid; e < cols_t * r; e += kThreads) {
+        int c = e / r, w = e % r;
+        double v0 = blasft_csum_value(&colst[(0 * bs + c) * r + w]);
+        double v1 = blasft_csum_value(&colst[(1 * bs + c) * r + w]);
+        if (!(v0 == v1) && !(v0 != v0 && v1 != v1)) {
+            atomicAdd(&cnt->encoder_faults, 1ull);
+            v0 = nan("");
+        }
+        Ccs[(I * r + w) + (j0 + c) * (r * mb)] = v0;
+    }
+}
+
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
 
 } // namespace
@@ -553,7 +782,10 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
     int64_t nblk = (S + bs - 1) / bs;
     if (nblk == 0 || L == 0)
         return;
-    if (contiguous)
+    if (contiguous && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535)
+        encode_tiled<T, O><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads, 0,
+                             st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
+    else if (contiguous)
         encode_contig<T, O><<<blocks_for(nblk * L, kThreads / 32), kThreads, 0, st>>>(
             X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, nblk, cnt);
     else
@@ -561,16 +793,24 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
                                st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
 }
 
-static int64_t topp_chunks(int64_t V, int64_t L)
+/* Chunks along l so that about `want` threads (strided: one per vector and chunk) or warps
+ * (contiguous) cover the memory latency; chunks not shorter than 64 (strided) or 256
+ * (contiguous) elements. */
+static int64_t chunks_for(int64_t V, int64_t L, int64_t want, int64_t min_len)
 {
-    /* enough threads to cover the memory latency, chunks not shorter than 64 */
-    int64_t want = (64 * 1024 + V - 1) / (V > 0 ? V : 1);
-    int64_t most = (L + 63) / 64;
-    int64_t c = want < most ? want : most;
-    return c < 1 ? 1 : (c > 256 ? 256 : c);
+    int64_t c = (want + V - 1) / (V > 0 ? V : 1);
+    int64_t most = (L + min_len - 1) / min_len;
+    c = c < most ? c : most;
+    return c < 1 ? 1 : (c > 1024 ? 1024 : c);
 }
+static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 256 * 1024, 64); }
+static int64_t contig_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 16 * 1024, 256); }
 
-int64_t gk_topp_scratch(int64_t V, int64_t L) { return topp_chunks(V, L) * V * GK_PMAX; }
+int64_t gk_topp_scratch(int64_t V, int64_t L)
+{
+    int64_t a = strided_chunks(V, L), b = contig_chunks(V, L);
+    return (a > b ? a : b) * V * GK_PMAX;
+}
 
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
@@ -578,16 +818,18 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
 {
     if (V == 0)
         return;
-    if (contiguous) {
-        topp_contig<T><<<blocks_for(V, kThreads / 32), kThreads, 0, st>>>(X, ld, L, V, p, out);
-        return;
-    }
-    int64_t nch = topp_chunks(V, L), chunk = (L + nch - 1) / nch;
+    int64_t nch = contiguous ? contig_chunks(V, L) : strided_chunks(V, L);
+    int64_t chunk = (L + nch - 1) / nch;
     if (chunk == 0)
         chunk = 1;
-    topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
-        X, ld, L, V, p, chunk, scratch);
-    topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
+    if (contiguous)
+        topp_contig<T><<<dim3(blocks_for(V, kThreads / 32), (unsigned int)nch), kThreads, 0, st>>>(
+            X, ld, L, V, p, chunk, nch == 1 ? out : scratch);
+    else
+        topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
+            X, ld, L, V, p, chunk, scratch);
+    if (!contiguous || nch > 1)
+        topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
 }
 
 template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
@@ -599,12 +841,40 @@ template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
     correct_kernel<T><<<64, kThreads, 0, st>>>(g);
 }
 
+constexpr int kFusedMaxBs = 512;
+
+size_t fused_smem(int bs, int r)
+{
+    return sizeof(double) * kSub * (kSub + 1) + sizeof(blasft_csum) * 2 * bs * r;
+}
+
+template <typename T>
+void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, int wscheme,
+                   double *Ccs, double *Crs, gk_counters *cnt, cudaStream_t st)
+{
+    int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    if (mb == 0 || nb == 0)
+        return;
+    const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
+    if (bs > kFusedMaxBs || nb > 65535) {
+        /* two passes: column checksums, then row checksums */
+        gk_encode<T, double>(C, ldc, 1, m, n, bs, r, wscheme, Ccs, r * mb, 1, none, cnt, st);
+        gk_encode<T, double>(C, ldc, 0, n, m, bs, r, wscheme, Crs, 1, m, none, cnt, st);
+        return;
+    }
+    size_t sm = fused_smem(bs, r); /* at most 41 KiB: no opt-in beyond 48 KiB needed */
+    check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads, sm, st>>>(
+        C, ldc, m, n, bs, r, wscheme, Ccs, Crs, mb, cnt);
+}
+
 #define INSTANTIATE(T)                                                                             \
     template void gk_encode<T, T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,   \
                                   int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t);                  \
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
-    template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);
+    template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);                                 \
+    template void gk_check_sums<T>(const T *, int64_t, int64_t, int64_t, int, int, int, double *,  \
+                                   double *, gk_counters *, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
 template void gk_encode<float, double>(const float *, int64_t, int, int64_t, int64_t, int, int, int,

@@ -15,6 +15,8 @@ def main(paths):
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
+                if r.get("skip", 0):
+                    continue  # breakdown runs, not protected
                 key = (r["type"], r["checksums"], r["m"], r["n"], r["k"])
                 rows.setdefault(key, {})[r["bs"]] = r
                 blocks.add(r["bs"])

@@ -1,8 +1,10 @@
 /* Benchmark: protected GPU GEMM vs plain cuBLAS, side by side in one process, device-resident
  * data, no faults. One JSON object per (type, shape, block size) on stdout.
  * Usage: bench_gpu_gemm TYPES SHAPES BLOCKS CHECKSUMS REPS
+ * BENCH_SKIPS="0,1,2,..." adds runs with stages left out (gpu_debug.h), for the breakdown.
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
+#include "gpu_debug.h"
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -112,6 +114,12 @@ int main(int argc, char **argv)
                     fprintf(stderr, "reserve failed for %s bs %s\n", sh, bs);
                     continue;
                 }
+                char skips[128];
+                snprintf(skips, sizeof skips, "%s", getenv("BENCH_SKIPS") ? getenv("BENCH_SKIPS") : "0");
+                char *sk_save = NULL;
+                for (char *sk = strtok_r(skips, ",", &sk_save); sk; sk = strtok_r(NULL, ",", &sk_save)) {
+                int skip = atoi(sk);
+                blasft_gpu_set_skip(ctx, skip);
                 float *tp = malloc(sizeof(float) * reps), *tq = malloc(sizeof(float) * reps);
                 blasft_stats s0, s1;
                 blasft_get_stats(&s0);
@@ -142,15 +150,17 @@ int main(int argc, char **argv)
                 printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
-                       "\"corrected\":%llu,\"recomputed\":%llu}\n",
+                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_bytes(ctx),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
-                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed));
+                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip);
                 fflush(stdout);
                 free(tp);
                 free(tq);
+                }
+                blasft_gpu_set_skip(ctx, 0);
             }
             ck(cudaFree(A), "free");
             ck(cudaFree(B), "free");
