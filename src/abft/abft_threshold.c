@@ -12,6 +12,7 @@
  * The alpha/beta scaling and final addition add (1/8) 2^-2t c^2 per element (eq. 6.4/6.5), and our
  * compensated sums at most 2^-53 |checksum|. */
 #include "abft/abft_internal.h"
+#include "abft/abft_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -145,6 +146,22 @@ static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_
     return 0;
 }
 
+typedef struct scan_job {
+    const abft_ctx *x;
+    const void *base;
+    int64_t ld;
+    int by_col;
+    int64_t nvec;
+    topl *per_vec, *per_blk;
+    int rc;
+} scan_job;
+
+static void run_scan(void *p)
+{
+    scan_job *j = p;
+    j->rc = scan_operand(j->x, j->base, j->ld, j->by_col, j->nvec, j->per_vec, j->per_blk);
+}
+
 static int prepare_pea(abft_ctx *x)
 {
     const blasft_gemm *g = x->g;
@@ -156,8 +173,14 @@ static int prepare_pea(abft_ctx *x)
              topl_init(&sa, R * x->nbr, p, x->k) == 0 && topl_init(&cb, x->n, p, x->k) == 0 &&
              topl_init(&eb, x->nbc, p, x->k) == 0 && topl_init(&sb, R * x->nbc, p, x->k) == 0;
     double *wsum = malloc((size_t)(R * (x->nbr + x->nbc) + 1) * sizeof *wsum);
-    ok = ok && wsum && scan_operand(x, g->a, g->lda, g->transa != 'N', x->m, &ra, &ea) == 0 &&
-         scan_operand(x, g->b, g->ldb, g->transb == 'N', x->n, &cb, &eb) == 0;
+    if (ok && wsum) {
+        /* the two operands' lists are independent: on two threads where allowed */
+        scan_job ja = {x, g->a, g->lda, g->transa != 'N', x->m, &ra, &ea, 0};
+        scan_job jb = {x, g->b, g->ldb, g->transb == 'N', x->n, &cb, &eb, 0};
+        abft_k_pair(x->parallel, run_scan, &ja, &jb);
+        ok = ja.rc == 0 && jb.rc == 0;
+    } else
+        ok = 0;
     if (ok) {
         for (int64_t kk = 0; kk < x->k; kk++) {
             for (int64_t s = 0; s < R * x->nbr; s++) {
