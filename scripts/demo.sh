@@ -53,8 +53,9 @@ echo "   BLASFT_MODE=correct (every GEMM with checksums), BLASFT_REPORT=$REPORT"
 LD_PRELOAD="$LIB" BLASFT_MODE=correct BLASFT_REPORT="$REPORT" OPENBLAS_NUM_THREADS=2 \
     "$APP" | tail -n 1
 echo
-echo "== exit report ($REPORT):"
-python3 -m json.tool "$REPORT"
+echo "== exit report ($REPORT, valid JSON: checked with python3 -m json.tool):"
+python3 -m json.tool "$REPORT" >/dev/null
+cat "$REPORT"
 
 # --- 3. fault injection (BLASFT_INJECT): the ABFT engineer adds a run here that plants bit flips
 # --- and shows them detected and corrected in the report. ---------------------------------------
