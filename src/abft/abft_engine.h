@@ -36,6 +36,7 @@ typedef struct blasft_abft_diag {
     uint64_t detected;        /* elements flagged in the first pass */
     uint64_t corrected;       /* elements of C corrected in place */
     uint64_t blocks_recomputed;
+    uint64_t lines_recomputed;  /* one row or column of a block recomputed: the only flagged line */
     uint64_t uncorrectable;   /* left as they were (detect mode, on_error=report) */
     uint64_t encoder_faults;  /* redundant checksum computations that disagreed */
     uint64_t faults_injected;

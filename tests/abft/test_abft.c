@@ -309,6 +309,7 @@ typedef struct plant {
     int part[8];
     double value[8];      /* replacement value (NaN/Inf allowed) */
     double mul[8];        /* or, when value is 0: multiply the element by mul */
+    double add[8];        /* ... and add this */
 } plant;
 
 static void plant_fn(const blasft_gemm *g, void *user)
@@ -316,7 +317,8 @@ static void plant_fn(const blasft_gemm *g, void *user)
     const plant *p = user;
     for (int q = 0; q < p->n; q++) {
         int64_t idx = p->i[q] + p->j[q] * g->ldc;
-        double v = p->value[q] != 0.0 ? p->value[q] : ld_el(g->c, g->type, idx, p->part[q]) * p->mul[q];
+        double v = p->value[q] != 0.0 ? p->value[q]
+                                      : ld_el(g->c, g->type, idx, p->part[q]) * p->mul[q] + p->add[q];
         switch (g->type) {
         case BLASFT_TYPE_S: ((float *)g->c)[idx] = (float)v; break;
         case BLASFT_TYPE_D: ((double *)g->c)[idx] = v; break;
@@ -437,6 +439,69 @@ static void test_two_errors_one_row(void **state)
         p.i[3] = 9; p.j[3] = 11; p.mul[3] = -2.0;
         d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
         assert_int_equal(d.blocks_recomputed, 1);
+    }
+}
+
+/* A single error between the two thresholds of its element (over the smaller of the column and
+ * the row checksum's, under the larger) flags one line only; with one checksum nothing places it
+ * along that line. The campaign's 119 "detected, not located" cases were all of this kind: the
+ * line is recomputed (bs elements), not the whole block, and C matches the oracle. */
+static void test_one_sided_error_line_recomputed(void **state)
+{
+    (void)state;
+    const int bs = 16;
+    for (int t = 0; t < 2; t++) {
+        tgemm x = make((blasft_type)t, 'N', 'T', 3 * bs, 2 * bs + 1, 50, 1, 1.0, 0.5, 0.5, 1.0);
+        blasft_config cfg = base_cfg(bs, 1);
+        blasft_abft_diag d;
+        /* thresholds of every element from a clean run (they never depend on the new C) */
+        assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
+        int64_t m = x.g.m, n = x.g.n, nbr = (m + bs - 1) / bs, nbc = (n + bs - 1) / bs;
+        double *tc = calloc((size_t)(nbr * n), sizeof *tc), *tr = calloc((size_t)(m * nbc), sizeof *tr);
+        for (size_t q = 0; q < d.count; q++) {
+            const blasft_abft_check *c = &d.checks_list[q];
+            if (c->side == 0)
+                tc[c->block_row + nbr * c->index] = c->threshold;
+            else
+                tr[c->index + m * c->block_col] = c->threshold;
+        }
+        blasft_abft_diag_free(&d);
+        int64_t bi = 0, bj = 0;
+        double best = 0;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) {
+                double a = tc[i / bs + nbr * j], b = tr[i + m * (j / bs)];
+                double ratio = a > b ? a / b : b / a;
+                if (ratio > best) {
+                    best = ratio;
+                    bi = i;
+                    bj = j;
+                }
+            }
+        assert_true(best >= 1.5); /* the sides' thresholds differ enough to plant between them */
+        plant p;
+        memset(&p, 0, sizeof p);
+        p.n = 1;
+        p.i[0] = bi;
+        p.j[0] = bj;
+        p.mul[0] = 1.0;
+        p.add[0] = sqrt(tc[bi / bs + nbr * bj] * tr[bi + m * (bj / bs)]);
+        free(tc);
+        free(tr);
+        memcpy(x.c, x.c0, (size_t)(x.csize * blasft_type_size(x.g.type)));
+        blasft_abft_set_plant_hook(plant_fn, &p);
+        memset(events, 0, sizeof events);
+        blasft_set_event_callback(count_event, NULL);
+        assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+        blasft_abft_set_plant_hook(NULL, NULL);
+        blasft_set_event_callback(NULL, NULL);
+        assert_int_equal(d.detected, 1);
+        assert_int_equal(d.corrected, 0);
+        assert_int_equal(d.lines_recomputed, 1);
+        assert_int_equal(d.blocks_recomputed, 0);
+        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 1);
+        assert_int_equal(compare_oracle(&x, 2.0 * bs), 0);
+        drop(&x);
     }
 }
 
@@ -576,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
+        cmocka_unit_test(test_one_sided_error_line_recomputed),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),

@@ -430,6 +430,7 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     }
     const char *outcome = d.detected == 0 ? "missed"
                           : d.blocks_recomputed > 0 ? "recomputed"
+                          : d.lines_recomputed > 0 ? "line_recomputed"
                           : d.corrected > 0 ? "corrected"
                           : "detected_only";
     printf("\"row\":%lld,\"col\":%lld,\"k1\":%lld,", (long long)i, (long long)j, (long long)plan->k1);
@@ -442,10 +443,11 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     jnum("err_prob", e.err_prob, 1);
     jnum("residual", residual, 1);
     jnum("other_rel", cmax > 0 ? other / cmax : other, 1);
-    printf("\"detected\":%llu,\"corrected\":%llu,\"blocks_recomputed\":%llu,\"uncorrectable\":%llu,"
-           "\"outcome\":\"%s\"}\n",
+    printf("\"detected\":%llu,\"corrected\":%llu,\"blocks_recomputed\":%llu,"
+           "\"lines_recomputed\":%llu,\"uncorrectable\":%llu,\"outcome\":\"%s\"}\n",
            (unsigned long long)d.detected, (unsigned long long)d.corrected,
-           (unsigned long long)d.blocks_recomputed, (unsigned long long)d.uncorrectable, outcome);
+           (unsigned long long)d.blocks_recomputed, (unsigned long long)d.lines_recomputed,
+           (unsigned long long)d.uncorrectable, outcome);
     blasft_abft_diag_free(&d);
     int bad = (d.detected == 0 && strcmp(bit_field(p, bit), "mantissa") != 0) ||
               (d.detected != 0 && !(residual <= effect + e.err_abs));
