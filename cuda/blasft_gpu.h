@@ -88,6 +88,11 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
 /* Bytes of device workspace the context holds now. */
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
 
+/* Bytes of workspace one protected GEMM of this shape needs (without the old-C copy, which
+ * takes m*n elements more where beta != 0 and blocks may have to be recomputed). */
+size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
+                                 const blasft_gpu_params *p);
+
 /* For the host dispatch (src/dispatch.c): runs a host-memory GEMM descriptor on the GPU (copies
  * A, B, C to the device, protected GEMM, copies C back, synchronises), with a per-thread context.
  * Returns 0, or -1 if it could not run there (no GPU, unsupported type, out of memory): then C is

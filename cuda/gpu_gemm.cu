@@ -479,7 +479,16 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
     if (!ctx)
         return nullptr;
     ctx->s0 = (cudaStream_t)stream;
-    bool ok = cuda_ok(cudaStreamCreateWithFlags(&ctx->s1, cudaStreamNonBlocking), "stream") &&
+    /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY=high|low|default): high lets the
+     * short memory-bound kernels in between the main GEMM's blocks as soon as they are ready */
+    int lo = 0, hi = 0, prio = 0;
+    cudaDeviceGetStreamPriorityRange(&lo, &hi);
+    const char *pe = getenv("BLASFT_GPU_HELPER_PRIORITY");
+    if (pe && !strcmp(pe, "low"))
+        prio = lo;
+    else if (!pe || !strcmp(pe, "high"))
+        prio = hi;
+    bool ok = cuda_ok(cudaStreamCreateWithPriority(&ctx->s1, cudaStreamNonBlocking, prio), "stream") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_cold, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_ref, cudaEventDisableTiming), "event") &&
@@ -540,6 +549,14 @@ void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream)
 }
 
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx) { return ctx->ws_bytes + ctx->old_bytes; }
+
+size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
+                                 const blasft_gpu_params *p)
+{
+    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
+    return plan(ts, m, n, k, p->block_size, p->checksums, mb * nb).end;
+}
 
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)

@@ -803,7 +803,7 @@ static int64_t chunks_for(int64_t V, int64_t L, int64_t want, int64_t min_len)
     c = c < most ? c : most;
     return c < 1 ? 1 : (c > 1024 ? 1024 : c);
 }
-static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 256 * 1024, 64); }
+static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 64 * 1024, 256); }
 static int64_t contig_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 16 * 1024, 256); }
 
 int64_t gk_topp_scratch(int64_t V, int64_t L)

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
-                       flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_bytes(ctx),
+                       flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
                        (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip);
