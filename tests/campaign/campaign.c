@@ -398,7 +398,7 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     blasft_gemm g = gemm_of(p);
     blasft_abft_diag d;
     memset(&d, 0, sizeof d);
-    int rc = blasft_abft_run(&g, cfg, &d, 0);
+    int rc = blasft_abft_run(&g, cfg, &d, 1);
     plan->armed = 0;
     header(o, p, cfg->block_size, cfg, "inject");
     printf("\"site\":\"%s\",\"bit\":%d,\"field\":\"%s\",\"rc\":%d,\"fired\":%d,",
@@ -433,7 +433,25 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
                           : d.lines_recomputed > 0 ? "line_recomputed"
                           : d.corrected > 0 ? "corrected"
                           : "detected_only";
+    /* the first comparison of the faulty element's unweighted column and row checksums: how far
+     * the fault's syndrome was from the threshold it had to cross */
+    double thr[2] = {NAN, NAN}, syn[2] = {NAN, NAN};
+    int bs = cfg->block_size;
+    for (size_t q = 0; q < d.count; q++) {
+        const blasft_abft_check *c = &d.checks_list[q];
+        if (c->weighted || c->part)
+            continue;
+        if (c->side == 0 ? (c->index == j && c->block_row == i / bs)
+                         : (c->index == i && c->block_col == j / bs)) {
+            thr[c->side] = c->threshold;
+            syn[c->side] = fabs(c->reference - c->recomputed);
+        }
+    }
     printf("\"row\":%lld,\"col\":%lld,\"k1\":%lld,", (long long)i, (long long)j, (long long)plan->k1);
+    jnum("thr_col", thr[0], 1);
+    jnum("syn_col", syn[0], 1);
+    jnum("thr_row", thr[1], 1);
+    jnum("syn_row", syn[1], 1);
     jnum("before", plan->before, 1);
     jnum("after", plan->after, 1);
     jnum("effect", effect, 1);
