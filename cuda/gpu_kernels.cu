@@ -283,39 +283,34 @@ struct topp_list {
     }
 };
 
-/* One warp per (contiguous vector, chunk of l): per-lane lists, then p rounds of a warp arg-max;
- * the list goes to out at (c * V + v) (with one chunk, the final list). */
+/* One CUDA block per contiguous vector: each thread keeps a list over its strided share, each
+ * warp reduces its lanes' lists with p rounds of a warp arg-max, thread 0 merges the warps'. */
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk, gk_topp out)
+topp_contig(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
 {
-    int64_t v = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
-    if (v >= V)
-        return;
-    int lane = threadIdx.x & 31;
-    int64_t c = blockIdx.y, l0 = c * chunk, l1 = l0 + chunk < L ? l0 + chunk : L;
+    __shared__ double sv[kThreads / 32][GK_PMAX];
+    __shared__ long long sp[kThreads / 32][GK_PMAX];
+    __shared__ int sn[kThreads / 32];
+    const int64_t v = blockIdx.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     topp_list t(p);
     const T *x = X + v * ld;
-    int64_t l = l0 + lane;
-    for (; l + 96 < l1; l += 128) {
-        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + 32]);
-        double x2 = fabs((double)x[l + 64]), x3 = fabs((double)x[l + 96]);
+    int64_t l = threadIdx.x;
+    for (; l + 3 * kThreads < L; l += 4 * kThreads) {
+        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + kThreads]);
+        double x2 = fabs((double)x[l + 2 * kThreads]), x3 = fabs((double)x[l + 3 * kThreads]);
         t.add(x0, l);
-        t.add(x1, l + 32);
-        t.add(x2, l + 64);
-        t.add(x3, l + 96);
+        t.add(x1, l + kThreads);
+        t.add(x2, l + 2 * kThreads);
+        t.add(x3, l + 3 * kThreads);
     }
-    for (; l < l1; l += 32)
+    for (; l < L; l += kThreads)
         t.add(fabs((double)x[l]), l);
-    const int n = t.n;
-    const double *vals = t.vals;
-    const int64_t *pos = t.pos;
-    double rv[GK_PMAX];
-    int64_t rp[GK_PMAX];
     int head = 0, got = 0;
     for (int round = 0; round < p; round++) {
-        double cv = head < n ? vals[head] : -1.0;
-        long long cp = head < n ? (long long)pos[head] : -1;
+        double cv = head < t.n ? t.vals[head] : -1.0;
+        long long cp = head < t.n ? (long long)t.pos[head] : -1;
         int who = lane;
         for (int off = 16; off > 0; off >>= 1) {
             double ov = __shfl_xor_sync(0xffffffffu, cv, off);
@@ -331,15 +326,23 @@ topp_contig(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk, 
             break;
         if (who == lane)
             head++;
-        rv[got] = cv;
-        rp[got] = cp;
+        if (lane == 0) {
+            sv[warp][got] = cv;
+            sp[warp][got] = cp;
+        }
         got++;
     }
-    if (lane == 0) {
-        if (gridDim.y == 1)
-            topp_store(out, v, rv, rp, got, p);
-        else
-            topp_store_part(out, c, V, v, rv, rp, got, p);
+    if (lane == 0)
+        sn[warp] = got;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        /* equal values may keep another position than the host's sequential rule; the values
+         * (all that the bound uses besides matching positions) are the same */
+        topp_list f(p);
+        for (int w = 0; w < kThreads / 32; w++)
+            for (int i = 0; i < sn[w]; i++)
+                f.add(sv[w][i], sp[w][i]);
+        topp_store(out, v, f.vals, f.pos, f.n, p);
     }
 }
 
@@ -684,12 +687,24 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 }
 
 /* The check's pass over C: column and row checksums of one BS x BS block in a single read.
- * 32 x 32 sub-tiles go through shared memory; lane pairs of warp 0-1 sum the sub-tile's rows
- * (row checksums, kept in registers over the block's columns), lane pairs of warps 2-3 its
- * columns (column checksums, kept in shared memory over the block's rows). Each checksum is
- * computed by both lanes of a pair and compared; a mismatch counts an encoder fault and stores
- * NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
+ * 32 x 32 sub-tiles go through shared memory. Thread t works on line g = t / 8 of the sub-tile
+ * with its quarter q = t % 4 (8 elements) and parity (t / 4) % 2: it sums its quarter of row g
+ * (row checksums, kept in registers over the block's columns) and of column g (column
+ * checksums; quarters joined by shuffles, kept in shared memory over the block's rows). The two
+ * parities compute every checksum twice and are compared (xor 4); a mismatch counts an encoder
+ * fault and stores NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
 constexpr int kSub = 32;
+
+__device__ __forceinline__ blasft_csum quarters_join(blasft_csum a)
+{
+    for (int off = 1; off <= 2; off <<= 1) {
+        blasft_csum o;
+        o.s = __shfl_xor_sync(0xffffffffu, a.s, off);
+        o.c = __shfl_xor_sync(0xffffffffu, a.c, off);
+        csum_merge(&a, o);
+    }
+    return a;
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -702,12 +717,12 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     const int64_t I = blockIdx.x, J = blockIdx.y, i0 = I * bs, j0 = J * bs;
     const int rows_t = (int)(m - i0 < bs ? m - i0 : bs), cols_t = (int)(n - j0 < bs ? n - j0 : bs);
     const int tid = threadIdx.x, lane = tid & 31;
+    const int g = tid >> 3, par = (tid >> 2) & 1, qt = tid & 3;
     for (int e = tid; e < 2 * bs * r; e += kThreads)
         colst[e] = blasft_csum{0.0, 0.0};
     __syncthreads();
     for (int ps = 0; ps < rows_t; ps += kSub) {
         blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
-        const int rr = tid >> 1; /* along worker's row in the strip (tid < 64) */
         for (int qs = 0; qs < cols_t; qs += kSub) {
             T x[4];
 #pragma unroll
@@ -719,45 +734,45 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
             for (int u = 0; u < 4; u++)
                 sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
             __syncthreads();
-            if (tid < 64) {
-                for (int cc = 0; cc < kSub; cc++) {
-                    double v = sub[cc][rr];
-                    blasft_csum_add(&racc[0], v);
-                    if (r > 1)
-                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + cc, bs) * v);
-                }
-            } else if (tid < 128) {
-                const int cc = (tid - 64) >> 1, par = tid & 1;
-                if (qs + cc < cols_t) {
-                    blasft_csum a0 = colst[(par * bs + qs + cc) * r];
-                    blasft_csum a1 = r > 1 ? colst[(par * bs + qs + cc) * r + 1] : a0;
-                    for (int q = 0; q < kSub; q++) {
-                        double v = sub[cc][q];
-                        blasft_csum_add(&a0, v);
-                        if (r > 1)
-                            blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
-                    }
-                    colst[(par * bs + qs + cc) * r] = a0;
-                    if (r > 1)
-                        colst[(par * bs + qs + cc) * r + 1] = a1;
-                }
+            /* row g: columns qt*8 .. qt*8+7 of the sub-tile */
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                double v = sub[qt * 8 + i][g];
+                blasft_csum_add(&racc[0], v);
+                if (r > 1)
+                    blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + qt * 8 + i, bs) * v);
+            }
+            /* column g: rows qt*8 .. qt*8+7 */
+            blasft_csum ca[2] = {{0.0, 0.0}, {0.0, 0.0}};
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                double v = sub[g][qt * 8 + i];
+                blasft_csum_add(&ca[0], v);
+                if (r > 1)
+                    blasft_csum_add(&ca[1], weight_of(1, wscheme, ps + qt * 8 + i, bs) * v);
+            }
+            for (int w = 0; w < r; w++) {
+                blasft_csum tot = quarters_join(ca[w]);
+                if (qt == 0 && qs + g < cols_t)
+                    csum_merge(&colst[(par * bs + qs + g) * r + w], tot);
             }
             __syncthreads();
         }
-        if (tid < 64) {
-            for (int w = 0; w < r; w++) {
-                bool bad;
-                double v = pair_reduce(racc[w], false, &bad);
-                if ((tid & 1) == 0 && ps + rr < rows_t) {
-                    if (bad) {
-                        atomicAdd(&cnt->encoder_faults, 1ull);
-                        v = nan("");
-                    }
-                    Crs[(i0 + ps + rr) + (J * r + w) * m] = v;
+        for (int w = 0; w < r; w++) {
+            blasft_csum tot = quarters_join(racc[w]);
+            double v = blasft_csum_value(&tot);
+            double twin = __shfl_xor_sync(0xffffffffu, v, 4);
+            bool bad = !(v == twin) && !(v != v && twin != twin);
+            if (qt == 0 && par == 0 && ps + g < rows_t) {
+                if (bad) {
+                    atomicAdd(&cnt->encoder_faults, 1ull);
+                    v = nan("");
                 }
+                Crs[(i0 + ps + g) + (J * r + w) * m] = v;
             }
         }
     }
+    __syncthreads();
     for (int e = tid; e < cols_t * r; e += kThreads) {
         int c = e / r, w = e % r;
         double v0 = blasft_csum_value(&colst[(0 * bs + c) * r + w]);
@@ -803,14 +818,9 @@ static int64_t chunks_for(int64_t V, int64_t L, int64_t want, int64_t min_len)
     c = c < most ? c : most;
     return c < 1 ? 1 : (c > 1024 ? 1024 : c);
 }
-static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 64 * 1024, 256); }
-static int64_t contig_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 16 * 1024, 256); }
+static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 128 * 1024, 128); }
 
-int64_t gk_topp_scratch(int64_t V, int64_t L)
-{
-    int64_t a = strided_chunks(V, L), b = contig_chunks(V, L);
-    return (a > b ? a : b) * V * GK_PMAX;
-}
+int64_t gk_topp_scratch(int64_t V, int64_t L) { return strided_chunks(V, L) * V * GK_PMAX; }
 
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
@@ -818,18 +828,16 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
 {
     if (V == 0)
         return;
-    int64_t nch = contiguous ? contig_chunks(V, L) : strided_chunks(V, L);
-    int64_t chunk = (L + nch - 1) / nch;
+    if (contiguous) {
+        topp_contig<T><<<(unsigned int)V, kThreads, 0, st>>>(X, ld, L, p, out);
+        return;
+    }
+    int64_t nch = strided_chunks(V, L), chunk = (L + nch - 1) / nch;
     if (chunk == 0)
         chunk = 1;
-    if (contiguous)
-        topp_contig<T><<<dim3(blocks_for(V, kThreads / 32), (unsigned int)nch), kThreads, 0, st>>>(
-            X, ld, L, V, p, chunk, nch == 1 ? out : scratch);
-    else
-        topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
-            X, ld, L, V, p, chunk, scratch);
-    if (!contiguous || nch > 1)
-        topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
+    topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
+        X, ld, L, V, p, chunk, scratch);
+    topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
 }
 
 template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
