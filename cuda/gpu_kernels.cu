@@ -245,56 +245,136 @@ encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int 
     }
 }
 
-__device__ __forceinline__ void topp_store(gk_topp out, int64_t v, const double *vals,
-                                           const int64_t *pos, int n, int p)
-{
-    for (int i = 0; i < p; i++) {
-        out.val[v * GK_PMAX + i] = i < n ? vals[i] : 0.0;
-        out.pos[v * GK_PMAX + i] = i < n ? (int)pos[i] : -1;
-    }
-}
-
-/* Partial lists of chunk c: entry i of vector v at (c * GK_PMAX + i) * V + v, so that the
- * threads of a warp (consecutive v) store and load contiguously. */
-__device__ __forceinline__ void topp_store_part(gk_topp part, int64_t c, int64_t V, int64_t v,
-                                                const double *vals, const int64_t *pos, int n,
-                                                int p)
-{
-    for (int i = 0; i < p; i++) {
-        part.val[(c * GK_PMAX + i) * V + v] = i < n ? vals[i] : 0.0;
-        part.pos[(c * GK_PMAX + i) * V + v] = i < n ? (int)pos[i] : -1;
-    }
-}
-
-/* A top-p list with its admission floor in a register: most values fail the one comparison and
- * never touch the (runtime-indexed, so local-memory) list; the rule itself is the shared one. */
-struct topp_list {
-    double vals[GK_PMAX];
-    int64_t pos[GK_PMAX];
-    int n, p;
-    double floor;
-    __device__ __forceinline__ explicit topp_list(int p_) : n(0), p(p_), floor(-1.0) {}
-    __device__ __forceinline__ void add(double x, int64_t at)
+/* A top-p list in registers (P a compile-time bound, the first p entries used): values
+ * descending, -1 marks an empty entry. Insertion keeps the p largest and, among equal values, the
+ * first inserted: the rule of blasft_topp_insert (abft_arith.h), unrolled so that nothing is
+ * indexed at run time (the tests compare the lists with that function's). */
+template <int P> struct reg_topp {
+    double v[P];
+    int64_t at[P];
+    __device__ __forceinline__ reg_topp()
     {
-        if (!(x > floor) && n == p)
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            v[i] = -1.0;
+            at[i] = -1;
+        }
+    }
+    __device__ __forceinline__ void add(double x, int64_t pos)
+    {
+        if (!(x > v[P - 1]))
             return;
-        n = blasft_topp_insert(vals, pos, n, p, x, at);
-        floor = n == p ? vals[p - 1] : -1.0;
+        bool placed = false;
+#pragma unroll
+        for (int i = P - 1; i >= 1; i--) {
+            if (!placed) {
+                if (x > v[i - 1]) {
+                    v[i] = v[i - 1];
+                    at[i] = at[i - 1];
+                } else {
+                    v[i] = x;
+                    at[i] = pos;
+                    placed = true;
+                }
+            }
+        }
+        if (!placed) {
+            v[0] = x;
+            at[0] = pos;
+        }
+    }
+    /* drops the head (the warp merge's winner) */
+    __device__ __forceinline__ void pop()
+    {
+#pragma unroll
+        for (int i = 0; i + 1 < P; i++) {
+            v[i] = v[i + 1];
+            at[i] = at[i + 1];
+        }
+        v[P - 1] = -1.0;
+        at[P - 1] = -1;
     }
 };
 
-/* One CUDA block per contiguous vector: each thread keeps a list over its strided share, each
- * warp reduces its lanes' lists with p rounds of a warp arg-max, thread 0 merges the warps'. */
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-topp_contig(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
+/* Reduces the lanes' lists to the warp's p largest with p rounds of a warp arg-max (ties: the
+ * lower lane, which holds the lower position where lanes stride over the vector). Every lane
+ * ends with the result in out. */
+template <int P> __device__ __forceinline__ void warp_topp(reg_topp<P> &t, reg_topp<P> &out, int p)
 {
-    __shared__ double sv[kThreads / 32][GK_PMAX];
-    __shared__ long long sp[kThreads / 32][GK_PMAX];
-    __shared__ int sn[kThreads / 32];
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int round = 0; round < P; round++) {
+        double cv = t.v[0];
+        long long cp = t.at[0];
+        int who = lane;
+        for (int off = 16; off > 0; off >>= 1) {
+            double ov = __shfl_xor_sync(0xffffffffu, cv, off);
+            long long op = __shfl_xor_sync(0xffffffffu, cp, off);
+            int ow = __shfl_xor_sync(0xffffffffu, who, off);
+            if (ov > cv || (ov == cv && ow < who)) {
+                cv = ov;
+                cp = op;
+                who = ow;
+            }
+        }
+        if (who == lane)
+            t.pop();
+        if (round < p) {
+            out.v[round] = cv;
+            out.at[round] = cp;
+        }
+    }
+}
+
+template <int P>
+__device__ __forceinline__ void reg_store(gk_topp out, int64_t e, const reg_topp<P> &t, int p)
+{
+#pragma unroll
+    for (int i = 0; i < P; i++)
+        if (i < p) {
+            out.val[e * GK_PMAX + i] = t.v[i] < 0.0 ? 0.0 : t.v[i];
+            out.pos[e * GK_PMAX + i] = t.v[i] < 0.0 ? -1 : (int)t.at[i];
+        }
+}
+
+/* One warp per contiguous vector (large V) ... */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads)
+topp_contig_warp(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp out)
+{
+    int64_t v = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
+    if (v >= V)
+        return;
+    const int lane = threadIdx.x & 31;
+    reg_topp<P> t;
+    const T *x = X + v * ld;
+    int64_t l = lane;
+    for (; l + 96 < L; l += 128) {
+        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + 32]);
+        double x2 = fabs((double)x[l + 64]), x3 = fabs((double)x[l + 96]);
+        t.add(x0, l);
+        t.add(x1, l + 32);
+        t.add(x2, l + 64);
+        t.add(x3, l + 96);
+    }
+    for (; l < L; l += 32)
+        t.add(fabs((double)x[l]), l);
+    reg_topp<P> r;
+    warp_topp<P>(t, r, p);
+    if (lane == 0)
+        reg_store<P>(out, v, r, p);
+}
+
+/* ... one CUDA block per contiguous vector (few long vectors): warps' lists merged by thread 0. */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads)
+topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
+{
+    __shared__ double sv[kThreads / 32][P];
+    __shared__ long long sp[kThreads / 32][P];
     const int64_t v = blockIdx.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    topp_list t(p);
+    reg_topp<P> t;
     const T *x = X + v * ld;
     int64_t l = threadIdx.x;
     for (; l + 3 * kThreads < L; l += 4 * kThreads) {
@@ -307,47 +387,32 @@ topp_contig(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
     }
     for (; l < L; l += kThreads)
         t.add(fabs((double)x[l]), l);
-    int head = 0, got = 0;
-    for (int round = 0; round < p; round++) {
-        double cv = head < t.n ? t.vals[head] : -1.0;
-        long long cp = head < t.n ? (long long)t.pos[head] : -1;
-        int who = lane;
-        for (int off = 16; off > 0; off >>= 1) {
-            double ov = __shfl_xor_sync(0xffffffffu, cv, off);
-            long long op = __shfl_xor_sync(0xffffffffu, cp, off);
-            int ow = __shfl_xor_sync(0xffffffffu, who, off);
-            if (ov > cv || (ov == cv && ow < who)) {
-                cv = ov;
-                cp = op;
-                who = ow;
-            }
+    reg_topp<P> r;
+    warp_topp<P>(t, r, p);
+    if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            sv[warp][i] = r.v[i];
+            sp[warp][i] = r.at[i];
         }
-        if (cv < 0.0)
-            break;
-        if (who == lane)
-            head++;
-        if (lane == 0) {
-            sv[warp][got] = cv;
-            sp[warp][got] = cp;
-        }
-        got++;
     }
-    if (lane == 0)
-        sn[warp] = got;
     __syncthreads();
     if (threadIdx.x == 0) {
         /* equal values may keep another position than the host's sequential rule; the values
          * (all that the bound uses besides matching positions) are the same */
-        topp_list f(p);
+        reg_topp<P> f;
         for (int w = 0; w < kThreads / 32; w++)
-            for (int i = 0; i < sn[w]; i++)
-                f.add(sv[w][i], sp[w][i]);
-        topp_store(out, v, f.vals, f.pos, f.n, p);
+#pragma unroll
+            for (int i = 0; i < P; i++)
+                if (i < p && sv[w][i] >= 0.0)
+                    f.add(sv[w][i], sp[w][i]);
+        reg_store<P>(out, v, f, p);
     }
 }
 
-/* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after. */
-template <typename T>
+/* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after.
+ * Partial entry i of chunk c, vector v at (c * GK_PMAX + i) * V + v (coalesced). */
+template <typename T, int P>
 __global__ void __launch_bounds__(kThreads)
 topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk, gk_topp part)
 {
@@ -355,7 +420,7 @@ topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk,
     if (v >= V)
         return;
     int64_t c = blockIdx.y, l0 = c * chunk, l1 = l0 + chunk < L ? l0 + chunk : L;
-    topp_list t(p);
+    reg_topp<P> t;
     int64_t l = l0;
     for (; l + 4 <= l1; l += 4) {
         double x0 = fabs((double)X[v + l * ld]), x1 = fabs((double)X[v + (l + 1) * ld]);
@@ -367,23 +432,31 @@ topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk,
     }
     for (; l < l1; l++)
         t.add(fabs((double)X[v + l * ld]), l);
-    topp_store_part(part, c, V, v, t.vals, t.pos, t.n, p);
+#pragma unroll
+    for (int i = 0; i < P; i++)
+        if (i < p) {
+            part.val[(c * GK_PMAX + i) * V + v] = t.v[i];
+            part.pos[(c * GK_PMAX + i) * V + v] = (int)t.at[i];
+        }
 }
 
+template <int P>
 __global__ void __launch_bounds__(kThreads)
 topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
 {
     int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
     if (v >= V)
         return;
-    topp_list t(p);
+    reg_topp<P> t;
     for (int64_t c = 0; c < nchunk; c++)
-        for (int i = 0; i < p; i++) {
-            int64_t e = (c * GK_PMAX + i) * V + v;
-            if (part.pos[e] >= 0)
-                t.add(part.val[e], part.pos[e]);
-        }
-    topp_store(out, v, t.vals, t.pos, t.n, p);
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            if (i < p) {
+                int64_t e = (c * GK_PMAX + i) * V + v;
+                if (part.pos[e] >= 0)
+                    t.add(part.val[e], part.pos[e]);
+            }
+    reg_store<P>(out, v, t, p);
 }
 
 template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
@@ -687,24 +760,12 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 }
 
 /* The check's pass over C: column and row checksums of one BS x BS block in a single read.
- * 32 x 32 sub-tiles go through shared memory. Thread t works on line g = t / 8 of the sub-tile
- * with its quarter q = t % 4 (8 elements) and parity (t / 4) % 2: it sums its quarter of row g
- * (row checksums, kept in registers over the block's columns) and of column g (column
- * checksums; quarters joined by shuffles, kept in shared memory over the block's rows). The two
- * parities compute every checksum twice and are compared (xor 4); a mismatch counts an encoder
- * fault and stores NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
+ * 32 x 32 sub-tiles go through shared memory; lane pairs of warp 0-1 sum the sub-tile's rows
+ * (row checksums, kept in registers over the block's columns), lane pairs of warps 2-3 its
+ * columns (column checksums, kept in shared memory over the block's rows). Each checksum is
+ * computed by both lanes of a pair and compared; a mismatch counts an encoder fault and stores
+ * NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
 constexpr int kSub = 32;
-
-__device__ __forceinline__ blasft_csum quarters_join(blasft_csum a)
-{
-    for (int off = 1; off <= 2; off <<= 1) {
-        blasft_csum o;
-        o.s = __shfl_xor_sync(0xffffffffu, a.s, off);
-        o.c = __shfl_xor_sync(0xffffffffu, a.c, off);
-        csum_merge(&a, o);
-    }
-    return a;
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -717,12 +778,12 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     const int64_t I = blockIdx.x, J = blockIdx.y, i0 = I * bs, j0 = J * bs;
     const int rows_t = (int)(m - i0 < bs ? m - i0 : bs), cols_t = (int)(n - j0 < bs ? n - j0 : bs);
     const int tid = threadIdx.x, lane = tid & 31;
-    const int g = tid >> 3, par = (tid >> 2) & 1, qt = tid & 3;
     for (int e = tid; e < 2 * bs * r; e += kThreads)
         colst[e] = blasft_csum{0.0, 0.0};
     __syncthreads();
     for (int ps = 0; ps < rows_t; ps += kSub) {
         blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+        const int rr = tid >> 1; /* along worker's row in the strip (tid < 64) */
         for (int qs = 0; qs < cols_t; qs += kSub) {
             T x[4];
 #pragma unroll
@@ -734,45 +795,45 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
             for (int u = 0; u < 4; u++)
                 sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
             __syncthreads();
-            /* row g: columns qt*8 .. qt*8+7 of the sub-tile */
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                double v = sub[qt * 8 + i][g];
-                blasft_csum_add(&racc[0], v);
-                if (r > 1)
-                    blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + qt * 8 + i, bs) * v);
-            }
-            /* column g: rows qt*8 .. qt*8+7 */
-            blasft_csum ca[2] = {{0.0, 0.0}, {0.0, 0.0}};
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                double v = sub[g][qt * 8 + i];
-                blasft_csum_add(&ca[0], v);
-                if (r > 1)
-                    blasft_csum_add(&ca[1], weight_of(1, wscheme, ps + qt * 8 + i, bs) * v);
-            }
-            for (int w = 0; w < r; w++) {
-                blasft_csum tot = quarters_join(ca[w]);
-                if (qt == 0 && qs + g < cols_t)
-                    csum_merge(&colst[(par * bs + qs + g) * r + w], tot);
+            if (tid < 64) {
+                for (int cc = 0; cc < kSub; cc++) {
+                    double v = sub[cc][rr];
+                    blasft_csum_add(&racc[0], v);
+                    if (r > 1)
+                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + cc, bs) * v);
+                }
+            } else if (tid < 128) {
+                const int cc = (tid - 64) >> 1, par = tid & 1;
+                if (qs + cc < cols_t) {
+                    blasft_csum a0 = colst[(par * bs + qs + cc) * r];
+                    blasft_csum a1 = r > 1 ? colst[(par * bs + qs + cc) * r + 1] : a0;
+                    for (int q = 0; q < kSub; q++) {
+                        double v = sub[cc][q];
+                        blasft_csum_add(&a0, v);
+                        if (r > 1)
+                            blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
+                    }
+                    colst[(par * bs + qs + cc) * r] = a0;
+                    if (r > 1)
+                        colst[(par * bs + qs + cc) * r + 1] = a1;
+                }
             }
             __syncthreads();
         }
-        for (int w = 0; w < r; w++) {
-            blasft_csum tot = quarters_join(racc[w]);
-            double v = blasft_csum_value(&tot);
-            double twin = __shfl_xor_sync(0xffffffffu, v, 4);
-            bool bad = !(v == twin) && !(v != v && twin != twin);
-            if (qt == 0 && par == 0 && ps + g < rows_t) {
-                if (bad) {
-                    atomicAdd(&cnt->encoder_faults, 1ull);
-                    v = nan("");
+        if (tid < 64) {
+            for (int w = 0; w < r; w++) {
+                bool bad;
+                double v = pair_reduce(racc[w], false, &bad);
+                if ((tid & 1) == 0 && ps + rr < rows_t) {
+                    if (bad) {
+                        atomicAdd(&cnt->encoder_faults, 1ull);
+                        v = nan("");
+                    }
+                    Crs[(i0 + ps + rr) + (J * r + w) * m] = v;
                 }
-                Crs[(i0 + ps + g) + (J * r + w) * m] = v;
             }
         }
     }
-    __syncthreads();
     for (int e = tid; e < cols_t * r; e += kThreads) {
         int c = e / r, w = e % r;
         double v0 = blasft_csum_value(&colst[(0 * bs + c) * r + w]);
@@ -822,22 +883,41 @@ static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 12
 
 int64_t gk_topp_scratch(int64_t V, int64_t L) { return strided_chunks(V, L) * V * GK_PMAX; }
 
+template <typename T, int P>
+static void topp_launch(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p,
+                        gk_topp out, gk_topp scratch, cudaStream_t st)
+{
+    if (contiguous && V < 2048) {
+        topp_contig_block<T, P><<<(unsigned int)V, kThreads, 0, st>>>(X, ld, L, p, out);
+        return;
+    }
+    if (contiguous) {
+        topp_contig_warp<T, P><<<blocks_for(V, kThreads / 32), kThreads, 0, st>>>(X, ld, L, V, p, out);
+        return;
+    }
+    int64_t nch = strided_chunks(V, L), chunk = (L + nch - 1) / nch;
+    if (chunk == 0)
+        chunk = 1;
+    topp_strided<T, P><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
+        X, ld, L, V, p, chunk, scratch);
+    topp_merge<P><<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
+}
+
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
                  gk_topp scratch, cudaStream_t st)
 {
     if (V == 0)
         return;
-    if (contiguous) {
-        topp_contig<T><<<(unsigned int)V, kThreads, 0, st>>>(X, ld, L, p, out);
-        return;
-    }
-    int64_t nch = strided_chunks(V, L), chunk = (L + nch - 1) / nch;
-    if (chunk == 0)
-        chunk = 1;
-    topp_strided<T><<<dim3(blocks_for(V, kThreads), (unsigned int)nch), kThreads, 0, st>>>(
-        X, ld, L, V, p, chunk, scratch);
-    topp_merge<<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
+    /* lists of P >= p entries, of which the first p are kept: the p largest */
+    if (p <= 1)
+        topp_launch<T, 1>(X, ld, contiguous, L, V, p, out, scratch, st);
+    else if (p <= 2)
+        topp_launch<T, 2>(X, ld, contiguous, L, V, p, out, scratch, st);
+    else if (p <= 4)
+        topp_launch<T, 4>(X, ld, contiguous, L, V, p, out, scratch, st);
+    else
+        topp_launch<T, GK_PMAX>(X, ld, contiguous, L, V, p, out, scratch, st);
 }
 
 template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
