@@ -275,10 +275,72 @@ def outcome_section(inj):
                 cnt[r["outcome"]] += 1
             det = [r for r in rs if r["detected"] > 0]
             ok = sum(1 for r in det if restored(r))
-            body.append([t, field, len(rs), cnt["corrected"], cnt["recomputed"], cnt["detected_only"],
-                         cnt["missed"], f"{ok}/{len(det)}"])
-    return md_table(["type", "bits", "injected", "corrected", "block recomputed", "detected only",
-                     "missed", "detected and restored"], body)
+            body.append([t, field, len(rs), cnt["corrected"], cnt["line_recomputed"], cnt["recomputed"],
+                         cnt["detected_only"], cnt["missed"], f"{ok}/{len(det)}"])
+    return md_table(["type", "bits", "injected", "corrected", "line recomputed", "block recomputed",
+                     "detected only", "missed", "detected and restored"], body)
+
+
+THESIS_SERIES = ("pos", "full", "orth")
+
+
+def series_section(inj):
+    """Where the misses are: per type and series (the thesis's pos/full/orth, then our heavy-tailed
+    and cancelling data), sign/exponent flips detected and err_abs-significant mantissa flips
+    detected."""
+    body = []
+    for t in ("S", "D"):
+        present = sorted({r["series"] for r in inj if r["type"] == t},
+                         key=lambda x: (x not in THESIS_SERIES, x))
+        groups = [(x, (x,)) for x in present]
+        groups += [("thesis series (pos, full, orth)", THESIS_SERIES),
+                   ("ours (heavy, cancel)", tuple(x for x in present if x not in THESIS_SERIES))]
+        for name, members in groups:
+            rs = [r for r in inj if r["type"] == t and r["series"] in members]
+            if not rs:
+                continue
+            se = [r for r in rs if r["field"] != "mantissa"]
+            sed = sum(1 for r in se if r["detected"] > 0)
+            m = [r for r in rs if r["field"] == "mantissa" and significant(r, "abs")]
+            md = sum(1 for r in m if r["detected"] > 0)
+            body.append([t, name, f"{pct(sed, len(se))} ({sed}/{len(se)})", len(se) - sed,
+                         f"{pct(md, len(m))} ({md}/{len(m)})"])
+    return md_table(["type", "series", "sign/exponent flips detected", "sign/exponent missed",
+                     "err_abs-significant mantissa flips detected"], body)
+
+
+def se_missed_section(inj):
+    """Each sign/exponent miss against the thresholds it had to cross: the syndromes of the faulty
+    element's unweighted column and row checksums were both under their thresholds (ratio < 1),
+    and the threshold in units of err_prob shows why (a checksum over BS elements carries their
+    rounding, omega sqrt(BS) sigma of the block's largest terms)."""
+    miss = [r for r in inj if r["field"] != "mantissa" and r["detected"] == 0]
+    if not miss:
+        return "No sign or exponent flip was missed.\n"
+    has = [r for r in miss if r.get("thr_col") and r.get("thr_row")]
+    body = []
+    for t in ("S", "D"):
+        for thesis in (True, False):
+            rs = [r for r in miss if r["type"] == t and (r["series"] in THESIS_SERIES) == thesis]
+            if not rs:
+                continue
+            hs = [r for r in rs if r in has]
+            def fmt(v):
+                return f"{v:.3g}"
+            if hs:
+                synr = [max(r["syn_col"] / r["thr_col"], r["syn_row"] / r["thr_row"]) for r in hs
+                        if r["syn_col"] is not None and r["syn_row"] is not None]
+                thrp = sorted(min(r["thr_col"], r["thr_row"]) / r["err_prob"] for r in hs if r["err_prob"])
+                effp = sorted(r["effect"] / r["err_prob"] for r in hs if r["err_prob"])
+                body.append([t, "pos/full/orth" if thesis else "heavy/cancel", len(rs),
+                             fmt(max(synr)) if synr else "n/a",
+                             f"{fmt(effp[0])} .. {fmt(effp[-1])}", f"{fmt(thrp[0])} .. {fmt(thrp[-1])}",
+                             ", ".join(sorted({str(r["bs"]) for r in rs}, key=int))])
+            else:
+                body.append([t, "pos/full/orth" if thesis else "heavy/cancel", len(rs), "n/a", "n/a", "n/a",
+                             ", ".join(sorted({str(r["bs"]) for r in rs}, key=int))])
+    return md_table(["type", "series", "missed", "largest syndrome/threshold", "effect / err_prob",
+                     "smaller threshold / err_prob", "block sizes"], body) + "\n"
 
 
 def missed_sig_section(inj):
@@ -388,6 +450,10 @@ def report(rows, args, seconds):
     parts.append(q_section(clean))
     parts.append("## Detection per significance class\n")
     parts.append(class_section(inj))
+    parts.append("\n## Detection by series\n")
+    parts.append(series_section(inj))
+    parts.append("\nSign and exponent flips that were missed, against their thresholds:\n")
+    parts.append(se_missed_section(inj))
     parts.append("\n## Correction outcomes\n")
     parts.append(outcome_section(inj))
     parts.append("\nSignificant (err_abs) errors that were missed, by relative size:\n")
@@ -448,14 +514,29 @@ so the campaign knows exactly what was flipped and does not depend on the engine
   count only significant faults. Sign and exponent flips are reported separately (the thesis
   left them out because all were detected).
 * **Outcomes**: detected = at least one checksum element over threshold; then *corrected* (the
-  element was located and fixed), *block recomputed*, or *detected only*. *Restored* means the
+  element was located and fixed), *line recomputed* (one checksum, only one line of the block
+  flagged: its bs elements recomputed), *block recomputed*, or *detected only*. *Restored* means the
   final element is within omega BS err_prob of the exact value (the order of the rounding error of
   a checksum over BS elements, which a correction by syndrome subtraction inherits).
 """
 
 
+def old_findings(path):
+    """The hand-written '## Findings' section of an existing doc, kept across regenerations."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return ""
+    at = text.find("\n## Findings\n")
+    if at < 0:
+        return ""
+    end = text.find("\n## ", at + 5)
+    return text[at + 1:end + 1 if end >= 0 else len(text)]
+
+
 def write_doc(rows, args, seconds, files):
     head, body = report(rows, args, seconds)
+    findings = old_findings(os.path.join(ROOT, "docs", "campaign-host.md"))
     rel = [os.path.relpath(f, os.path.join(ROOT, "docs")) for f in files]
     cmd = "/usr/bin/python3 scripts/campaign.py " + " ".join(args.argv)
     grid = "\n".join(f"| {s} | {', '.join(map(str, p))} | {n} | {', '.join(map(str, b))} | {k} |"
@@ -471,6 +552,7 @@ def write_doc(rows, args, seconds, files):
                     "| series | parameters | n | block sizes | injections |\n|---|---|---|---|---|\n"
                     + grid + "\n\n")
         f.write("## Targets\n\n" + targets_section(rows))
+        f.write(findings + ("\n" if findings else ""))
         f.write(body)
         f.write("\n\n## Plots\n\n")
         for r in rel:
@@ -488,6 +570,7 @@ def targets_section(rows):
     se_out_missed = [r for r in se_out if r["detected"] == 0]
     det = [r for r in inj if r["detected"] > 0]
     corr = sum(1 for r in det if r["outcome"] == "corrected")
+    line = sum(1 for r in det if r["outcome"] == "line_recomputed")
     rest = sum(1 for r in det if restored(r))
     out = []
     for t in ("D", "S"):
@@ -503,7 +586,8 @@ def targets_section(rows):
                      f"/{sum(1 for r in se if r['type'] == t)}" for t in ("D", "S")),
          "met" if not se_missed else ("met at the output site" if not se_out_missed else "NOT met")],
         ["every detected single error located and corrected",
-         f"{corr}/{len(det)} corrected in place, the rest recomputed; {rest}/{len(det)} restored", 
+         f"{corr}/{len(det)} corrected in place, {line} line recomputed (one flagged line), "
+         f"{len(det) - corr - line} block recomputed; {rest}/{len(det)} restored",
          "met" if corr == len(det) else ("restored, not all located" if rest == len(det) else "NOT met")],
         ["err_abs detection >= 62-76 % (mantissa flips)", "; ".join(out), ""],
     ]

@@ -64,11 +64,119 @@ ABFT_HOT static void down_f(const void *const base[4], int64_t stride, int64_t l
         DOWN_BODY(float);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* Contiguous streams (stride 1): four rows of each of the four streams are loaded as one vector
+ * each and transposed in registers, so every vector step adds row i of all four streams, the
+ * same operations in the same order as DOWN_BODY without its element-by-element gathers. */
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int64_t v4i __attribute__((vector_size(32)));
+
+/* Vectors go by pointer: by value they would change the ABI between the clones (-Wpsabi). */
+static inline void v_two_sum(v4d *s, v4d *c, const v4d *x)
+{
+    v4d t = *s + *x, bp = t - *s;
+    *c += (*s - (t - bp)) + (*x - bp);
+    *s = t;
+}
+
+static inline void v_add_prod(v4d *s, v4d *c, double w, const v4d *v, int prod)
+{
+    v4d p = w * *v;
+    v_two_sum(s, c, &p);
+    if (prod) {
+        v4d e;
+        for (int q = 0; q < 4; q++)
+            e[q] = fma(w, (*v)[q], -p[q]);
+        v_two_sum(s, c, &e);
+    }
+}
+
+static inline void v_transpose(v4d r[4])
+{
+    const v4i lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, first = {0, 1, 4, 5}, second = {2, 3, 6, 7};
+    v4d a = __builtin_shuffle(r[0], r[1], lo), b = __builtin_shuffle(r[0], r[1], hi);
+    v4d c = __builtin_shuffle(r[2], r[3], lo), d = __builtin_shuffle(r[2], r[3], hi);
+    r[0] = __builtin_shuffle(a, c, first);
+    r[1] = __builtin_shuffle(b, d, first);
+    r[2] = __builtin_shuffle(a, c, second);
+    r[3] = __builtin_shuffle(b, d, second);
+}
+
+#define DOWN_TILE_BODY(LOAD)                                                                      \
+    do {                                                                                          \
+        v4d vs = {0, 0, 0, 0}, vc = {0, 0, 0, 0};                                                 \
+        int64_t i = 0;                                                                            \
+        for (; i + 4 <= len; i += 4) {                                                            \
+            v4d r[4];                                                                             \
+            for (int q = 0; q < 4; q++)                                                           \
+                LOAD(&r[q], q, i);                                                                \
+            v_transpose(r);                                                                       \
+            for (int q = 0; q < 4; q++)                                                           \
+                v_add_prod(&vs, &vc, w[i + q], &r[q], prod);                                      \
+        }                                                                                         \
+        for (; i < len; i++) {                                                                    \
+            v4d v;                                                                                \
+            for (int q = 0; q < 4; q++)                                                           \
+                v[q] = (double)p[q][i];                                                           \
+            v_add_prod(&vs, &vc, w[i], &v, prod);                                                 \
+        }                                                                                         \
+        for (int q = 0; q < 4; q++) {                                                             \
+            s[q] = vs[q];                                                                         \
+            c[q] = vc[q];                                                                         \
+        }                                                                                         \
+    } while (0)
+
+static inline void load_d(v4d *v, const double *x)
+{
+    memcpy(v, x, sizeof *v);
+}
+
+static inline void load_f(v4d *v, const float *x)
+{
+    v4f f;
+    memcpy(&f, x, sizeof f);
+    *v = __builtin_convertvector(f, v4d);
+}
+
+#define LOAD_D(v, q, i) load_d(v, p[q] + (i))
+#define LOAD_F(v, q, i) load_f(v, p[q] + (i))
+
+ABFT_HOT static void down_tile_d(const void *const base[4], int64_t len, const double *w, int prod,
+                                 double *s, double *c)
+{
+    const double *p[4] = {base[0], base[1], base[2], base[3]};
+    if (prod)
+        DOWN_TILE_BODY(LOAD_D);
+    else
+        DOWN_TILE_BODY(LOAD_D);
+}
+
+ABFT_HOT static void down_tile_f(const void *const base[4], int64_t len, const double *w, int prod,
+                                 double *s, double *c)
+{
+    const float *p[4] = {base[0], base[1], base[2], base[3]};
+    if (prod)
+        DOWN_TILE_BODY(LOAD_F);
+    else
+        DOWN_TILE_BODY(LOAD_F);
+}
+#define HAVE_DOWN_TILE 1
+#endif
+
 void abft_k_down(const void *const base[ABFT_K_STREAMS], int single, int64_t stride, int64_t len,
                  const double *w, int prod, double out[ABFT_K_STREAMS])
 {
     double s[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0};
-    /* the two branches above differ only in the constant prod, so each loop is specialised */
+    /* the two branches of each body differ only in the constant prod, so each is specialised */
+#ifdef HAVE_DOWN_TILE
+    if (stride == 1) {
+        if (single)
+            down_tile_f(base, len, w, prod != 0, s, c);
+        else
+            down_tile_d(base, len, w, prod != 0, s, c);
+    } else
+#endif
     if (single)
         down_f(base, stride, len, w, prod != 0, s, c);
     else
@@ -80,10 +188,26 @@ void abft_k_down(const void *const base[ABFT_K_STREAMS], int single, int64_t str
 /* Rows per chunk of abft_k_across: the accumulators and the chunk of a column stay in L1. */
 #define ACROSS_CHUNK 512
 
+/* Four columns per sweep, added to each row's sum in column order: the accumulators are loaded
+ * and stored once per four columns instead of once per column. */
 #define ACROSS_BODY(T)                                                                            \
     do {                                                                                          \
         const T *mm = m;                                                                          \
-        for (int64_t j = 0; j < cols; j++) {                                              \
+        int64_t j = 0;                                                                            \
+        for (; j + 4 <= cols; j += 4) {                                                           \
+            const T *c0 = mm + j * ld, *c1 = c0 + ld, *c2 = c1 + ld, *c3 = c2 + ld;               \
+            const double w0 = w[j], w1 = w[j + 1], w2 = w[j + 2], w3 = w[j + 3];                  \
+            for (int64_t ri = 0; ri < n; ri++) {                                                  \
+                double sr = s[ri], cr = c[ri];                                                    \
+                ADD_PROD(sr, cr, w0, (double)c0[ri], prod);                                       \
+                ADD_PROD(sr, cr, w1, (double)c1[ri], prod);                                       \
+                ADD_PROD(sr, cr, w2, (double)c2[ri], prod);                                       \
+                ADD_PROD(sr, cr, w3, (double)c3[ri], prod);                                       \
+                s[ri] = sr;                                                                       \
+                c[ri] = cr;                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        for (; j < cols; j++) {                                                                   \
             const T *col = mm + j * ld;                                                           \
             const double wj = w[j];                                                               \
             for (int64_t ri = 0; ri < n; ri++)                                                    \
@@ -137,6 +261,74 @@ ABFT_HOT void abft_k_promote(double *dst, const void *src, int single, int64_t r
         } else
             memcpy(d, (const double *)src + ld * j, (size_t)rows * sizeof *d);
     }
+}
+
+/* mags[v] = |x_v|, the larger part's for complex data (P = 2, parts interleaved). */
+#define MAGS_BODY(T)                                                                              \
+    do {                                                                                          \
+        const T *xx = x;                                                                          \
+        if (P == 1)                                                                               \
+            for (int64_t v = 0; v < len; v++)                                                     \
+                mags[v] = fabs((double)xx[v]);                                                    \
+        else                                                                                      \
+            for (int64_t v = 0; v < len; v++) {                                                   \
+                double re = fabs((double)xx[2 * v]), im = fabs((double)xx[2 * v + 1]);            \
+                mags[v] = re > im ? re : im;                                                      \
+            }                                                                                     \
+    } while (0)
+
+ABFT_HOT static void mags_f(const float *x, int P, int64_t len, double *mags)
+{
+    MAGS_BODY(float);
+}
+
+ABFT_HOT static void mags_d(const double *x, int P, int64_t len, double *mags)
+{
+    MAGS_BODY(double);
+}
+
+/* Written as independent lanes and a bit-or so the compiler vectorizes them (a floating-point
+ * max reduction it would not reorder); magnitudes are finite and >= 0, so max is exact in any
+ * order. */
+ABFT_HOT static int mags_scan(const double *mags, int64_t len, const double *lmin, int per_entry,
+                              double *env, double *maxv)
+{
+    int64_t hit = 0;
+    if (per_entry)
+        for (int64_t v = 0; v < len; v++)
+            hit |= mags[v] > lmin[v];
+    else {
+        const double t = lmin[0];
+        for (int64_t v = 0; v < len; v++)
+            hit |= mags[v] > t;
+    }
+    if (env)
+        for (int64_t v = 0; v < len; v++)
+            env[v] = env[v] > mags[v] ? env[v] : mags[v];
+    if (maxv) {
+        double e[4] = {*maxv, *maxv, *maxv, *maxv};
+        int64_t v = 0;
+        for (; v + 4 <= len; v += 4)
+            for (int q = 0; q < 4; q++)
+                e[q] = e[q] > mags[v + q] ? e[q] : mags[v + q];
+        for (; v < len; v++)
+            e[0] = e[0] > mags[v] ? e[0] : mags[v];
+        double m = e[0];
+        for (int q = 1; q < 4; q++)
+            m = m > e[q] ? m : e[q];
+        *maxv = m;
+    }
+    return hit != 0;
+}
+
+int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmin, int per_entry,
+                double *mags, double *env, double *maxv)
+{
+    if (single)
+        mags_f(x, P, len, mags);
+    else
+        mags_d(x, P, len, mags);
+    return mags_scan(mags, len, lmin, per_entry, env, maxv);
 }
 
 typedef struct pair_job {

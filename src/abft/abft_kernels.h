@@ -30,6 +30,12 @@ void abft_k_across(const void *m, int single, int64_t ld, int64_t nreal, int64_t
 void abft_k_promote(double *dst, const void *src, int single, int64_t rows, int64_t cols,
                     int64_t ld);
 
+/* Magnitudes for the PEA top-p lists: mags[v] = |x_v| (complex: max(|re|, |im|)) for len
+ * contiguous entries; returns whether some mags[v] > lmin[v] (per_entry) or > lmin[0]; with env,
+ * env[v] = max(env[v], mags[v]); with maxv, *maxv = max(*maxv, max_v mags[v]). */
+int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmin, int per_entry,
+                double *mags, double *env, double *maxv);
+
 /* Runs f(arg0) and f(arg1), on two threads when parallel is set and a thread can be started,
  * else one after the other. */
 void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);

@@ -84,65 +84,73 @@ static double w2(const abft_ctx *x, int r, int64_t len)
     return s;
 }
 
-/* |element| of a stored operand (the larger part for complex): conjugation does not matter. */
-static inline double mag_at(const void *base, blasft_type t, int64_t idx)
+/* Adds value a at position kk to list `list` and refreshes lmin, the value a later entry must
+ * exceed to be inserted (-1 while the list is not full: everything enters). */
+static void topl_add_min(topl *l, double *lmin, int64_t list, double a, int64_t kk)
 {
-    switch (t) {
-    case BLASFT_TYPE_S: return fabs((double)((const float *)base)[idx]);
-    case BLASFT_TYPE_D: return fabs(((const double *)base)[idx]);
-    case BLASFT_TYPE_C: {
-        double re = fabs((double)((const float *)base)[2 * idx]);
-        double im = fabs((double)((const float *)base)[2 * idx + 1]);
-        return re > im ? re : im;
-    }
-    default: {
-        double re = fabs(((const double *)base)[2 * idx]), im = fabs(((const double *)base)[2 * idx + 1]);
-        return re > im ? re : im;
-    }
-    }
+    topl_add(l, list, a, kk);
+    lmin[list] = l->cnt[list] == l->p ? l->v[list * l->p + l->p - 1] : -1.0;
 }
 
 /* Top-p lists of one operand: per vector (a row i of op(A) or a column j of op(B); nvec of them,
  * blocks of bs) over positions kk < k, and per block of vectors the same of the envelope
  * max_{vector in block} |value at kk|. by_col: vector v's entries are the stored column v (stride
  * 1 along kk); else they are the stored row v (stride ld), and the matrix is walked column by
- * column so memory is read contiguously. Each list receives its positions in ascending order
- * either way, so the lists do not depend on the walk. */
+ * column so memory is read contiguously. The magnitudes are computed and compared with each
+ * list's entry threshold in vectorized chunks; only a chunk with a value to insert takes the
+ * (ordered) insertion path. Each list receives its positions in ascending order either way, so
+ * the lists are exactly those of a plain scalar walk. */
 static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_col, int64_t nvec,
                         topl *per_vec, topl *per_blk)
 {
     const blasft_type t = x->g->type;
+    const int P = x->P, single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
+    const int esz = blasft_type_size(t);
     const int64_t k = x->k, bs = x->bs, nblk = (nvec + bs - 1) / bs;
+    enum { CHUNK = 256 };
+    double *lmin = malloc((size_t)(nvec + 1) * sizeof *lmin);
+    double *mags = malloc((size_t)(CHUNK > bs ? CHUNK : bs) * sizeof *mags);
+    double *env = by_col ? malloc((size_t)(k + 1) * sizeof *env) : NULL;
+    if (!lmin || !mags || (by_col && !env)) {
+        free(lmin);
+        free(mags);
+        free(env);
+        return -1;
+    }
+    for (int64_t v = 0; v < nvec; v++)
+        lmin[v] = -1.0;
     if (by_col) {
-        double *env = malloc((size_t)(k + 1) * sizeof *env);
-        if (!env)
-            return -1;
         for (int64_t b = 0; b < nblk; b++) {
             memset(env, 0, (size_t)(k + 1) * sizeof *env);
             int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
             for (int64_t v = v0; v < v0 + len; v++)
-                for (int64_t kk = 0; kk < k; kk++) {
-                    double a = mag_at(base, t, kk + v * ld);
-                    topl_add(per_vec, v, a, kk);
-                    env[kk] = env[kk] > a ? env[kk] : a;
+                for (int64_t k0 = 0; k0 < k; k0 += CHUNK) {
+                    int64_t kl = k - k0 < CHUNK ? k - k0 : CHUNK;
+                    const char *src = (const char *)base + (k0 + v * ld) * esz;
+                    if (abft_k_mags(src, single, P, kl, lmin + v, 0, mags, env + k0, NULL))
+                        for (int64_t q = 0; q < kl; q++)
+                            if (mags[q] > lmin[v])
+                                topl_add_min(per_vec, lmin, v, mags[q], k0 + q);
                 }
             for (int64_t kk = 0; kk < k; kk++)
                 topl_add(per_blk, b, env[kk], kk);
         }
-        free(env);
-        return 0;
-    }
-    for (int64_t kk = 0; kk < k; kk++)
-        for (int64_t b = 0; b < nblk; b++) {
-            int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
-            double e = 0;
-            for (int64_t v = v0; v < v0 + len; v++) {
-                double a = mag_at(base, t, v + kk * ld);
-                topl_add(per_vec, v, a, kk);
-                e = e > a ? e : a;
+    } else {
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t b = 0; b < nblk; b++) {
+                int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
+                double e = 0;
+                const char *src = (const char *)base + (v0 + kk * ld) * esz;
+                if (abft_k_mags(src, single, P, len, lmin + v0, 1, mags, NULL, &e))
+                    for (int64_t q = 0; q < len; q++)
+                        if (mags[q] > lmin[v0 + q])
+                            topl_add_min(per_vec, lmin, v0 + q, mags[q], kk);
+                topl_add(per_blk, b, e, kk);
             }
-            topl_add(per_blk, b, e, kk);
-        }
+    }
+    free(lmin);
+    free(mags);
+    free(env);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "abft/abft_arith.h"
 #include "abft/abft_engine.h"
 #include "abft/abft_inject.h"
+#include "abft/abft_kernels.h"
 #include "gemm.h"
 
 #include <math.h>
@@ -299,6 +300,88 @@ static void test_random_shapes(void **state)
     run_shape(BLASFT_TYPE_D, 'T', 'N', 263, 300, 511, 0, 1, 1, 64, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_MDR, 0);
     run_shape(BLASFT_TYPE_Z, 'C', 'T', 130, 129, 200, 3, 1, 0, 100, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_EXPONENTIAL, -1);
     run_shape(BLASFT_TYPE_C, 'N', 'C', 200, 70, 333, 0, 1, 0, 128, 1, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_LINEAR, 0);
+}
+
+/* ---- hot loops: the same sums, bit for bit, as the scalar definition ---- */
+
+static double scalar_sum(const void *x, int single, int64_t stride, int64_t len, const double *w,
+                         int prod)
+{
+    blasft_csum a = {0, 0};
+    for (int64_t i = 0; i < len; i++) {
+        double v = single ? ((const float *)x)[i * stride] : ((const double *)x)[i * stride];
+        double p = w[i] * v;
+        blasft_csum_add(&a, p);
+        if (prod)
+            blasft_csum_add(&a, fma(w[i], v, -p));
+    }
+    return blasft_csum_value(&a);
+}
+
+static void test_kernels_match_scalar(void **state)
+{
+    (void)state;
+    enum { ROWS = 203, COLS = 11, LD = 600 };
+    double *w = malloc(ROWS * sizeof *w), *out = malloc(2 * LD * sizeof *out);
+    double *work = malloc((2 * LD + 2048) * sizeof *work);
+    double *md = malloc((size_t)LD * COLS * sizeof *md);
+    float *mf = malloc((size_t)LD * COLS * sizeof *mf);
+    for (int64_t q = 0; q < (int64_t)LD * COLS; q++) {
+        /* wide dynamic range and both signs, so rounding errors are everywhere */
+        md[q] = (urand() - 0.5) * exp2(40.0 * urand() - 20.0);
+        mf[q] = (float)md[q];
+    }
+    for (int single = 0; single < 2; single++) {
+        const void *m = single ? (const void *)mf : (const void *)md;
+        const int es = single ? 4 : 8;
+        for (int prod = 0; prod < 2; prod++) {
+            for (int i = 0; i < ROWS; i++)
+                w[i] = prod ? blasft_weight(BLASFT_W_EXPONENTIAL, i % 60, 60) * (1.0 + urand())
+                            : 1.0;
+            for (int stride = 1; stride <= 2; stride++)
+                for (int64_t len = 0; len <= ROWS / stride; len += len < 9 ? 1 : 37) {
+                    const void *base[ABFT_K_STREAMS];
+                    for (int q = 0; q < ABFT_K_STREAMS; q++)
+                        base[q] = (const char *)m + ((q * 3 % COLS) * LD + q % 2) * es;
+                    double o[ABFT_K_STREAMS];
+                    abft_k_down(base, single, stride, len, w, prod, o);
+                    for (int q = 0; q < ABFT_K_STREAMS; q++) {
+                        double want = scalar_sum(base[q], single, stride, len, w, prod);
+                        assert_memory_equal(&o[q], &want, sizeof want);
+                    }
+                }
+            for (int64_t cols = 0; cols <= COLS; cols += 1) {
+                int64_t nreal = cols % 2 ? ROWS : LD; /* LD: more rows than one chunk (512) */
+                abft_k_across(m, single, LD, nreal, cols, w, prod, out, work);
+                for (int64_t ri = 0; ri < nreal; ri++) {
+                    double want = scalar_sum((const char *)m + ri * es, single, LD, cols, w, prod);
+                    assert_memory_equal(&out[ri], &want, sizeof want);
+                }
+            }
+        }
+    }
+    /* magnitudes, entry test, envelope and maximum */
+    double lmin[ROWS], env[ROWS], mags[ROWS];
+    for (int i = 0; i < ROWS; i++) {
+        lmin[i] = i == 150 ? fabs(md[150]) * 0.5 : 1e300;
+        env[i] = 0;
+    }
+    double mx = 0, want = 0;
+    assert_true(abft_k_mags(md, 0, 1, ROWS, lmin, 1, mags, env, &mx));
+    for (int i = 0; i < ROWS; i++) {
+        assert_true(mags[i] == fabs(md[i]) && env[i] == mags[i]);
+        want = fmax(want, mags[i]);
+    }
+    assert_true(mx == want);
+    lmin[0] = 1e300;
+    assert_false(abft_k_mags(mf, 1, 2, ROWS / 2, lmin, 0, mags, NULL, NULL));
+    for (int i = 0; i < ROWS / 2; i++)
+        assert_true(mags[i] == fmax(fabs((double)mf[2 * i]), fabs((double)mf[2 * i + 1])));
+    free(w);
+    free(out);
+    free(work);
+    free(md);
+    free(mf);
 }
 
 /* ---- planted faults ---- */
@@ -638,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_weights_and_locate),
         cmocka_unit_test(test_pea_sea),
         cmocka_unit_test(test_correct_rule_and_csum),
+        cmocka_unit_test(test_kernels_match_scalar),
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
