@@ -760,12 +760,15 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 }
 
 /* The check's pass over C: column and row checksums of one BS x BS block in a single read.
- * 32 x 32 sub-tiles go through shared memory; lane pairs of warp 0-1 sum the sub-tile's rows
- * (row checksums, kept in registers over the block's columns), lane pairs of warps 2-3 its
- * columns (column checksums, kept in shared memory over the block's rows). Each checksum is
- * computed by both lanes of a pair and compared; a mismatch counts an encoder fault and stores
- * NaN. Shared memory: the sub-tile plus 2 * BS * R compensated sums. */
+ * 32 x 32 sub-tiles go through shared memory. Threads 0-127 sum rows (row checksums), threads
+ * 128-255 columns (column checksums): worker w = tid % 128 takes line (w / 2) % 32 with parity
+ * w % 2 and half h = w / 64 (16 of the 32 elements). Row sums stay in registers over the block's
+ * columns, column sums in shared memory over its rows, per half and parity; the halves are joined
+ * in a fixed order at the end and the two parities compared (every checksum computed twice); a
+ * mismatch counts an encoder fault and stores NaN. */
 constexpr int kSub = 32;
+
+__host__ __device__ constexpr size_t fused_state(int bs, int r) { return (size_t)2 * 2 * bs * r; }
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -774,16 +777,19 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
 {
     extern __shared__ double smem[];
     double(*sub)[kSub + 1] = (double(*)[kSub + 1])smem;
-    blasft_csum *colst = (blasft_csum *)(smem + kSub * (kSub + 1)); /* [parity][column][w] */
+    /* colst[((h * 2 + par) * bs + column) * r + w]; rowst likewise for the strip's 32 rows */
+    blasft_csum *colst = (blasft_csum *)(smem + kSub * (kSub + 1));
+    blasft_csum *rowst = colst + fused_state(bs, r);
     const int64_t I = blockIdx.x, J = blockIdx.y, i0 = I * bs, j0 = J * bs;
     const int rows_t = (int)(m - i0 < bs ? m - i0 : bs), cols_t = (int)(n - j0 < bs ? n - j0 : bs);
     const int tid = threadIdx.x, lane = tid & 31;
-    for (int e = tid; e < 2 * bs * r; e += kThreads)
+    const int wk = tid & 127, line = (wk >> 1) & 31, par = wk & 1, h = wk >> 6;
+    const bool rows_side = tid < 128;
+    for (int e = tid; e < (int)fused_state(bs, r); e += kThreads)
         colst[e] = blasft_csum{0.0, 0.0};
     __syncthreads();
     for (int ps = 0; ps < rows_t; ps += kSub) {
         blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
-        const int rr = tid >> 1; /* along worker's row in the strip (tid < 64) */
         for (int qs = 0; qs < cols_t; qs += kSub) {
             T x[4];
 #pragma unroll
@@ -795,54 +801,64 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
             for (int u = 0; u < 4; u++)
                 sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
             __syncthreads();
-            if (tid < 64) {
-                for (int cc = 0; cc < kSub; cc++) {
-                    double v = sub[cc][rr];
+            if (rows_side) {
+#pragma unroll 4
+                for (int c = h * 16; c < h * 16 + 16; c++) {
+                    double v = sub[c][line];
                     blasft_csum_add(&racc[0], v);
                     if (r > 1)
-                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + cc, bs) * v);
+                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + c, bs) * v);
                 }
-            } else if (tid < 128) {
-                const int cc = (tid - 64) >> 1, par = tid & 1;
-                if (qs + cc < cols_t) {
-                    blasft_csum a0 = colst[(par * bs + qs + cc) * r];
-                    blasft_csum a1 = r > 1 ? colst[(par * bs + qs + cc) * r + 1] : a0;
-                    for (int q = 0; q < kSub; q++) {
-                        double v = sub[cc][q];
-                        blasft_csum_add(&a0, v);
-                        if (r > 1)
-                            blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
-                    }
-                    colst[(par * bs + qs + cc) * r] = a0;
+            } else if (qs + line < cols_t) {
+                blasft_csum *st = &colst[((h * 2 + par) * bs + qs + line) * r];
+                blasft_csum a0 = st[0], a1 = r > 1 ? st[1] : st[0];
+#pragma unroll 4
+                for (int q = h * 16; q < h * 16 + 16; q++) {
+                    double v = sub[line][q];
+                    blasft_csum_add(&a0, v);
                     if (r > 1)
-                        colst[(par * bs + qs + cc) * r + 1] = a1;
+                        blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
                 }
+                st[0] = a0;
+                if (r > 1)
+                    st[1] = a1;
             }
             __syncthreads();
         }
-        if (tid < 64) {
+        /* join the row halves: half 1 leaves its sums, half 0 adds them in */
+        if (rows_side && h == 1)
+            for (int w = 0; w < r; w++)
+                rowst[(par * kSub + line) * r + w] = racc[w];
+        __syncthreads();
+        if (rows_side && h == 0) {
             for (int w = 0; w < r; w++) {
+                csum_merge(&racc[w], rowst[(par * kSub + line) * r + w]);
                 bool bad;
                 double v = pair_reduce(racc[w], false, &bad);
-                if ((tid & 1) == 0 && ps + rr < rows_t) {
+                if (par == 0 && ps + line < rows_t) {
                     if (bad) {
                         atomicAdd(&cnt->encoder_faults, 1ull);
                         v = nan("");
                     }
-                    Crs[(i0 + ps + rr) + (J * r + w) * m] = v;
+                    Crs[(i0 + ps + line) + (J * r + w) * m] = v;
                 }
             }
         }
+        __syncthreads();
     }
     for (int e = tid; e < cols_t * r; e += kThreads) {
         int c = e / r, w = e % r;
-        double v0 = blasft_csum_value(&colst[(0 * bs + c) * r + w]);
-        double v1 = blasft_csum_value(&colst[(1 * bs + c) * r + w]);
-        if (!(v0 == v1) && !(v0 != v0 && v1 != v1)) {
-            atomicAdd(&cnt->encoder_faults, 1ull);
-            v0 = nan("");
+        double v[2];
+        for (int pp = 0; pp < 2; pp++) {
+            blasft_csum a = colst[((0 * 2 + pp) * bs + c) * r + w];
+            csum_merge(&a, colst[((1 * 2 + pp) * bs + c) * r + w]);
+            v[pp] = blasft_csum_value(&a);
         }
-        Ccs[(I * r + w) + (j0 + c) * (r * mb)] = v0;
+        if (!(v[0] == v[1]) && !(v[0] != v[0] && v[1] != v[1])) {
+            atomicAdd(&cnt->encoder_faults, 1ull);
+            v[0] = nan("");
+        }
+        Ccs[(I * r + w) + (j0 + c) * (r * mb)] = v[0];
     }
 }
 
@@ -929,11 +945,10 @@ template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
     correct_kernel<T><<<64, kThreads, 0, st>>>(g);
 }
 
-constexpr int kFusedMaxBs = 512;
-
 size_t fused_smem(int bs, int r)
 {
-    return sizeof(double) * kSub * (kSub + 1) + sizeof(blasft_csum) * 2 * bs * r;
+    return sizeof(double) * kSub * (kSub + 1) +
+           sizeof(blasft_csum) * (fused_state(bs, r) + (size_t)2 * kSub * r);
 }
 
 template <typename T>
@@ -944,13 +959,13 @@ void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r,
     if (mb == 0 || nb == 0)
         return;
     const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
-    if (bs > kFusedMaxBs || nb > 65535) {
+    if (fused_smem(bs, r) > 48 * 1024 || nb > 65535) {
         /* two passes: column checksums, then row checksums */
         gk_encode<T, double>(C, ldc, 1, m, n, bs, r, wscheme, Ccs, r * mb, 1, none, cnt, st);
         gk_encode<T, double>(C, ldc, 0, n, m, bs, r, wscheme, Crs, 1, m, none, cnt, st);
         return;
     }
-    size_t sm = fused_smem(bs, r); /* at most 41 KiB: no opt-in beyond 48 KiB needed */
+    size_t sm = fused_smem(bs, r); /* at most 48 KiB: no opt-in needed */
     check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads, sm, st>>>(
         C, ldc, m, n, bs, r, wscheme, Ccs, Crs, mb, cnt);
 }
