@@ -9,11 +9,20 @@
  * here. The CUDA runtime is linked statically (it finds the driver with dlopen on its first call),
  * cuBLAS is dlopen'ed (gpu_cublas.h): the library loads and works on machines with neither.
  *
- * Streams: all work is enqueued on the context's stream (and a forked helper stream joined back
- * with events); a call returns without waiting for the GPU. Counters (blasft_get_stats) and events
- * are delivered by a host function the stream runs when it reaches the end of the protected GEMM,
- * so after cudaStreamSynchronize they are up to date. Events come from the CUDA callback thread,
- * not from the caller's thread.
+ * Streams: all work is enqueued on the context's stream and on a helper stream forked from it
+ * and joined back with events (high priority by default; BLASFT_GPU_HELPER_PRIORITY=low|default
+ * changes it); a call returns without waiting for the GPU. The outcome counters are copied in the
+ * caller's stream order and delivered to blasft_get_stats / the event callback by a host function
+ * on the helper stream once the caller's stream has passed the check, so the caller's stream never
+ * waits for the host thread (under graph capture the host function is a node of the captured
+ * stream). After cudaDeviceSynchronize (or destroying the context) they are up to date. Events
+ * come from the CUDA callback thread, not from the caller's thread.
+ *
+ * Thresholds: PEA "max p" only (a BLASFT_THRESHOLD=sea configuration still gets PEA here). The
+ * reference checksums are computed by cuBLAS in the data type, so the GPU threshold adds the
+ * rounding of that reference and of our encodings to the host engine's model (for D the two
+ * thresholds agree to the printed digits, for S the GPU's is 1.3-2.2x the host's; measured by
+ * tests/gpu/test_gpu_kernels.c).
  *
  * Thread safety: a context is used by one thread at a time (one per thread or per stream). */
 #ifndef BLASFT_GPU_H

@@ -342,18 +342,18 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     cudaEventRecord(ctx->ev_fork, s0);
     cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
     if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
-    gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                    gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1);
-    gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k,
-                    gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1);
+        gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
+                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1);
+        gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k,
+                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1);
     }
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
-    gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
-    gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
-    gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
-    gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
-    gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
-    gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
+        gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
+        gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
+        gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
+        gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
+        gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
+        gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
     }
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
