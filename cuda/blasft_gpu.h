@@ -21,7 +21,7 @@
  * Thresholds: PEA "max p" only (a BLASFT_THRESHOLD=sea configuration still gets PEA here). The
  * reference checksums are computed by cuBLAS in the data type, so the GPU threshold adds the
  * rounding of that reference and of our encodings to the host engine's model (for D the two
- * thresholds agree to the printed digits, for S the GPU's is 1.3-2.2x the host's; measured by
+ * thresholds agree within 1 %, for S the GPU's is 1.3-2.2x the host's; measured by
  * tests/gpu/test_gpu_kernels.c).
  *
  * Thread safety: a context is used by one thread at a time (one per thread or per stream). */
