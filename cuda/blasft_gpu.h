@@ -57,6 +57,10 @@ typedef struct blasft_gpu_params {
     double omega;           /* PEA threshold factor */
     int pea_p;              /* p of "PEA max p"; the GPU keeps at most 8 (fewer kept is a looser,
                                still valid bound) */
+    int pea_block_lists;    /* 0: top-p lists per row of op(A) / column of op(B) (method.md);
+                               1: per block of BS rows / columns (the block envelope's lists, which
+                               the thresholds need anyway): a looser but valid y that saves one
+                               read of A and of B (BLASFT_GPU_PEA_LISTS=block) */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;

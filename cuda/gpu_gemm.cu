@@ -298,6 +298,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     kg.Cold = keep_old ? (const T *)ctx->old_c : nullptr;
     kg.ldcold = m;
     kg.bs = bs; kg.r = r; kg.wscheme = p->weights; kg.p = pp; kg.omega = p->omega;
+    kg.block_lists = p->pea_block_lists != 0;
     kg.correct = p->mode == BLASFT_MODE_CORRECT;
     kg.recompute = p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
     kg.AcsT = (T *)(w + L.AcsT); kg.Bcs = (T *)(w + L.Bcs);
@@ -350,8 +351,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
         gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
-        gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
-        gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
+        if (!kg.block_lists) {
+            gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
+            gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
+        }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
         gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
     }
@@ -467,6 +470,9 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->weights = (int)cfg->weights;
     p->omega = cfg->omega;
     p->pea_p = cfg->pea_p;
+    /* not in blasft_config (yet): read here; anything but "block" keeps the per-vector lists */
+    const char *lists = getenv("BLASFT_GPU_PEA_LISTS");
+    p->pea_block_lists = lists && !strcmp(lists, "block");
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }

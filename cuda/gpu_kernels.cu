@@ -540,7 +540,10 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
         double ref = (double)g.Ccs_ref[e], rec = g.Ccs_rec[e];
         int64_t bi = u / g.r;
         double osq = g.Ccs_sq ? g.Ccs_sq[bi + j * g.mb] : 0.0;
-        double eps = pea_eps(g, pea_y(g, g.tAc, u, g.tB, j), pea_y(g, g.tEa, bi, g.tB, j),
+        /* block lists: op(B)'s column j is bounded by its column block's envelope */
+        gk_topp tb = g.block_lists ? g.tEb : g.tB;
+        int64_t vb = g.block_lists ? j / g.bs : j;
+        double eps = pea_eps(g, pea_y(g, g.tAc, u, tb, vb), pea_y(g, g.tEa, bi, tb, vb),
                              0, (int)(u % g.r), bi == g.mb - 1, osq, ref);
         g.Ccs_eps[e] = eps;
         flag = over(ref, rec, eps);
@@ -552,7 +555,9 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
         double ref = (double)g.Crs_ref[e], rec = g.Crs_rec[e];
         int64_t bj = v / g.r;
         double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
-        double eps = pea_eps(g, pea_y(g, g.tA, i, g.tBc, v), pea_y(g, g.tA, i, g.tEb, bj),
+        gk_topp ta = g.block_lists ? g.tEa : g.tA;
+        int64_t va = g.block_lists ? i / g.bs : i;
+        double eps = pea_eps(g, pea_y(g, ta, va, g.tBc, v), pea_y(g, ta, va, g.tEb, bj),
                              1, (int)(v % g.r), bj == g.nb - 1, osq, ref);
         g.Crs_eps[e] = eps;
         flag = over(ref, rec, eps);

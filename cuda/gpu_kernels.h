@@ -70,6 +70,8 @@ template <typename T> struct gk_gemm {
     double *Ccs_rec, *Crs_rec, *Ccs_eps, *Crs_eps;
     gk_topp tA, tB, tAc, tBc; /* op(A) rows, op(B) columns, AcsT columns, Bcs columns */
     gk_topp tEa, tEb;         /* envelopes: max over a block's rows of op(A) / columns of op(B) */
+    int block_lists;          /* 1: bound op(A)'s rows / op(B)'s columns by their blocks' envelopes
+                                 (tA, tB not built) */
     double *Ccs_sq, *Crs_sq;  /* sum of squares of the old C per (block, column) / (row, block) */
     /* sum and max of w^2: [side 0 column checksums / 1 row checksums][checksum w][full block 0,
      * last block 1] */

@@ -108,6 +108,7 @@ int main(int argc, char **argv)
                 p.weights = BLASFT_WEIGHTS_LINEAR;
                 p.omega = 3.0;
                 p.pea_p = 2;
+                p.pea_block_lists = getenv("BLASFT_GPU_PEA_LISTS") && !strcmp(getenv("BLASFT_GPU_PEA_LISTS"), "block");
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
@@ -150,12 +151,13 @@ int main(int argc, char **argv)
                 printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
-                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d}\n",
+                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"lists\":\"%s\"}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
-                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip);
+                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip,
+                       p.pea_block_lists ? "block" : "vector");
                 fflush(stdout);
                 free(tp);
                 free(tq);

@@ -31,6 +31,7 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     p->weights = BLASFT_WEIGHTS_LINEAR;
     p->omega = 3.0;
     p->pea_p = 2;
+    p->pea_block_lists = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
 }

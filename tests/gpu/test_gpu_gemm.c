@@ -75,10 +75,11 @@ static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats 
 static const char *desc(const gh_case *c, const blasft_gpu_params *p)
 {
     static char buf[256];
-    snprintf(buf, sizeof buf, "%c%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d",
+    snprintf(buf, sizeof buf, "%c%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d lists=%s",
              c->t == BLASFT_TYPE_S ? 'S' : 'D', c->ta, c->tb, (long long)c->m, (long long)c->n,
              (long long)c->k, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha,
-             c->beta, c->device_scalars, p->block_size, p->checksums);
+             c->beta, c->device_scalars, p->block_size, p->checksums,
+             p->pea_block_lists ? "block" : "vector");
     return buf;
 }
 
@@ -114,6 +115,7 @@ static void clean_sweep(void)
                 gh_params(&p, (s + tr) % 2 ? 32 : 128, 1 + tr % 2);
                 if (s == 3 && tr == 0)
                     p.block_size = 50; /* not a power of two */
+                p.pea_block_lists = (int)(s + t) % 2;
                 gh_data d;
                 gh_make(&d, &c, seed++);
                 double *out = malloc(8 * (size_t)(c.m * c.n + 1));
@@ -182,6 +184,7 @@ static void faults(void)
             gh_params(&p, 32, x->r);
             p.mode = x->mode;
             p.on_error = x->on_error;
+            p.pea_block_lists = t == 0; /* S with block lists, D with vector lists */
             gh_data d;
             gh_make(&d, &c, seed++);
             plant pl;

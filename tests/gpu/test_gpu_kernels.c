@@ -49,10 +49,11 @@ static double *fetch(blasft_type t, const gh_case *c, const blasft_gpu_params *p
     return out;
 }
 
-static void one(const gh_case *c, int bs, int r, uint64_t seed)
+static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
 {
     blasft_gpu_params p;
     gh_params(&p, bs, r);
+    p.pea_block_lists = block_lists;
     gh_data d;
     gh_make(&d, c, seed);
     const char *ty = c->t == BLASFT_TYPE_S ? "S" : "D";
@@ -97,7 +98,7 @@ static void one(const gh_case *c, int bs, int r, uint64_t seed)
     double *tav = fetch(c->t, c, &p, BLASFT_GPU_BUF_TA_VAL, 0), *tap = fetch(c->t, c, &p, BLASFT_GPU_BUF_TA_POS, 2);
     double *tbv = fetch(c->t, c, &p, BLASFT_GPU_BUF_TB_VAL, 0), *tbp = fetch(c->t, c, &p, BLASFT_GPU_BUF_TB_POS, 2);
     bad = 0;
-    for (int side = 0; side < 2; side++)
+    for (int side = 0; side < 2 && !block_lists; side++)
         for (int64_t v = 0; v < (side ? n : m); v++) {
             double vals[8];
             int64_t pos[8];
@@ -166,10 +167,11 @@ static void one(const gh_case *c, int bs, int r, uint64_t seed)
     GH_CHECK(flagged == 0, "%s: %lld false alarms on clean data", ty, (long long)flagged);
     /* the GPU's threshold covers the host's model and, in D, is the same model; in S its
      * reference is a float dot product instead of a double one, so it may be larger */
-    GH_CHECK(rmin >= 0.9 && rmax <= (c->t == BLASFT_TYPE_D ? 3.0 : 4096.0),
+    GH_CHECK(rmin >= 0.9 && rmax <= (c->t == BLASFT_TYPE_D && !block_lists ? 3.0 : 4096.0),
              "%s: threshold ratio GPU/host in [%g, %g]", ty, rmin, rmax);
-    printf("%s %c%c m=%lld n=%lld k=%lld bs=%d r=%d beta=%g: threshold ratio GPU/host %.3g .. %.3g\n",
-           ty, c->ta, c->tb, (long long)m, (long long)n, (long long)k, bs, r, c->beta, rmin, rmax);
+    printf("%s %c%c m=%lld n=%lld k=%lld bs=%d r=%d beta=%g lists=%s: threshold ratio GPU/host %.3g .. %.3g\n",
+           ty, c->ta, c->tb, (long long)m, (long long)n, (long long)k, bs, r, c->beta,
+           block_lists ? "block" : "vector", rmin, rmax);
     blasft_abft_diag_free(&diag);
     free(hc);
     free(acs); free(bcs); free(tav); free(tap); free(tbv); free(tbp);
@@ -203,7 +205,9 @@ int main(void)
             c.ldc = c.m + 3;
             c.alpha = tr == 2 ? -1.5 : 1.0;
             c.beta = tr % 2 ? 0.5 : 0.0;
-            one(&c, tr < 2 ? 32 : 16, 1 + (tr + t) % 2, seed++);
+            one(&c, tr < 2 ? 32 : 16, 1 + (tr + t) % 2, 0, seed++);
+            if (tr % 2 == 0)
+                one(&c, 32, 1 + t, 1, seed++); /* block lists: thresholds still cover the host's */
         }
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);
