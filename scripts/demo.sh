@@ -57,5 +57,28 @@ echo "== exit report ($REPORT, valid JSON: checked with python3 -m json.tool):"
 python3 -m json.tool "$REPORT" >/dev/null
 cat "$REPORT"
 
-# --- 3. fault injection (BLASFT_INJECT): the ABFT engineer adds a run here that plants bit flips
-# --- and shows them detected and corrected in the report. ---------------------------------------
+REPORT_INJECT="$PWD/$BUILD/report-inject.json"
+INJECT="faults=1,bits=exponent,site=output,seed=1"
+rm -f "$REPORT_INJECT"
+echo
+echo "== 3. the same binary again, with one bit flip planted in the result of every GEMM"
+echo "   BLASFT_INJECT=$INJECT"
+echo "   (an exponent bit of one random element of C is flipped after the multiplication,"
+echo "   before the check; the program's own check shows whether anything wrong got through)"
+LD_PRELOAD="$LIB" BLASFT_MODE=correct BLASFT_INJECT="$INJECT" BLASFT_REPORT="$REPORT_INJECT" \
+    OPENBLAS_NUM_THREADS=2 "$APP" | tail -n 1
+echo
+echo "== what libblas_ft saw ($REPORT_INJECT):"
+python3 - "$REPORT_INJECT" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["abft"]
+for key in ("protected_gemms", "faults_injected", "errors_detected", "errors_corrected",
+            "blocks_recomputed", "uncorrectable"):
+    print(f"   {key:18} {a[key]}")
+print(f"   first events (of {r['events_total']}):")
+for e in r["events"][:3]:
+    print(f"     {e['routine']} ({e['type']}): {e['kind']} block {e['block']} element "
+          f"{e['element']}: |syndrome| {e['syndrome']:.3g} > threshold {e['threshold']:.3g}, "
+          f"{e['action']}")
+PY
