@@ -203,6 +203,19 @@ static double *promote(const abft_ctx *x, const void *src, int64_t rows, int64_t
     return d;
 }
 
+typedef struct promote_job {
+    const abft_ctx *x;
+    const void *src;
+    int64_t rows, cols, ld;
+    double *out;
+} promote_job;
+
+static void run_promote(void *p)
+{
+    promote_job *j = p;
+    j->out = promote(j->x, j->src, j->rows, j->cols, j->ld);
+}
+
 int abft_encode_operands(abft_ctx *x)
 {
     int64_t nac = x->R * x->nbr * x->k * x->P, nbc = x->k * x->R * x->nbc * x->P;
@@ -217,9 +230,13 @@ int abft_encode_operands(abft_ctx *x)
         return -1;
     const blasft_gemm *g = x->g;
     if (g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C) {
-        /* the checksum products run in double: promote the operands as stored */
-        x->ad = promote(x, g->a, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda);
-        x->bd = promote(x, g->b, blasft_gemm_b_rows(g), blasft_gemm_b_cols(g), g->ldb);
+        /* the checksum products run in double: promote the operands as stored (A and B on two
+         * threads where allowed) */
+        promote_job ja = {x, g->a, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda, NULL};
+        promote_job jb = {x, g->b, blasft_gemm_b_rows(g), blasft_gemm_b_cols(g), g->ldb, NULL};
+        abft_k_pair(x->parallel, run_promote, &ja, &jb);
+        x->ad = ja.out;
+        x->bd = jb.out;
         if (!x->ad || !x->bd)
             return -1;
     }
