@@ -98,6 +98,13 @@ int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g);
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c);
 
+/* 1 if enqueueing `count` protected GEMMs of g's shape on ctx now would make blasft_gpu_gemm_run
+ * synchronise a stream (workspace or old-C copy to grow, a report slot still in flight), else 0.
+ * A caller that is capturing a CUDA graph must not let that happen (added for the cuBLAS
+ * interposer, cuda/cublas_interpose.c). */
+int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                               const blasft_gpu_params *p, int64_t count);
+
 /* Bytes of device workspace the context holds now. */
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
 

@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "abft/abft_arith.h"
+#include "config.h"
 #include "log.h"
 #include "report.h"
 }
@@ -470,9 +471,7 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->weights = (int)cfg->weights;
     p->omega = cfg->omega;
     p->pea_p = cfg->pea_p;
-    /* not in blasft_config (yet): read here; anything but "block" keeps the per-vector lists */
-    const char *lists = getenv("BLASFT_GPU_PEA_LISTS");
-    p->pea_block_lists = lists && !strcmp(lists, "block");
+    p->pea_block_lists = cfg->gpu_pea_lists == 1;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }
@@ -485,14 +484,14 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
     if (!ctx)
         return nullptr;
     ctx->s0 = (cudaStream_t)stream;
-    /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY=high|low|default): high lets the
-     * short memory-bound kernels in between the main GEMM's blocks as soon as they are ready */
+    /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY): high lets the short memory-bound
+     * kernels in between the main GEMM's blocks as soon as they are ready */
     int lo = 0, hi = 0, prio = 0;
     cudaDeviceGetStreamPriorityRange(&lo, &hi);
-    const char *pe = getenv("BLASFT_GPU_HELPER_PRIORITY");
-    if (pe && !strcmp(pe, "low"))
+    int wanted = blasft_cfg()->gpu_helper_priority;
+    if (wanted == 1)
         prio = lo;
-    else if (!pe || !strcmp(pe, "high"))
+    else if (wanted == 0)
         prio = hi;
     bool ok = cuda_ok(cudaStreamCreateWithPriority(&ctx->s1, cudaStreamNonBlocking, prio), "stream") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
@@ -647,6 +646,33 @@ out:
     cudaFree(dB);
     cudaFree(dC);
     return rc;
+}
+
+int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                               const blasft_gpu_params *p, int64_t count)
+{
+    /* mirrors protected_gemm's growth and slot checks */
+    if (check_args(g, p) || g->m == 0 || g->n == 0 || g->k == 0 || p->mode == BLASFT_MODE_OFF ||
+        count <= 0)
+        return 0;
+    if (count > kSlots)
+        return 1;
+    const size_t ts = g->type == BLASFT_TYPE_S ? 4 : 8;
+    const int64_t m = g->m, n = g->n, bs = p->block_size;
+    const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    if (mb * nb > ctx->flag_cap ||
+        plan(ts, m, n, g->k, (int)bs, p->checksums, ctx->flag_cap).end > ctx->ws_bytes)
+        return 1;
+    const bool on_dev = g->scalars_on_device != 0;
+    const bool need_cold = on_dev || (ts == 4 ? *(const float *)g->beta != 0.0f
+                                              : *(const double *)g->beta != 0.0);
+    if (need_cold && p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE &&
+        ts * m * n > ctx->old_bytes)
+        return 1;
+    for (int64_t i = 0; i < count; i++)
+        if (ctx->slots[(ctx->next_slot + i) % kSlots].busy.load(std::memory_order_acquire))
+            return 1;
+    return 0;
 }
 
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages) { ctx->skip = stages; }

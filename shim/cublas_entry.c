@@ -1,0 +1,194 @@
+/* The exported cuBLAS GEMM entry points (issue 5): a program started with
+ * LD_PRELOAD=libblas_ft.so calls these instead of cuBLAS's. Each describes its call as one
+ * blasft_cublas_call; cuda/cublas_interpose.c runs it protected through the GPU engine on the
+ * handle's stream, or it goes to the real cuBLAS unchanged (counted unprotected). Built only with
+ * CUDA. */
+#include "cublas_interpose.h"
+
+#include <stddef.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The call to the real function `field` of type T, inside the re-entry guard; a missing real
+ * function reads as an uninitialised library. */
+#define PASS(T, field, c, ...)                                                                     \
+    do {                                                                                           \
+        T fn_ = BLASFT_CUBLAS_REAL(T, field);                                                      \
+        if (!fn_)                                                                                  \
+            return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
+        blasft_cublas_pass_begin();                                                                \
+        cublasStatus_t st_ = fn_(__VA_ARGS__);                                                     \
+        blasft_cublas_pass_end(c);                                                                 \
+        return st_;                                                                                \
+    } while (0)
+
+/* ---- cublas?gemm_v2 and their _64 variants ---- */
+
+#define GEMM_V2(sym, field, S, TYPE, I)                                                            \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const S *, const S *, I, const S *, I, const S *, S *, I);     \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const S *alpha,             \
+                              const S *A, I lda, const S *B, I ldb, const S *beta, S *C, I ldc)    \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE, .protectable = 1,   \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
+                                .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta,  \
+             C, ldc);                                                                              \
+    }
+
+GEMM_V2(cublasSgemm_v2, sgemm_v2, float, BLASFT_TYPE_S, int)
+GEMM_V2(cublasDgemm_v2, dgemm_v2, double, BLASFT_TYPE_D, int)
+GEMM_V2(cublasSgemm_v2_64, sgemm_v2_64, float, BLASFT_TYPE_S, int64_t)
+GEMM_V2(cublasDgemm_v2_64, dgemm_v2_64, double, BLASFT_TYPE_D, int64_t)
+
+/* ---- cublas?gemmStridedBatched and _64 ---- */
+
+#define GEMM_STRIDED(sym, field, S, TYPE, I)                                                       \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const S *, const S *, I, long long, const S *, I, long long,   \
+                                    const S *, S *, I, long long, I);                              \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const S *alpha,             \
+                              const S *A, I lda, long long strideA, const S *B, I ldb,             \
+                              long long strideB, const S *beta, S *C, I ldc, long long strideC,    \
+                              I batchCount)                                                        \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE, .protectable = 1,   \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
+                                .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA,             \
+                                .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B,    \
+             ldb, strideB, beta, C, ldc, strideC, batchCount);                                     \
+    }
+
+GEMM_STRIDED(cublasSgemmStridedBatched, sgemm_strided, float, BLASFT_TYPE_S, int)
+GEMM_STRIDED(cublasDgemmStridedBatched, dgemm_strided, double, BLASFT_TYPE_D, int)
+GEMM_STRIDED(cublasSgemmStridedBatched_64, sgemm_strided_64, float, BLASFT_TYPE_S, int64_t)
+GEMM_STRIDED(cublasDgemmStridedBatched_64, dgemm_strided_64, double, BLASFT_TYPE_D, int64_t)
+
+/* ---- cublasGemmEx, cublasGemmStridedBatchedEx and _64 ---- */
+
+/* Protected: IEEE float or double data with a compute type of the same precision (the
+ * thresholds' model); everything else (half, bf16, int8, TF32 or emulated compute) is not. */
+static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp,
+                   blasft_type *t)
+{
+    if (at == CUDA_R_32F && bt == CUDA_R_32F && ct == CUDA_R_32F &&
+        (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC)) {
+        *t = BLASFT_TYPE_S;
+        return 1;
+    }
+    if (at == CUDA_R_64F && bt == CUDA_R_64F && ct == CUDA_R_64F &&
+        (comp == CUBLAS_COMPUTE_64F || comp == CUBLAS_COMPUTE_64F_PEDANTIC)) {
+        *t = BLASFT_TYPE_D;
+        return 1;
+    }
+    return 0;
+}
+
+#define GEMM_EX(sym, field, I)                                                                     \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const void *, const void *, cudaDataType, I, const void *,     \
+                                    cudaDataType, I, const void *, void *, cudaDataType, I,        \
+                                    cublasComputeType_t, cublasGemmAlgo_t);                        \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const void *alpha,          \
+                              const void *A, cudaDataType Atype, I lda, const void *B,             \
+                              cudaDataType Btype, I ldb, const void *beta, void *C,                \
+                              cudaDataType Ctype, I ldc, cublasComputeType_t computeType,          \
+                              cublasGemmAlgo_t algo)                                               \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_type t = BLASFT_TYPE_S;                                                             \
+        int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t, .protectable = ok,     \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
+                                .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,      \
+             Btype, ldb, beta, C, Ctype, ldc, computeType, algo);                                  \
+    }
+
+GEMM_EX(cublasGemmEx, gemm_ex, int)
+GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
+
+#define GEMM_STRIDED_EX(sym, field, I)                                                             \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const void *, const void *, cudaDataType, I, long long,        \
+                                    const void *, cudaDataType, I, long long, const void *,        \
+                                    void *, cudaDataType, I, long long, I, cublasComputeType_t,    \
+                                    cublasGemmAlgo_t);                                             \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const void *alpha,          \
+                              const void *A, cudaDataType Atype, I lda, long long strideA,         \
+                              const void *B, cudaDataType Btype, I ldb, long long strideB,         \
+                              const void *beta, void *C, cudaDataType Ctype, I ldc,                \
+                              long long strideC, I batchCount, cublasComputeType_t computeType,    \
+                              cublasGemmAlgo_t algo)                                               \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_type t = BLASFT_TYPE_S;                                                             \
+        int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t, .protectable = ok,     \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
+                                .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA,             \
+                                .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda,         \
+             strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,            \
+             computeType, algo);                                                                   \
+    }
+
+GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, gemm_strided_ex, int)
+GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, gemm_strided_ex_64, int64_t)
+
+/* ---- the legacy API (cublas.h: no handle, the stream set by cublasSetKernelStream, which
+ * cannot be read back): passed through, counted unprotected ---- */
+
+#undef cublasSgemm
+#undef cublasDgemm
+
+#define GEMM_LEGACY(sym, field, S)                                                                 \
+    typedef void sym##_fn(char, char, int, int, int, S, const S *, int, const S *, int, S, S *,    \
+                          int);                                                                    \
+    EXPORT void sym(char transa, char transb, int m, int n, int k, S alpha, const S *A, int lda,   \
+                    const S *B, int ldb, S beta, S *C, int ldc);                                   \
+    void sym(char transa, char transb, int m, int n, int k, S alpha, const S *A, int lda,          \
+             const S *B, int ldb, S beta, S *C, int ldc)                                           \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        sym##_fn *fn = BLASFT_CUBLAS_REAL(sym##_fn *, field);                                      \
+        if (!fn)                                                                                   \
+            return;                                                                                \
+        /* protectable = 0: only recorded and counted, never run by the engine */                  \
+        blasft_cublas_call c = {.stat = &stat, .handle = (cublasHandle_t)&stat,                    \
+                                .transa = CUBLAS_OP_N, .transb = CUBLAS_OP_N, .m = m, .n = n,      \
+                                .k = k, .alpha = &alpha, .lda = m > 1 ? m : 1, .ldb = k > 1 ? k : 1, \
+                                .beta = &beta, .ldc = m > 1 ? m : 1, .batch = 1};                  \
+        cublasStatus_t st;                                                                         \
+        blasft_cublas_protect(&c, &st);                                                            \
+        blasft_cublas_pass_begin();                                                                \
+        fn(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                          \
+        blasft_cublas_pass_end(&c);                                                                \
+    }
+
+GEMM_LEGACY(cublasSgemm, sgemm_legacy, float)
+GEMM_LEGACY(cublasDgemm, dgemm_legacy, double)
