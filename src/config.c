@@ -30,6 +30,8 @@ static const char *const weights_names[] = {"normal", "average", "periodic", "ex
                                             "linear", "mdr", NULL};
 static const char *const on_error_names[] = {"recompute", "report", "abort", NULL};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
+static const char *const gpu_lists_names[] = {"vector", "block", NULL};
+static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
 
 const char *blasft_mode_name(blasft_mode m) { return mode_names[m]; }
 const char *blasft_device_name(blasft_device d) { return device_names[d]; }
@@ -145,6 +147,12 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
                                       "auto (\"auto\" or a number from 0 to 1e30)", &bad);
     if ((v = lookup("BLASFT_LOG", ctx)) && *v)
         cfg->log_level = (blasft_log_level)parse_choice("BLASFT_LOG", v, log_names, d->log_level, &bad);
+    if ((v = lookup("BLASFT_GPU_PEA_LISTS", ctx)) && *v)
+        cfg->gpu_pea_lists =
+            parse_choice("BLASFT_GPU_PEA_LISTS", v, gpu_lists_names, d->gpu_pea_lists, &bad);
+    if ((v = lookup("BLASFT_GPU_HELPER_PRIORITY", ctx)) && *v)
+        cfg->gpu_helper_priority = parse_choice("BLASFT_GPU_HELPER_PRIORITY", v, gpu_priority_names,
+                                                d->gpu_helper_priority, &bad);
     if ((v = lookup("BLASFT_HOST_BLAS", ctx)))
         copy_path(cfg->host_blas, "BLASFT_HOST_BLAS", v, &bad);
     if ((v = lookup("BLASFT_LOG_FILE", ctx)))

@@ -48,6 +48,7 @@ static void test_valid_values(void **state)
                       {"BLASFT_THRESHOLD", "sea"}, {"BLASFT_PEA_P", "5"},
                       {"BLASFT_ON_ERROR", "abort"}, {"BLASFT_MIN_FLOPS", "1e9"},
                       {"BLASFT_LOG", "debug"},     {"BLASFT_REPORT", "/tmp/x.json"},
+                      {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
                       {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
@@ -63,6 +64,8 @@ static void test_valid_values(void **state)
     assert_true(c.min_flops == 1e9);
     assert_int_equal(c.log_level, BLASFT_LOG_DEBUG);
     assert_string_equal(c.report, "/tmp/x.json");
+    assert_int_equal(c.gpu_pea_lists, 1);
+    assert_int_equal(c.gpu_helper_priority, 1);
 }
 
 static void test_malformed_values_fall_back(void **state)
@@ -72,9 +75,10 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_MODE", "fix"},       {"BLASFT_DEVICE", "tpu"},
                       {"BLASFT_CHECKSUMS", "3"},    {"BLASFT_PEA_P", "2x"},
                       {"BLASFT_MIN_FLOPS", "-5"},   {"BLASFT_LOG", "loud"},
+                      {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
                       {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 8);
+    assert_int_equal(parse(&c, env), 10);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -85,6 +89,8 @@ static void test_malformed_values_fall_back(void **state)
     assert_int_equal(c.pea_p, d.pea_p);
     assert_true(c.min_flops == d.min_flops);
     assert_int_equal(c.log_level, d.log_level);
+    assert_int_equal(c.gpu_pea_lists, d.gpu_pea_lists);
+    assert_int_equal(c.gpu_helper_priority, d.gpu_helper_priority);
 }
 
 static void test_block_size_bounds(void **state)
