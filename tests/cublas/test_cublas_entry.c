@@ -1,0 +1,452 @@
+/* An unmodified cuBLAS program, run with LD_PRELOAD=libblas_ft.so (suite 'cublas'): every
+ * interposed GEMM entry point against a host reference on fresh random data (awkward shapes,
+ * transposes, lda > m, device pointer mode, batches), the counters of protected and unprotected
+ * GEMMs, status codes of invalid calls, planted faults corrected, and a CUDA graph capture.
+ * --expect-off: run under BLASFT_MODE=off, every GEMM must pass through unprotected.
+ * Exits 77 without a GPU. No cmocka (the device machine has none). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int checks, failures;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* libblas_ft's own API, found in the process (it must be preloaded) */
+typedef struct {
+    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
+        blocks_recomputed, uncorrectable, encoder_faults, faults_injected;
+} stats_t;
+static void (*get_stats)(stats_t *);
+static int (*plant_fault)(int, int64_t, int64_t, int);
+
+static stats_t stats_now(void)
+{
+    stats_t s;
+    cudaDeviceSynchronize(); /* the counters arrive by stream host functions */
+    get_stats(&s);
+    return s;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+typedef enum { EP_V2, EP_V2_64, EP_EX, EP_EX_64, EP_STRIDED, EP_STRIDED_64, EP_STRIDED_EX,
+               EP_STRIDED_EX_64, EP_COUNT } entry;
+static const char *const entry_names[] = {"gemm_v2", "gemm_v2_64", "GemmEx", "GemmEx_64",
+                                          "gemmStridedBatched", "gemmStridedBatched_64",
+                                          "GemmStridedBatchedEx", "GemmStridedBatchedEx_64"};
+
+typedef struct gcase {
+    int dbl;
+    cublasOperation_t ta, tb;
+    int m, n, k, lda_pad, batch;
+    double alpha, beta;
+} gcase;
+
+/* The GEMM through entry point e on handle h; data in device memory. */
+static cublasStatus_t call(cublasHandle_t h, entry e, const gcase *g, const void *alpha,
+                           const void *A, int lda, long long sa, const void *B, int ldb,
+                           long long sb, const void *beta, void *C, int ldc, long long sc)
+{
+    cudaDataType dt = g->dbl ? CUDA_R_64F : CUDA_R_32F;
+    cublasComputeType_t ct = g->dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    int m = g->m, n = g->n, k = g->k, b = g->batch;
+    switch (e) {
+    case EP_V2:
+        return g->dbl ? cublasDgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+                      : cublasSgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    case EP_V2_64:
+        return g->dbl ? cublasDgemm_v2_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+                      : cublasSgemm_v2_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    case EP_EX:
+        return cublasGemmEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt,
+                            ldc, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_EX_64:
+        return cublasGemmEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C,
+                               dt, ldc, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED:
+        return g->dbl ? cublasDgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
+                                                  ldb, sb, beta, C, ldc, sc, b)
+                      : cublasSgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
+                                                  ldb, sb, beta, C, ldc, sc, b);
+    case EP_STRIDED_64:
+        return g->dbl ? cublasDgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
+                                                     B, ldb, sb, beta, C, ldc, sc, b)
+                      : cublasSgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
+                                                     B, ldb, sb, beta, C, ldc, sc, b);
+    case EP_STRIDED_EX:
+        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B, dt,
+                                          ldb, sb, beta, C, dt, ldc, sc, b, ct,
+                                          CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED_EX_64:
+        return cublasGemmStridedBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B,
+                                             dt, ldb, sb, beta, C, dt, ldc, sc, b, ct,
+                                             CUBLAS_GEMM_DEFAULT);
+    default:
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+static int is_batched(entry e) { return e >= EP_STRIDED; }
+
+/* Host data of one case, the reference and the error bound per element. */
+typedef struct run {
+    double *A, *B, *C0, *ref, *bound;
+    int lda, ldb, ldc;
+    long long sa, sb, sc;
+    size_t na, nb, nc; /* elements per batch item */
+} run;
+
+static void make(run *r, const gcase *g)
+{
+    int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
+    int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
+    r->lda = (ar > 1 ? ar : 1) + g->lda_pad;
+    r->ldb = (br > 1 ? br : 1) + g->lda_pad;
+    r->ldc = (g->m > 1 ? g->m : 1) + g->lda_pad;
+    r->na = (size_t)r->lda * (ac > 0 ? ac : 1);
+    r->nb = (size_t)r->ldb * (bc > 0 ? bc : 1);
+    r->nc = (size_t)r->ldc * (g->n > 0 ? g->n : 1);
+    r->sa = (long long)r->na, r->sb = (long long)r->nb, r->sc = (long long)r->nc;
+    size_t B = (size_t)g->batch;
+    r->A = malloc(sizeof(double) * r->na * B);
+    r->B = malloc(sizeof(double) * r->nb * B);
+    r->C0 = malloc(sizeof(double) * r->nc * B);
+    r->ref = malloc(sizeof(double) * r->nc * B);
+    r->bound = malloc(sizeof(double) * r->nc * B);
+    /* values exactly representable in float, so both types see the same data */
+    for (size_t i = 0; i < r->na * B; i++) r->A[i] = (float)urand();
+    for (size_t i = 0; i < r->nb * B; i++) r->B[i] = (float)urand();
+    for (size_t i = 0; i < r->nc * B; i++) r->C0[i] = (float)urand();
+    double u = g->dbl ? 0x1p-53 : 0x1p-24;
+    for (size_t b = 0; b < B; b++) {
+        const double *A = r->A + b * r->na, *Bm = r->B + b * r->nb, *C0 = r->C0 + b * r->nc;
+        for (int j = 0; j < g->n; j++)
+            for (int i = 0; i < g->m; i++) {
+                long double s = 0, sa = 0;
+                for (int l = 0; l < g->k; l++) {
+                    double a = g->ta == CUBLAS_OP_N ? A[i + (size_t)l * r->lda] : A[l + (size_t)i * r->lda];
+                    double x = g->tb == CUBLAS_OP_N ? Bm[l + (size_t)j * r->ldb] : Bm[j + (size_t)l * r->ldb];
+                    s += (long double)a * x;
+                    sa += fabsl((long double)a * x);
+                }
+                size_t o = b * r->nc + i + (size_t)j * r->ldc;
+                r->ref[o] = (double)(g->alpha * s + g->beta * C0[i + (size_t)j * r->ldc]);
+                r->bound[o] = 2.0 * (g->k + 3) * u *
+                                  (double)(fabs(g->alpha) * sa + fabs(g->beta * C0[i + (size_t)j * r->ldc])) +
+                              1e-300;
+            }
+    }
+}
+
+static void release(run *r)
+{
+    free(r->A); free(r->B); free(r->C0); free(r->ref); free(r->bound);
+}
+
+static void *to_device(const double *x, size_t n, int dbl)
+{
+    size_t es = dbl ? 8 : 4;
+    void *h = malloc(es * (n ? n : 1)), *d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (dbl) ((double *)h)[i] = x[i];
+        else ((float *)h)[i] = (float)x[i];
+    }
+    cudaMalloc(&d, es * (n ? n : 1));
+    cudaMemcpy(d, h, es * n, cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+/* Worst |C - ref| / bound over the batch (> 1: wrong). Also checks the padding is untouched. */
+static double compare(const run *r, const gcase *g, const void *dC)
+{
+    size_t es = g->dbl ? 8 : 4, n = r->nc * (size_t)g->batch;
+    void *h = malloc(es * (n ? n : 1));
+    cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (size_t b = 0; b < (size_t)g->batch; b++)
+        for (int j = 0; j < g->n; j++)
+            for (int i = 0; i < r->ldc; i++) {
+                size_t o = b * r->nc + i + (size_t)j * r->ldc;
+                double v = g->dbl ? ((double *)h)[o] : ((float *)h)[o];
+                double q = i < g->m ? fabs(v - r->ref[o]) / r->bound[o]
+                                    : (v == r->C0[o] ? 0 : INFINITY);
+                if (!(q <= worst))
+                    worst = isnan(q) ? INFINITY : q;
+            }
+    free(h);
+    return worst;
+}
+
+/* One case through entry e; returns the number of GEMMs it should have protected. */
+static int one(cublasHandle_t h, entry e, gcase g, int device_scalars, int expect_protected)
+{
+    if (!is_batched(e))
+        g.batch = 1;
+    run r;
+    make(&r, &g);
+    void *dA = to_device(r.A, r.na * g.batch, g.dbl), *dB = to_device(r.B, r.nb * g.batch, g.dbl);
+    void *dC = to_device(r.C0, r.nc * g.batch, g.dbl);
+    double sc[2] = {g.alpha, g.beta};
+    float scf[2] = {(float)g.alpha, (float)g.beta};
+    const void *alpha = g.dbl ? (const void *)&sc[0] : (const void *)&scf[0];
+    const void *beta = g.dbl ? (const void *)&sc[1] : (const void *)&scf[1];
+    void *dscal = NULL;
+    if (device_scalars) {
+        cudaMalloc(&dscal, 16);
+        cudaMemcpy(dscal, g.dbl ? (const void *)sc : (const void *)scf, g.dbl ? 16 : 8,
+                   cudaMemcpyHostToDevice);
+        alpha = dscal;
+        beta = (const char *)dscal + (g.dbl ? 8 : 4);
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
+    }
+    stats_t s0 = stats_now();
+    cublasStatus_t st = call(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
+    stats_t s1 = stats_now();
+    cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
+    double q = compare(&r, &g, dC);
+    int gemms = g.m && g.n ? g.batch : 0;
+    int prot = expect_protected && g.k ? gemms : 0;
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "%s %c %dx%dx%d: status %d", entry_names[e], g.dbl ? 'D' : 'S',
+          g.m, g.n, g.k, (int)st);
+    CHECK(q <= 1.0, "%s %c %c%c %dx%dx%d lda+%d batch %d dev %d: error %.3g x bound",
+          entry_names[e], g.dbl ? 'D' : 'S', "NTC"[g.ta], "NTC"[g.tb], g.m, g.n, g.k, g.lda_pad,
+          g.batch, device_scalars, q);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
+          "%s %c %dx%dx%d: %llu protected, expected %d", entry_names[e], g.dbl ? 'D' : 'S', g.m,
+          g.n, g.k, (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
+    CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(gemms - prot),
+          "%s: %llu unprotected, expected %d", entry_names[e],
+          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms), gemms - prot);
+    CHECK(s1.errors_detected == s0.errors_detected, "%s: false positive", entry_names[e]);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
+    release(&r);
+    return prot;
+}
+
+static const gcase shapes[] = {
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, 0, 1, 1.0, 0.0},
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 37, 53, 29, 0, 3, 1.5, -0.5},
+    {0, CUBLAS_OP_T, CUBLAS_OP_N, 300, 257, 129, 5, 2, -1.0, 1.0},
+    {0, CUBLAS_OP_N, CUBLAS_OP_T, 131, 1, 200, 2, 2, 0.75, 0.0},
+    {0, CUBLAS_OP_C, CUBLAS_OP_T, 1, 97, 130, 0, 2, 1.0, 2.0},
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 0, 0, 2, 1.0, 0.5},  /* k = 0: C = beta C */
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 0, 17, 5, 0, 2, 1.0, 0.5},   /* empty */
+};
+
+/* Faults planted after the main GEMM must be corrected; C ends as without them. */
+static void planted(cublasHandle_t h, entry e, int dbl, int batch)
+{
+    gcase g = {dbl, CUBLAS_OP_N, CUBLAS_OP_T, 300, 257, 129, 3, batch, 1.0, 0.5};
+    if (!is_batched(e))
+        g.batch = 1;
+    run r;
+    make(&r, &g);
+    void *dA = to_device(r.A, r.na * g.batch, dbl), *dB = to_device(r.B, r.nb * g.batch, dbl);
+    void *dC = to_device(r.C0, r.nc * g.batch, dbl);
+    double sc[2] = {g.alpha, g.beta};
+    float scf[2] = {1.0f, 0.5f};
+    stats_t s0 = stats_now();
+    CHECK(plant_fault(g.batch, 100, 200, dbl ? 61 : 29) == 0, "plant_fault");
+    cublasStatus_t st = call(h, e, &g, dbl ? (void *)&sc[0] : (void *)&scf[0], dA, r.lda, r.sa,
+                             dB, r.ldb, r.sb, dbl ? (void *)&sc[1] : (void *)&scf[1], dC, r.ldc, r.sc);
+    stats_t s1 = stats_now();
+    double q = compare(&r, &g, dC);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "planted %s: status %d", entry_names[e], (int)st);
+    CHECK(s1.faults_injected - s0.faults_injected == (uint64_t)g.batch, "planted %s: %llu injected",
+          entry_names[e], (unsigned long long)(s1.faults_injected - s0.faults_injected));
+    CHECK(s1.errors_detected > s0.errors_detected, "planted %s %c: not detected", entry_names[e],
+          dbl ? 'D' : 'S');
+    CHECK(s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed >=
+              (uint64_t)g.batch, "planted %s %c: not corrected", entry_names[e], dbl ? 'D' : 'S');
+    CHECK(q <= 1.0, "planted %s %c: result off by %.3g x bound", entry_names[e], dbl ? 'D' : 'S', q);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    release(&r);
+}
+
+/* Capture and replay of a GEMM on a stream; warm: one GEMM of the shape ran there before. */
+static void captured(cublasHandle_t h, int warm, int expect_protected)
+{
+    gcase g = {0, CUBLAS_OP_N, CUBLAS_OP_N, 200, 150, 170, 0, 1, 1.0, 0.0};
+    run r;
+    make(&r, &g);
+    void *dA = to_device(r.A, r.na, 0), *dB = to_device(r.B, r.nb, 0), *dC = to_device(r.C0, r.nc, 0);
+    float one_ = 1.0f, zero = 0.0f;
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cublasSetStream_v2(h, s);
+    if (warm)
+        cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one_, dA, r.lda, dB, r.ldb,
+                       &zero, dC, r.ldc);
+    cudaStreamSynchronize(s);
+    stats_t s0 = stats_now();
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+    cublasStatus_t st = cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, g.m, g.n, g.k, &one_, dA,
+                                       r.lda, dB, r.ldb, &zero, dC, r.ldc);
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "capture (warm %d): %d %s", warm,
+          (int)st, cudaGetErrorString(ce));
+    if (ce == cudaSuccess) {
+        cudaMemset(dC, 0, sizeof(float) * r.nc);
+        CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+        for (int i = 0; i < 2; i++)
+            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "launch");
+        cudaStreamSynchronize(s);
+        stats_t s1 = stats_now();
+        double q = compare(&r, &g, dC);
+        CHECK(q <= 1.0, "replayed GEMM (warm %d): error %.3g x bound", warm, q);
+        uint64_t prot = s1.protected_gemms - s0.protected_gemms;
+        CHECK(prot == (uint64_t)(expect_protected && warm ? 2 : 0),
+              "replay (warm %d): %llu protected", warm, (unsigned long long)prot);
+        CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(expect_protected && warm ? 0 : 1),
+              "capture (warm %d): unprotected count", warm);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    release(&r);
+}
+
+int main(int argc, char **argv)
+{
+    int expect_off = argc > 1 && strcmp(argv[1], "--expect-off") == 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        fprintf(stderr, "no GPU: skipped\n");
+        return 77;
+    }
+    get_stats = (void (*)(stats_t *))dlsym(RTLD_DEFAULT, "blasft_get_stats");
+    plant_fault = (int (*)(int, int64_t, int64_t, int))dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault");
+    if (!get_stats || !plant_fault) {
+        fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD)\n");
+        return 1;
+    }
+    cublasHandle_t h;
+    if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasCreate failed\n");
+        return 1;
+    }
+    const int prot = !expect_off;
+    for (int e = 0; e < EP_COUNT; e++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+                gcase g = shapes[i];
+                g.dbl = dbl;
+                one(h, (entry)e, g, (int)(i == 2), prot);
+            }
+
+    /* not protected: TF32 math mode, TF32 compute type, half data */
+    cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
+    {
+        gcase g = {0, CUBLAS_OP_N, CUBLAS_OP_N, 64, 48, 32, 0, 1, 1.0, 0.0};
+        run r;
+        make(&r, &g);
+        void *dA = to_device(r.A, r.na, 0), *dB = to_device(r.B, r.nb, 0), *dC = to_device(r.C0, r.nc, 0);
+        float a = 1, b = 0;
+        stats_t s0 = stats_now();
+        CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 48, 32, &a, dA, r.lda, dB, r.ldb, &b,
+                             dC, r.ldc) == CUBLAS_STATUS_SUCCESS, "TF32 sgemm");
+        cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 48, 32, &a, dA, CUDA_R_32F, r.lda, dB,
+                           CUDA_R_32F, r.ldb, &b, dC, CUDA_R_32F, r.ldc,
+                           CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS,
+              "TF32 GemmEx");
+        stats_t s1 = stats_now();
+        CHECK(s1.protected_gemms == s0.protected_gemms && s1.unprotected_gemms - s0.unprotected_gemms == 2,
+              "TF32 calls: %llu protected, %llu unprotected",
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
+        /* TF32 keeps about 10 bits: a loose bound */
+        void *hc = malloc(sizeof(float) * r.nc);
+        cudaMemcpy(hc, dC, sizeof(float) * r.nc, cudaMemcpyDeviceToHost);
+        double worst = 0;
+        for (int j = 0; j < 48; j++)
+            for (int i = 0; i < 64; i++)
+                worst = fmax(worst, fabs(((float *)hc)[i + j * r.ldc] - r.ref[i + j * r.ldc]));
+        CHECK(worst < 0.1, "TF32 GemmEx result off by %g", worst);
+        free(hc);
+        cudaFree(dA); cudaFree(dB); cudaFree(dC);
+        release(&r);
+    }
+
+    /* invalid calls: cuBLAS's own status codes, nothing counted */
+    {
+        stats_t s0 = stats_now();
+        float a = 1, b = 0;
+        CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 4, 4, &a, NULL, 1, NULL, 4, &b, NULL,
+                             1) == CUBLAS_STATUS_INVALID_VALUE, "m < 0");
+        CHECK(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 4, 4, (double *)&a, NULL, 7, NULL, 4,
+                             (double *)&b, NULL, 8) == CUBLAS_STATUS_INVALID_VALUE, "lda < m");
+        CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &a, NULL, 4, 16, NULL,
+                                        4, 16, &b, NULL, 4, 16, -1) == CUBLAS_STATUS_INVALID_VALUE,
+              "batch < 0");
+        CHECK(cublasSgemm_v2(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &a, NULL, 4, NULL, 4, &b, NULL,
+                             4) == CUBLAS_STATUS_NOT_INITIALIZED, "NULL handle");
+        stats_t s1 = stats_now();
+        CHECK(s1.protected_gemms == s0.protected_gemms && s1.unprotected_gemms == s0.unprotected_gemms,
+              "invalid calls counted");
+    }
+
+    /* the legacy API (cublas.h) is passed through: declared here, cublas.h clashes with v2 */
+    {
+        int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cublasInit");
+        void (*legacy)(char, char, int, int, int, float, const float *, int, const float *, int,
+                       float, float *, int) =
+            (void (*)(char, char, int, int, int, float, const float *, int, const float *, int,
+                      float, float *, int))dlsym(RTLD_DEFAULT, "cublasSgemm");
+        if (init && legacy && init() == 0) {
+            gcase g = {0, CUBLAS_OP_N, CUBLAS_OP_T, 33, 20, 41, 0, 1, 2.0, 1.0};
+            run r;
+            make(&r, &g);
+            void *dA = to_device(r.A, r.na, 0), *dB = to_device(r.B, r.nb, 0),
+                 *dC = to_device(r.C0, r.nc, 0);
+            stats_t s0 = stats_now();
+            legacy('N', 'T', 33, 20, 41, 2.0f, dA, r.lda, dB, r.ldb, 1.0f, dC, r.ldc);
+            stats_t s1 = stats_now();
+            CHECK(compare(&r, &g, dC) <= 1.0, "legacy cublasSgemm result");
+            CHECK(s1.unprotected_gemms - s0.unprotected_gemms == 1, "legacy counted unprotected");
+            cudaFree(dA); cudaFree(dB); cudaFree(dC);
+            release(&r);
+        }
+    }
+
+    if (!expect_off) {
+        planted(h, EP_V2, 0, 1);
+        planted(h, EP_V2, 1, 1);
+        planted(h, EP_EX, 0, 1);
+        planted(h, EP_STRIDED, 1, 2);
+        planted(h, EP_STRIDED_EX_64, 0, 3);
+    }
+    /* cold first: a stream created after another was destroyed may reuse its handle value */
+    captured(h, 0, prot);
+    captured(h, 1, prot);
+    cublasDestroy_v2(h);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
