@@ -247,7 +247,7 @@ def report(fn):
     for name, c in r.get("calls", {}).items():
         if name.startswith("cublas"):
             print(name, c)
-    print("stats", r.get("stats", r.get("counters")))
+    print("abft", r.get("abft"))
 
 
 if __name__ == "__main__":
