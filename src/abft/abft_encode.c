@@ -345,9 +345,13 @@ static void c_pass(void *p)
     const abft_ctx *x = a->x;
     const int P = x->P, R = x->R;
     int64_t i0 = a->bi0 * x->bs, i1 = a->bi1 * x->bs < x->m ? a->bi1 * x->bs : x->m;
-    int64_t j0 = a->bj0 * x->bs, j1 = a->bj1 * x->bs < x->n ? a->bj1 * x->bs : x->n;
-    sums_down(x, a->c, a->ldc, j0, j1, x->m, a->bi0, a->bi1, a->colv, P, R * x->nbr * P);
-    a->rc = sums_across(x, a->c, a->ldc, i0, i1, x->n, a->bj0, a->bj1, a->rowv, x->m * P, P);
+    a->rc = 0;
+    /* one block column at a time, both directions: the second reads it from cache */
+    for (int64_t bj = a->bj0; bj < a->bj1 && a->rc == 0; bj++) {
+        int64_t j0 = bj * x->bs, j1 = j0 + abft_len(x->n, bj, x->bs);
+        sums_down(x, a->c, a->ldc, j0, j1, x->m, a->bi0, a->bi1, a->colv, P, R * x->nbr * P);
+        a->rc = sums_across(x, a->c, a->ldc, i0, i1, x->n, bj, bj + 1, a->rowv, x->m * P, P);
+    }
 }
 
 /* Threshold aids of the old C, per checksum element: sum (w c)^2 and sum |w c| over the parts

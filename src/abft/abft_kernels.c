@@ -127,15 +127,19 @@ static inline void v_transpose(v4d r[4])
         }                                                                                         \
     } while (0)
 
+/* Unaligned, aliasing vector views of the data: one vector load each (a memcpy into the array
+ * went through the stack in halves and stalled store forwarding). */
+typedef double v4d_u __attribute__((vector_size(32), aligned(8), may_alias));
+typedef float v4f_u __attribute__((vector_size(16), aligned(4), may_alias));
+
 static inline void load_d(v4d *v, const double *x)
 {
-    memcpy(v, x, sizeof *v);
+    *v = *(const v4d_u *)x;
 }
 
 static inline void load_f(v4d *v, const float *x)
 {
-    v4f f;
-    memcpy(&f, x, sizeof f);
+    v4f f = *(const v4f_u *)x;
     *v = __builtin_convertvector(f, v4d);
 }
 
