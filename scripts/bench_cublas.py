@@ -138,6 +138,10 @@ def run_checks(name):
                 dp = s1.protected_gemms - s0.protected_gemms
                 du = s1.unprotected_gemms - s0.unprotected_gemms
                 check(ok, f"{name} {op} {dtype} {m}x{n}x{k}: error {q:.3g} x bound")
+                if m * n * k == 1 and dp + du == 0:
+                    # CuPy computes a 1x1x1 product without cuBLAS (seen on the device)
+                    print(f"note {name} {op} {dtype} 1x1x1: no cuBLAS GEMM called", flush=True)
+                    continue
                 check(dp >= 1 and du == 0 and s1.errors_detected == s0.errors_detected,
                       f"{name} {op} {dtype} {m}x{n}x{k}: {dp} protected, {du} unprotected")
         for (bt, m, n, k) in ((4, 65, 33, 47), (3, 200, 130, 129)):
@@ -245,8 +249,7 @@ def table(files):
 def report(fn):
     r = json.load(open(fn))
     for name, c in r.get("calls", {}).items():
-        if name.startswith("cublas"):
-            print(name, c)
+        print(name, c)
     print("abft", r.get("abft"))
 
 
