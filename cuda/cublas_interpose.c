@@ -17,29 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- BLASFT_CUBLAS=on|off (read here, not in src/config.c, which the lead owns) ---- */
-
-static int interpose_on = 1;
-static pthread_once_t switch_once = PTHREAD_ONCE_INIT;
-
-static void read_switch(void)
-{
-    const char *v = getenv("BLASFT_CUBLAS");
-    if (!v || !*v || strcasecmp(v, "on") == 0)
-        return;
-    if (strcasecmp(v, "off") == 0) {
-        interpose_on = 0;
-        return;
-    }
-    fprintf(stderr, "libblas_ft: BLASFT_CUBLAS='%s' is not valid: expected one of on, off; "
-                    "using the default on\n", v);
-}
-
-static int interposer_enabled(void)
-{
-    pthread_once(&switch_once, read_switch);
-    return interpose_on;
-}
+/* BLASFT_CUBLAS=off passes every cuBLAS call through untouched. */
+static int interposer_enabled(void) { return blasft_cfg()->cublas; }
 
 /* ---- the real cuBLAS ---- */
 

@@ -41,6 +41,7 @@ typedef struct blasft_config {
     blasft_on_error on_error;  /* BLASFT_ON_ERROR */
     double min_flops;          /* BLASFT_MIN_FLOPS: smallest GEMM (2mnk) offloaded in auto mode; <0: model */
     blasft_log_level log_level;/* BLASFT_LOG */
+    int cublas;                /* BLASFT_CUBLAS: 1 on (protect cuBLAS GEMM calls), 0 off */
     int gpu_pea_lists;         /* BLASFT_GPU_PEA_LISTS: 0 vector (per row/column), 1 block */
     int gpu_helper_priority;   /* BLASFT_GPU_HELPER_PRIORITY: 0 high, 1 low, 2 default */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */

@@ -21,6 +21,7 @@ static const blasft_config config_defaults = {
     .on_error = BLASFT_ON_ERROR_RECOMPUTE,
     .min_flops = -1.0,
     .log_level = BLASFT_LOG_WARN,
+    .cublas = 1,
 };
 
 static const char *const mode_names[] = {"correct", "detect", "off", NULL};
@@ -30,6 +31,7 @@ static const char *const weights_names[] = {"normal", "average", "periodic", "ex
                                             "linear", "mdr", NULL};
 static const char *const on_error_names[] = {"recompute", "report", "abort", NULL};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
+static const char *const off_on_names[] = {"off", "on", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
 
@@ -147,6 +149,8 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
                                       "auto (\"auto\" or a number from 0 to 1e30)", &bad);
     if ((v = lookup("BLASFT_LOG", ctx)) && *v)
         cfg->log_level = (blasft_log_level)parse_choice("BLASFT_LOG", v, log_names, d->log_level, &bad);
+    if ((v = lookup("BLASFT_CUBLAS", ctx)) && *v)
+        cfg->cublas = parse_choice("BLASFT_CUBLAS", v, off_on_names, d->cublas, &bad);
     if ((v = lookup("BLASFT_GPU_PEA_LISTS", ctx)) && *v)
         cfg->gpu_pea_lists =
             parse_choice("BLASFT_GPU_PEA_LISTS", v, gpu_lists_names, d->gpu_pea_lists, &bad);

@@ -49,6 +49,7 @@ static void test_valid_values(void **state)
                       {"BLASFT_ON_ERROR", "abort"}, {"BLASFT_MIN_FLOPS", "1e9"},
                       {"BLASFT_LOG", "debug"},     {"BLASFT_REPORT", "/tmp/x.json"},
                       {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
+                      {"BLASFT_CUBLAS", "OFF"},
                       {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
@@ -66,6 +67,7 @@ static void test_valid_values(void **state)
     assert_string_equal(c.report, "/tmp/x.json");
     assert_int_equal(c.gpu_pea_lists, 1);
     assert_int_equal(c.gpu_helper_priority, 1);
+    assert_int_equal(c.cublas, 0);
 }
 
 static void test_malformed_values_fall_back(void **state)
