@@ -193,7 +193,8 @@ out:
         blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, diag->detected);
         blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, diag->corrected);
         /* the report has no line counter: a recomputed line counts as a (smaller) block */
-        blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, diag->blocks_recomputed + diag->lines_recomputed);
+        blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED,
+                        diag->blocks_recomputed + diag->lines_recomputed);
         blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, diag->uncorrectable);
         blasft_stat_add(BLASFT_STAT_FAULTS_INJECTED, diag->faults_injected);
     }

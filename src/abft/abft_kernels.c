@@ -1,7 +1,7 @@
 /* Hot loops of the host engine (see abft_kernels.h for the order-of-summation guarantee). On
- * x86-64 each kernel is also built for CPUs with FMA (and so AVX) and picked at load time by CPU feature:
- * without hardware FMA every exact product error is a libm call, and without AVX the independent
- * sums run two at a time instead of four. */
+ * x86-64 each kernel is also built for CPUs with FMA (and so AVX), picked at load time by CPU
+ * feature: without hardware FMA every exact product error is a libm call, and without AVX the
+ * independent sums run two at a time instead of four. */
 #include "abft/abft_kernels.h"
 
 #include "hostblas.h"

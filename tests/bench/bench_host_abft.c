@@ -60,7 +60,8 @@ static int time_one(const blasft_config *cfg, blasft_type t, const shape *s, int
         fprintf(stderr, "bench_host_abft: out of memory\n");
         exit(1);
     }
-    if (dg_fill(&r, (dg_type)t, &pa, ar, ac, a, ar) || dg_fill(&r, (dg_type)t, &pb, br, bc, b, br)) {
+    if (dg_fill(&r, (dg_type)t, &pa, ar, ac, a, ar) ||
+        dg_fill(&r, (dg_type)t, &pb, br, bc, b, br)) {
         fprintf(stderr, "bench_host_abft: data generation failed\n");
         exit(1);
     }
