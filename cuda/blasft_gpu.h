@@ -1,8 +1,9 @@
 /* The GPU ABFT GEMM engine (issue 4): protected GEMM of device-resident operands around cuBLAS.
  *
  * C <- alpha * op(A) * op(B) + beta * C, column-major, op(A) m x k, op(B) k x n, all operands in
- * device memory, types S and D. Checksums, thresholds (PEA "max p"), check, location, correction
- * and block recomputation follow shared/design/method.md and use the per-element arithmetic of
+ * device memory, types S, D, C and Z (complex: checksums with real weights, every part encoded
+ * on its own, one threshold per checksum element applied to every part, as the host engine).
+ * Checksums, thresholds (PEA "max p"), check, location, correction and block recomputation follow shared/design/method.md and use the per-element arithmetic of
  * src/abft/abft_arith.h, the same the host engine uses.
  *
  * Loading and initialisation: nothing of CUDA or cuBLAS runs before the first call of a function
@@ -70,8 +71,8 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
 /* One protected GEMM of device-resident operands. alpha and beta point to host memory
  * (scalars_on_device = 0) or device memory (1), of the GEMM's type. */
 typedef struct blasft_gpu_gemm {
-    blasft_type type;   /* BLASFT_TYPE_S or BLASFT_TYPE_D */
-    char transa, transb;/* 'N', 'T' or 'C' */
+    blasft_type type;   /* BLASFT_TYPE_S, _D, _C (cuComplex) or _Z (cuDoubleComplex) */
+    char transa, transb;/* 'N', 'T' or 'C' (conjugate transpose; = 'T' for S, D) */
     int64_t m, n, k;
     const void *alpha;
     const void *a;

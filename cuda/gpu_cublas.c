@@ -52,6 +52,8 @@ static void load(void)
     RESOLVE(set_pointer_mode, "cublasSetPointerMode_v2");
     RESOLVE(sgemm, "cublasSgemm_v2");
     RESOLVE(dgemm, "cublasDgemm_v2");
+    RESOLVE(cgemm, "cublasCgemm_v2");
+    RESOLVE(zgemm, "cublasZgemm_v2");
     api_ok = &api;
 }
 

@@ -21,6 +21,13 @@ typedef struct blasft_cublas_api {
     cublasStatus_t (*dgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                             const double *, const double *, int, const double *, int,
                             const double *, double *, int);
+    cublasStatus_t (*cgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const cuComplex *, const cuComplex *, int, const cuComplex *, int,
+                            const cuComplex *, cuComplex *, int);
+    cublasStatus_t (*zgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const cuDoubleComplex *, const cuDoubleComplex *, int,
+                            const cuDoubleComplex *, int, const cuDoubleComplex *,
+                            cuDoubleComplex *, int);
 } blasft_cublas_api;
 
 /* The resolved entry points, or NULL if no cuBLAS could be loaded (named on the log once).

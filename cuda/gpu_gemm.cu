@@ -82,7 +82,9 @@ struct layout {
 
 size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + align_up(flag_cap * 4); }
 
-layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap)
+/* ts: the element's bytes; complex types (ts 8 for C, 16 for Z, told apart by the caller through
+ * P) hold their recomputed checksums as P doubles each */
+layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap)
 {
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     int64_t sc = 0;
@@ -97,8 +99,8 @@ layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t f
     L.Bcs = take(ts * k * r * nb);
     L.Ccs_ref = take(ts * r * mb * n);
     L.Crs_ref = take(ts * m * r * nb);
-    L.Ccs_rec = take(8 * r * mb * n);
-    L.Crs_rec = take(8 * m * r * nb);
+    L.Ccs_rec = take(8 * P * r * mb * n);
+    L.Crs_rec = take(8 * P * m * r * nb);
     L.Ccs_eps = take(8 * r * mb * n);
     L.Crs_eps = take(8 * m * r * nb);
     L.tA_v = take(8 * m * GK_PMAX);
@@ -124,11 +126,11 @@ layout plan(size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t f
     return L;
 }
 
-int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int64_t m, int64_t n, int64_t k, int bs, int r)
+int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r)
 {
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     int64_t flag_cap = mb * nb > ctx->flag_cap ? mb * nb : ctx->flag_cap;
-    size_t need = plan(ts, m, n, k, bs, r, flag_cap).end;
+    size_t need = plan(ts, P, m, n, k, bs, r, flag_cap).end;
     if (need <= ctx->ws_bytes && flag_cap == ctx->flag_cap)
         return 0;
     /* growing frees memory the stream may still use: the one synchronisation, off the hot path */
@@ -204,7 +206,31 @@ void CUDART_CB deliver(void *arg)
     }
 }
 
-cublasOperation_t op_of(char t) { return t == 'N' || t == 'n' ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasOperation_t op_of(char t)
+{
+    return t == 'N' || t == 'n' ? CUBLAS_OP_N : t == 'C' || t == 'c' ? CUBLAS_OP_C : CUBLAS_OP_T;
+}
+
+/* Types: element size, parts, the event letter. */
+size_t type_size(blasft_type t)
+{
+    return t == BLASFT_TYPE_S ? 4 : t == BLASFT_TYPE_Z ? 16 : 8;
+}
+int type_parts(blasft_type t) { return t == BLASFT_TYPE_C || t == BLASFT_TYPE_Z ? 2 : 1; }
+bool is_zero_h(float x) { return x == 0.0f; }
+bool is_zero_h(double x) { return x == 0.0; }
+bool is_zero_h(float2 x) { return x.x == 0.0f && x.y == 0.0f; }
+bool is_zero_h(double2 x) { return x.x == 0.0 && x.y == 0.0; }
+/* a beta in host memory that is not zero: the old C enters */
+bool beta_nonzero(blasft_type t, const void *beta)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: return !is_zero_h(*(const float *)beta);
+    case BLASFT_TYPE_D: return !is_zero_h(*(const double *)beta);
+    case BLASFT_TYPE_C: return !is_zero_h(*(const float2 *)beta);
+    default: return !is_zero_h(*(const double2 *)beta);
+    }
+}
 
 template <typename T>
 cublasStatus_t xgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
@@ -226,6 +252,24 @@ cublasStatus_t xgemm<double>(cublasHandle_t h, cublasOperation_t ta, cublasOpera
                              const double *beta, double *C, int64_t ldc)
 {
     return cb->dgemm(h, ta, tb, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C,
+                     (int)ldc);
+}
+template <>
+cublasStatus_t xgemm<float2>(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                             int64_t m, int64_t n, int64_t k, const float2 *alpha, const float2 *A,
+                             int64_t lda, const float2 *B, int64_t ldb, const float2 *beta,
+                             float2 *C, int64_t ldc)
+{
+    return cb->cgemm(h, ta, tb, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C,
+                     (int)ldc);
+}
+template <>
+cublasStatus_t xgemm<double2>(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                              int64_t m, int64_t n, int64_t k, const double2 *alpha,
+                              const double2 *A, int64_t lda, const double2 *B, int64_t ldb,
+                              const double2 *beta, double2 *C, int64_t ldc)
+{
+    return cb->zgemm(h, ta, tb, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C,
                      (int)ldc);
 }
 
@@ -257,13 +301,21 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     const int bs = p->block_size, r = p->checksums;
     const int pp = p->pea_p < GK_PMAX ? p->pea_p : GK_PMAX;
     const bool on_dev = g->scalars_on_device != 0;
-    const T beta_h = on_dev ? (T)0 : *(const T *)g->beta;
-    const bool need_cold = on_dev || beta_h != (T)0;
+    constexpr int P = gk_el<T>::P;
+    T beta_h;
+    memset(&beta_h, 0, sizeof beta_h);
+    if (!on_dev)
+        beta_h = *(const T *)g->beta;
+    const bool need_cold = on_dev || !is_zero_h(beta_h);
     const bool keep_old = need_cold && p->mode == BLASFT_MODE_CORRECT &&
                           p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    const char ta = op_of(g->transa) == CUBLAS_OP_N ? 'N' : 'T';
-    const char tb = op_of(g->transb) == CUBLAS_OP_N ? 'N' : 'T';
-    int rc = ensure_ws(ctx, sizeof(T), m, n, k, bs, r);
+    /* 'N', 'T', and for complex data 'C' (for real data 'C' is 'T') */
+    auto norm = [](char t) {
+        cublasOperation_t o = op_of(t);
+        return o == CUBLAS_OP_N ? 'N' : o == CUBLAS_OP_C && P == 2 ? 'C' : 'T';
+    };
+    const char ta = norm(g->transa), tb = norm(g->transb);
+    int rc = ensure_ws(ctx, sizeof(T), P, m, n, k, bs, r);
     if (rc)
         return rc;
     if (keep_old && (rc = ensure_old(ctx, sizeof(T) * m * n)))
@@ -280,7 +332,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     }
 
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(sizeof(T), m, n, k, bs, r, ctx->flag_cap);
+    layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap);
     char *w = ctx->ws;
     gk_gemm<T> kg;
     memset(&kg, 0, sizeof kg);
@@ -345,15 +397,15 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
     if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
         gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1);
-        gk_encode<T, T>(kg.B, g->ldb, tb == 'T', n, k, bs, r, ws, kg.Bcs, 1, k,
-                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1);
+                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1, ta == 'C');
+        gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
+                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1, tb == 'C');
     }
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
         gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
         if (!kg.block_lists) {
-            gk_topp_run<T>(kg.A, g->lda, ta == 'T', k, m, pp, kg.tA, scratch, s1);
+            gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, s1);
             gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
         }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
@@ -381,7 +433,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         ctx->hook((void *)s0, ctx->hook_user);
 
     /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
-    static const T zero = 0;
+    static const T zero = T{};
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
     if (!(skip & BLASFT_GPU_SKIP_REFGEMM) &&
         !blas_ok(xgemm<T>(ctx->h1, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
@@ -403,8 +455,9 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         gk_check<T>(kg, s0);
 
     slot->busy.store(1, std::memory_order_relaxed);
-    slot->checks = (uint64_t)(r * mb * n + m * r * nb);
-    slot->type = g->type == BLASFT_TYPE_S ? 'S' : 'D';
+    slot->checks = (uint64_t)(r * mb * n + m * r * nb) * P; /* every part, as the host counts */
+    slot->type = "SDCZ"[g->type == BLASFT_TYPE_S ? 0 : g->type == BLASFT_TYPE_D ? 1
+                        : g->type == BLASFT_TYPE_C ? 2 : 3];
     slot->routine = g->routine ? g->routine : "gpu_gemm";
     slot->on_error = p->on_error;
     /* the counters are copied in the caller's stream order (the next GEMM resets them); the host
@@ -429,7 +482,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
 
 int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
-    if (g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D)
+    if (g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D && g->type != BLASFT_TYPE_C &&
+        g->type != BLASFT_TYPE_Z)
         return -1;
     if (g->m < 0 || g->n < 0 || g->k < 0 || g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX)
         return -1;
@@ -558,16 +612,15 @@ size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx) { return ctx->ws_by
 size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
                                  const blasft_gpu_params *p)
 {
-    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
     int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
-    return plan(ts, m, n, k, p->block_size, p->checksums, mb * nb).end;
+    return plan(type_size(t), type_parts(t), m, n, k, p->block_size, p->checksums, mb * nb).end;
 }
 
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)
 {
-    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
-    int rc = ensure_ws(ctx, ts, m, n, k, p->block_size, p->checksums);
+    size_t ts = type_size(t);
+    int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums);
     if (!rc && keep_old_c)
         rc = ensure_old(ctx, ts * m * n);
     return rc;
@@ -579,7 +632,12 @@ int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
         return -1;
     if (g->m == 0 || g->n == 0)
         return 0;
-    return g->type == BLASFT_TYPE_S ? plain<float>(ctx, g) : plain<double>(ctx, g);
+    switch (g->type) {
+    case BLASFT_TYPE_S: return plain<float>(ctx, g);
+    case BLASFT_TYPE_D: return plain<double>(ctx, g);
+    case BLASFT_TYPE_C: return plain<float2>(ctx, g);
+    default: return plain<double2>(ctx, g);
+    }
 }
 
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
@@ -593,18 +651,22 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
     }
-    return g->type == BLASFT_TYPE_S ? protected_gemm<float>(ctx, g, p)
-                                    : protected_gemm<double>(ctx, g, p);
+    switch (g->type) {
+    case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p);
+    case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p);
+    case BLASFT_TYPE_C: return protected_gemm<float2>(ctx, g, p);
+    default: return protected_gemm<double2>(ctx, g, p);
+    }
 }
 
 int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
 {
-    if ((g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D) || !blasft_gpu_available())
+    if (!blasft_gpu_available())
         return -1;
     static thread_local blasft_gpu_ctx *ctx;
     if (!ctx && !(ctx = blasft_gpu_ctx_create(nullptr)))
         return -1;
-    size_t ts = g->type == BLASFT_TYPE_S ? 4 : 8;
+    size_t ts = type_size(g->type);
     int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
     int64_t br = blasft_gemm_b_rows(g), bc = blasft_gemm_b_cols(g);
     void *dA = nullptr, *dB = nullptr, *dC = nullptr;
@@ -618,14 +680,16 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
         cudaMemcpy2D(dC, ts * g->m, g->c, ts * g->ldc, ts * g->m, g->n, cudaMemcpyHostToDevice))
         goto out;
     {
-        float af = (float)g->alpha[0], bf = (float)g->beta[0];
+        /* the scalars in the GEMM's type: real part first, so one buffer serves every type */
+        float sf[2][2] = {{(float)g->alpha[0], (float)g->alpha[1]}, {(float)g->beta[0], (float)g->beta[1]}};
+        bool single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
         blasft_gpu_gemm dg;
         dg.type = g->type;
         dg.transa = g->transa;
         dg.transb = g->transb;
         dg.m = g->m; dg.n = g->n; dg.k = g->k;
-        dg.alpha = g->type == BLASFT_TYPE_S ? (const void *)&af : (const void *)&g->alpha[0];
-        dg.beta = g->type == BLASFT_TYPE_S ? (const void *)&bf : (const void *)&g->beta[0];
+        dg.alpha = single ? (const void *)sf[0] : (const void *)g->alpha;
+        dg.beta = single ? (const void *)sf[1] : (const void *)g->beta;
         dg.a = dA; dg.lda = ar > 1 ? ar : 1;
         dg.b = dB; dg.ldb = br > 1 ? br : 1;
         dg.c = dC; dg.ldc = g->m > 1 ? g->m : 1;
@@ -657,15 +721,15 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
         return 0;
     if (count > kSlots)
         return 1;
-    const size_t ts = g->type == BLASFT_TYPE_S ? 4 : 8;
+    const size_t ts = type_size(g->type);
     const int64_t m = g->m, n = g->n, bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     if (mb * nb > ctx->flag_cap ||
-        plan(ts, m, n, g->k, (int)bs, p->checksums, ctx->flag_cap).end > ctx->ws_bytes)
+        plan(ts, type_parts(g->type), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap).end >
+            ctx->ws_bytes)
         return 1;
     const bool on_dev = g->scalars_on_device != 0;
-    const bool need_cold = on_dev || (ts == 4 ? *(const float *)g->beta != 0.0f
-                                              : *(const double *)g->beta != 0.0);
+    const bool need_cold = on_dev || beta_nonzero(g->type, g->beta);
     if (need_cold && p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE &&
         ts * m * n > ctx->old_bytes)
         return 1;
@@ -687,10 +751,11 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
                                int64_t k, const blasft_gpu_params *p, blasft_gpu_buf which,
                                void *out)
 {
-    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    size_t ts = type_size(t);
+    const int P = type_parts(t);
     const int bs = p->block_size, r = p->checksums;
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(ts, m, n, k, bs, r, ctx->flag_cap);
+    layout L = plan(ts, P, m, n, k, bs, r, ctx->flag_cap);
     size_t off, es;
     int64_t cnt;
     switch (which) {
@@ -698,8 +763,8 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     case BLASFT_GPU_BUF_BCS: off = L.Bcs; es = ts; cnt = k * r * nb; break;
     case BLASFT_GPU_BUF_CCS_REF: off = L.Ccs_ref; es = ts; cnt = r * mb * n; break;
     case BLASFT_GPU_BUF_CRS_REF: off = L.Crs_ref; es = ts; cnt = m * r * nb; break;
-    case BLASFT_GPU_BUF_CCS_REC: off = L.Ccs_rec; es = 8; cnt = r * mb * n; break;
-    case BLASFT_GPU_BUF_CRS_REC: off = L.Crs_rec; es = 8; cnt = m * r * nb; break;
+    case BLASFT_GPU_BUF_CCS_REC: off = L.Ccs_rec; es = 8; cnt = P * r * mb * n; break;
+    case BLASFT_GPU_BUF_CRS_REC: off = L.Crs_rec; es = 8; cnt = P * m * r * nb; break;
     case BLASFT_GPU_BUF_CCS_EPS: off = L.Ccs_eps; es = 8; cnt = r * mb * n; break;
     case BLASFT_GPU_BUF_CRS_EPS: off = L.Crs_eps; es = 8; cnt = m * r * nb; break;
     case BLASFT_GPU_BUF_TA_VAL: off = L.tA_v; es = 8; cnt = m * GK_PMAX; break;

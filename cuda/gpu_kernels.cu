@@ -15,6 +15,47 @@ constexpr int kThreads = 256;
 template <typename T> struct mant;
 template <> struct mant<float> { static constexpr int t = BLASFT_T_FLOAT; };
 template <> struct mant<double> { static constexpr int t = BLASFT_T_DOUBLE; };
+template <> struct mant<float2> { static constexpr int t = BLASFT_T_FLOAT; };
+template <> struct mant<double2> { static constexpr int t = BLASFT_T_DOUBLE; };
+
+/* Parts of an element (real types: one part, the imaginary part reads 0). */
+__device__ __forceinline__ double part_of(float x, int) { return x; }
+__device__ __forceinline__ double part_of(double x, int) { return x; }
+__device__ __forceinline__ double part_of(float2 x, int p) { return p ? x.y : x.x; }
+__device__ __forceinline__ double part_of(double2 x, int p) { return p ? x.y : x.x; }
+template <typename T> __device__ __forceinline__ double im_of(T x)
+{
+    return gk_el<T>::P == 2 ? part_of(x, 1) : 0.0;
+}
+/* The magnitude of the top-p lists: max(|re|, |im|) bounds every real product of a part. */
+template <typename T> __device__ __forceinline__ double mag(T x)
+{
+    return gk_el<T>::P == 2 ? fmax(fabs(part_of(x, 0)), fabs(part_of(x, 1))) : fabs(part_of(x, 0));
+}
+/* |re| + |im|: the host engine's bound of a complex scalar's modulus */
+template <typename T> __device__ __forceinline__ double abs1(T x)
+{
+    return fabs(part_of(x, 0)) + fabs(im_of(x));
+}
+template <typename T> __device__ __forceinline__ bool is_zero(T x)
+{
+    return part_of(x, 0) == 0.0 && im_of(x) == 0.0;
+}
+template <typename T> __device__ __forceinline__ bool is_one(T x)
+{
+    return part_of(x, 0) == 1.0 && im_of(x) == 0.0;
+}
+template <typename T> __device__ __forceinline__ T make_el(double re, double im);
+template <> __device__ __forceinline__ float make_el<float>(double re, double) { return (float)re; }
+template <> __device__ __forceinline__ double make_el<double>(double re, double) { return re; }
+template <> __device__ __forceinline__ float2 make_el<float2>(double re, double im)
+{
+    return make_float2((float)re, (float)im);
+}
+template <> __device__ __forceinline__ double2 make_el<double2>(double re, double im)
+{
+    return make_double2(re, im);
+}
 
 /* Scheme of checksum w: w = 0 is the unweighted one. */
 __device__ __forceinline__ double weight_of(int w, int wscheme, int i, int bs)
@@ -47,7 +88,16 @@ __device__ __forceinline__ double pair_reduce(blasft_csum acc, bool reduce, bool
     return v;
 }
 
-template <typename O> __device__ __forceinline__ O to_out(double v) { return (O)v; }
+/* Stores checksum idx (P parts): in the data type, or in double with the parts interleaved. */
+template <typename T, typename O>
+__device__ __forceinline__ void store_out(O *out, int64_t idx, const double *v)
+{
+    if (gk_el<T>::P == 2 && gk_el<O>::P == 1)
+        for (int q = 0; q < gk_el<T>::P; q++)
+            out[idx * gk_el<T>::P + q] = make_el<O>(v[q], 0.0);
+    else
+        out[idx] = make_el<O>(v[0], v[1]);
+}
 
 /* The side result of an encoding pass: the block's envelope max|x| or its sum of squares. */
 __device__ __forceinline__ double aux_step(int kind, double a, double x)
@@ -59,11 +109,53 @@ __device__ __forceinline__ double aux_join(int kind, double a, double b)
     return kind == GK_AUX_MAX ? fmax(a, b) : a + b;
 }
 
+/* One element at position pos of its block into the sums acc[checksum][part] and the side
+ * result (every part: envelope max(|re|, |im|), sum of squares |x|^2). */
+template <typename T>
+__device__ __forceinline__ void take(blasft_csum (&acc)[2][2], double &ax, int aux_kind, T x,
+                                     int r, int wscheme, int pos, int bs)
+{
+    const double wt = r > 1 ? weight_of(1, wscheme, pos, bs) : 0.0;
+#pragma unroll
+    for (int q = 0; q < gk_el<T>::P; q++) {
+        double v = part_of(x, q);
+        blasft_csum_add(&acc[0][q], v);
+        if (r > 1)
+            blasft_csum_add(&acc[1][q], wt * v);
+        ax = aux_step(aux_kind, ax, v);
+    }
+}
+
+/* Checksum w's parts from the lane pairs; NaN and an encoder fault where a pair disagreed. */
+template <typename T, typename O>
+__device__ __forceinline__ void finish_pair(blasft_csum (&acc)[2][2], int w, bool reduce,
+                                            bool writer, int conj, O *out, int64_t idx,
+                                            gk_counters *cnt)
+{
+    double v[2] = {0.0, 0.0};
+    bool bad = false;
+#pragma unroll
+    for (int q = 0; q < gk_el<T>::P; q++) {
+        bool b;
+        v[q] = pair_reduce(acc[w][q], reduce, &b);
+        bad = bad || b;
+    }
+    if (writer) {
+        if (bad) {
+            atomicAdd(&cnt->encoder_faults, 1ull);
+            v[0] = v[1] = nan("");
+        }
+        if (conj)
+            v[1] = -v[1];
+        store_out<T, O>(out, idx, v);
+    }
+}
+
 /* One warp per (block b, index l); lanes 2q and 2q+1 both sum positions q, q+16, ... */
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
 encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
-              int64_t out_l, int64_t out_v, gk_aux aux, int64_t nblk, gk_counters *cnt)
+              int64_t out_l, int64_t out_v, gk_aux aux, int64_t nblk, gk_counters *cnt, int conj)
 {
     int64_t gw = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
     if (gw >= nblk * L)
@@ -73,50 +165,27 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
     int64_t s0 = b * bs;
     int len = (int)(S - s0 < bs ? S - s0 : bs);
     const T *col = X + s0 + l * ld;
-    blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    blasft_csum acc[2][2] = {{{0.0, 0.0}, {0.0, 0.0}}, {{0.0, 0.0}, {0.0, 0.0}}};
     double ax = 0.0;
     int s = lane >> 1;
     /* four loads in flight before their use */
     for (; s + 48 < len; s += 64) {
-        double x0 = (double)col[s], x1 = (double)col[s + 16];
-        double x2 = (double)col[s + 32], x3 = (double)col[s + 48];
-        blasft_csum_add(&acc[0], x0);
-        blasft_csum_add(&acc[0], x1);
-        blasft_csum_add(&acc[0], x2);
-        blasft_csum_add(&acc[0], x3);
-        if (r > 1) {
-            blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x0);
-            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 16, bs) * x1);
-            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 32, bs) * x2);
-            blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 48, bs) * x3);
-        }
-        ax = aux_step(aux.kind, aux_step(aux.kind, ax, x0), x1);
-        ax = aux_step(aux.kind, aux_step(aux.kind, ax, x2), x3);
+        T x0 = col[s], x1 = col[s + 16], x2 = col[s + 32], x3 = col[s + 48];
+        take(acc, ax, aux.kind, x0, r, wscheme, s, bs);
+        take(acc, ax, aux.kind, x1, r, wscheme, s + 16, bs);
+        take(acc, ax, aux.kind, x2, r, wscheme, s + 32, bs);
+        take(acc, ax, aux.kind, x3, r, wscheme, s + 48, bs);
     }
-    for (; s < len; s += 16) {
-        double x = (double)col[s];
-        blasft_csum_add(&acc[0], x);
-        if (r > 1)
-            blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
-        ax = aux_step(aux.kind, ax, x);
-    }
+    for (; s < len; s += 16)
+        take(acc, ax, aux.kind, col[s], r, wscheme, s, bs);
     if (aux.kind) {
         for (int off = 2; off < 32; off <<= 1)
             ax = aux_join(aux.kind, ax, __shfl_xor_sync(0xffffffffu, ax, off));
         if (lane == 0)
             aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
     }
-    for (int w = 0; w < r; w++) {
-        bool bad;
-        double v = pair_reduce(acc[w], true, &bad);
-        if (lane == 0) {
-            if (bad) {
-                atomicAdd(&cnt->encoder_faults, 1ull);
-                v = nan("");
-            }
-            out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
-        }
-    }
+    for (int w = 0; w < r; w++)
+        finish_pair<T, O>(acc, w, true, lane == 0, conj, out, l * out_l + (b * r + w) * out_v, cnt);
 }
 
 /* The contiguous case for many indices l: a CUDA block takes one block b and 32 indices l,
@@ -181,7 +250,7 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
                     atomicAdd(&cnt->encoder_faults, 1ull);
                     v = nan("");
                 }
-                out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
+                out[l * out_l + (b * r + w) * out_v] = (O)v;
             }
         }
         if (aux.kind && (tid & 1) == 0 && l < L)
@@ -193,56 +262,34 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads)
 encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
-               int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt)
+               int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt, int conj)
 {
     int64_t l = (int64_t)blockIdx.x * (kThreads / 2) + threadIdx.x / 2;
     int64_t b = blockIdx.y;
     int64_t s0 = b * bs;
     int len = (int)(S - s0 < bs ? S - s0 : bs);
     bool live = l < L;
-    blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    blasft_csum acc[2][2] = {{{0.0, 0.0}, {0.0, 0.0}}, {{0.0, 0.0}, {0.0, 0.0}}};
     double ax = 0.0;
     if (live) {
         const T *p = X + l + s0 * ld;
         int s = 0;
         /* four loads in flight before their use */
         for (; s + 4 <= len; s += 4) {
-            double x0 = (double)p[(s + 0) * ld], x1 = (double)p[(s + 1) * ld];
-            double x2 = (double)p[(s + 2) * ld], x3 = (double)p[(s + 3) * ld];
-            blasft_csum_add(&acc[0], x0);
-            blasft_csum_add(&acc[0], x1);
-            blasft_csum_add(&acc[0], x2);
-            blasft_csum_add(&acc[0], x3);
-            ax = aux_step(aux.kind, aux_step(aux.kind, ax, x0), x1);
-            ax = aux_step(aux.kind, aux_step(aux.kind, ax, x2), x3);
-            if (r > 1) {
-                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 0, bs) * x0);
-                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 1, bs) * x1);
-                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 2, bs) * x2);
-                blasft_csum_add(&acc[1], weight_of(1, wscheme, s + 3, bs) * x3);
-            }
+            T x0 = p[(s + 0) * ld], x1 = p[(s + 1) * ld], x2 = p[(s + 2) * ld], x3 = p[(s + 3) * ld];
+            take(acc, ax, aux.kind, x0, r, wscheme, s, bs);
+            take(acc, ax, aux.kind, x1, r, wscheme, s + 1, bs);
+            take(acc, ax, aux.kind, x2, r, wscheme, s + 2, bs);
+            take(acc, ax, aux.kind, x3, r, wscheme, s + 3, bs);
         }
-        for (; s < len; s++) {
-            double x = (double)p[s * ld];
-            blasft_csum_add(&acc[0], x);
-            if (r > 1)
-                blasft_csum_add(&acc[1], weight_of(1, wscheme, s, bs) * x);
-            ax = aux_step(aux.kind, ax, x);
-        }
+        for (; s < len; s++)
+            take(acc, ax, aux.kind, p[s * ld], r, wscheme, s, bs);
         if (aux.kind && (threadIdx.x & 1) == 0)
             aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
     }
-    for (int w = 0; w < r; w++) {
-        bool bad;
-        double v = pair_reduce(acc[w], false, &bad);
-        if (live && (threadIdx.x & 1) == 0) {
-            if (bad) {
-                atomicAdd(&cnt->encoder_faults, 1ull);
-                v = nan("");
-            }
-            out[l * out_l + (b * r + w) * out_v] = to_out<O>(v);
-        }
-    }
+    for (int w = 0; w < r; w++)
+        finish_pair<T, O>(acc, w, false, live && (threadIdx.x & 1) == 0, conj, out,
+                          l * out_l + (b * r + w) * out_v, cnt);
 }
 
 /* A top-p list in registers (P a compile-time bound, the first p entries used): values
@@ -350,15 +397,15 @@ topp_contig_warp(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp ou
     const T *x = X + v * ld;
     int64_t l = lane;
     for (; l + 96 < L; l += 128) {
-        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + 32]);
-        double x2 = fabs((double)x[l + 64]), x3 = fabs((double)x[l + 96]);
+        double x0 = mag(x[l]), x1 = mag(x[l + 32]);
+        double x2 = mag(x[l + 64]), x3 = mag(x[l + 96]);
         t.add(x0, l);
         t.add(x1, l + 32);
         t.add(x2, l + 64);
         t.add(x3, l + 96);
     }
     for (; l < L; l += 32)
-        t.add(fabs((double)x[l]), l);
+        t.add(mag(x[l]), l);
     reg_topp<P> r;
     warp_topp<P>(t, r, p);
     if (lane == 0)
@@ -378,15 +425,15 @@ topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
     const T *x = X + v * ld;
     int64_t l = threadIdx.x;
     for (; l + 3 * kThreads < L; l += 4 * kThreads) {
-        double x0 = fabs((double)x[l]), x1 = fabs((double)x[l + kThreads]);
-        double x2 = fabs((double)x[l + 2 * kThreads]), x3 = fabs((double)x[l + 3 * kThreads]);
+        double x0 = mag(x[l]), x1 = mag(x[l + kThreads]);
+        double x2 = mag(x[l + 2 * kThreads]), x3 = mag(x[l + 3 * kThreads]);
         t.add(x0, l);
         t.add(x1, l + kThreads);
         t.add(x2, l + 2 * kThreads);
         t.add(x3, l + 3 * kThreads);
     }
     for (; l < L; l += kThreads)
-        t.add(fabs((double)x[l]), l);
+        t.add(mag(x[l]), l);
     reg_topp<P> r;
     warp_topp<P>(t, r, p);
     if (lane == 0) {
@@ -423,15 +470,15 @@ topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk,
     reg_topp<P> t;
     int64_t l = l0;
     for (; l + 4 <= l1; l += 4) {
-        double x0 = fabs((double)X[v + l * ld]), x1 = fabs((double)X[v + (l + 1) * ld]);
-        double x2 = fabs((double)X[v + (l + 2) * ld]), x3 = fabs((double)X[v + (l + 3) * ld]);
+        double x0 = mag(X[v + l * ld]), x1 = mag(X[v + (l + 1) * ld]);
+        double x2 = mag(X[v + (l + 2) * ld]), x3 = mag(X[v + (l + 3) * ld]);
         t.add(x0, l);
         t.add(x1, l + 1);
         t.add(x2, l + 2);
         t.add(x3, l + 3);
     }
     for (; l < l1; l++)
-        t.add(fabs((double)X[v + l * ld]), l);
+        t.add(mag(X[v + l * ld]), l);
 #pragma unroll
     for (int i = 0; i < P; i++)
         if (i < p) {
@@ -500,13 +547,14 @@ __device__ double pea_y(const gk_gemm<T> &g, gk_topp ta, int64_t va, gk_topp tb,
  *  - our compensated sums, 2^-53 |checksum|. */
 template <typename T>
 __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int side, int w, int ragged,
-                          double osq, double ref)
+                          double osq, double refsq)
 {
     constexpr int t = mant<T>::t;
-    const double nn = (double)g.k, ur = ldexp(1.0, -BLASFT_T_DOUBLE);
-    double alpha = (double)alpha_of(g), beta = (double)beta_of(g);
-    double aa = fabs(alpha), bb = fabs(beta);
-    int scaled = !(alpha == 1.0) || !(beta == 0.0 || beta == 1.0);
+    /* complex data: 2k real products per part (host engine: nn = k P) */
+    const double nn = (double)(g.k * gk_el<T>::P), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
+    const T alpha = alpha_of(g), beta = beta_of(g);
+    double aa = abs1(alpha), bb = abs1(beta);
+    int scaled = !is_one(alpha) || !(is_zero(beta) || is_one(beta));
     double w2 = g.w2[side][w][ragged], wmax2 = g.wmax2[side][w][ragged];
     double sr = blasft_pea_sigma(nn, y_ref, t, 0), sd = blasft_pea_sigma(nn, y_env, t, 0);
     /* our encodings are rounded to the data type before cuBLAS multiplies them: one more
@@ -516,15 +564,35 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
     double vd = sr * sr + sd * sd * w2 + nn * (y_ref * u) * (y_ref * u);
     double c2 = w2 * (nn * y_env) * (nn * y_env);
     double sqb = 2.0 * (aa * aa * c2 + bb * bb * wmax2 * osq);
-    double var_add = (blasft_blas_var_add(1.0, t) * sqb + blasft_blas_var_add(ref, t)) *
+    /* refsq: the reference's squared modulus (the sum over its parts) */
+    double var_add = (blasft_blas_var_add(1.0, t) * sqb + blasft_blas_var_add(1.0, t) * refsq) *
                          (scaled ? 3.0 : 1.0) +
-                     ur * ur * 2.0 * ref * ref + bb * bb * u * u * w2 * osq;
+                     ur * ur * 2.0 * refsq + bb * bb * u * u * w2 * osq;
     return blasft_pea_eps(g.omega, aa, vd, var_add);
 }
 
 __device__ __forceinline__ bool over(double ref, double rec, double eps)
 {
     return !(fabs(ref - rec) <= eps); /* NaN flags too */
+}
+
+/* Checksum element e's reference (type T) against its recomputed parts: any part over eps flags
+ * (the host engine's rule: one threshold for every part). */
+template <typename T> __device__ __forceinline__ bool over_el(T ref, const double *rec, int64_t e, double eps)
+{
+    bool f = false;
+#pragma unroll
+    for (int q = 0; q < gk_el<T>::P; q++)
+        f = f || over(part_of(ref, q), rec[e * gk_el<T>::P + q], eps);
+    return f;
+}
+template <typename T> __device__ __forceinline__ double sq_el(T x)
+{
+    double s = 0.0;
+#pragma unroll
+    for (int q = 0; q < gk_el<T>::P; q++)
+        s += part_of(x, q) * part_of(x, q);
+    return s;
 }
 
 /* One thread per checksum element, both sides; a flagged element lists its block once. */
@@ -537,30 +605,30 @@ __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
     bool flag;
     if (e < ncol) {
         int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb);
-        double ref = (double)g.Ccs_ref[e], rec = g.Ccs_rec[e];
+        const T ref = g.Ccs_ref[e];
         int64_t bi = u / g.r;
         double osq = g.Ccs_sq ? g.Ccs_sq[bi + j * g.mb] : 0.0;
         /* block lists: op(B)'s column j is bounded by its column block's envelope */
         gk_topp tb = g.block_lists ? g.tEb : g.tB;
         int64_t vb = g.block_lists ? j / g.bs : j;
         double eps = pea_eps(g, pea_y(g, g.tAc, u, tb, vb), pea_y(g, g.tEa, bi, tb, vb),
-                             0, (int)(u % g.r), bi == g.mb - 1, osq, ref);
+                             0, (int)(u % g.r), bi == g.mb - 1, osq, sq_el(ref));
         g.Ccs_eps[e] = eps;
-        flag = over(ref, rec, eps);
+        flag = over_el(ref, g.Ccs_rec, e, eps);
         I = u / g.r;
         J = j / g.bs;
     } else if (e < ncol + nrow) {
         e -= ncol;
         int64_t i = e % g.m, v = e / g.m;
-        double ref = (double)g.Crs_ref[e], rec = g.Crs_rec[e];
+        const T ref = g.Crs_ref[e];
         int64_t bj = v / g.r;
         double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
         gk_topp ta = g.block_lists ? g.tEa : g.tA;
         int64_t va = g.block_lists ? i / g.bs : i;
         double eps = pea_eps(g, pea_y(g, ta, va, g.tBc, v), pea_y(g, ta, va, g.tEb, bj),
-                             1, (int)(v % g.r), bj == g.nb - 1, osq, ref);
+                             1, (int)(v % g.r), bj == g.nb - 1, osq, sq_el(ref));
         g.Crs_eps[e] = eps;
-        flag = over(ref, rec, eps);
+        flag = over_el(ref, g.Crs_rec, e, eps);
         I = i / g.bs;
         J = v / g.r;
     } else {
@@ -579,17 +647,31 @@ template <typename T> __device__ __forceinline__ T opB(const gk_gemm<T> &g, int6
     return g.tb == 'N' ? g.B[l + j * g.ldb] : g.B[j + l * g.ldb];
 }
 
-/* alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j), the dot product in double. */
+/* alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j), the dot product in double ('C': the stored
+ * element's conjugate). */
 template <typename T> __device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j)
 {
-    double d = 0.0;
-    for (int64_t l = 0; l < g.k; l++)
-        d = fma((double)opA(g, i, l), (double)opB(g, l, j), d);
-    T beta = beta_of(g);
-    double c = (double)alpha_of(g) * d;
-    if (beta != (T)0)
-        c += (double)beta * (double)g.Cold[i + j * g.ldcold];
-    return (T)c;
+    const double sa = g.ta == 'C' ? -1.0 : 1.0, sb = g.tb == 'C' ? -1.0 : 1.0;
+    double dr = 0.0, di = 0.0;
+    for (int64_t l = 0; l < g.k; l++) {
+        T a = opA(g, i, l), b = opB(g, l, j);
+        double ar = part_of(a, 0), ai = sa * im_of(a), br = part_of(b, 0), bi = sb * im_of(b);
+        dr = fma(ar, br, dr);
+        if (gk_el<T>::P == 2) {
+            dr = fma(-ai, bi, dr);
+            di = fma(ar, bi, fma(ai, br, di));
+        }
+    }
+    const T alpha = alpha_of(g), beta = beta_of(g);
+    double xr = part_of(alpha, 0), xi = im_of(alpha);
+    double cr = xr * dr - xi * di, ci = xr * di + xi * dr;
+    if (!is_zero(beta)) {
+        const T o = g.Cold[i + j * g.ldcold];
+        double yr = part_of(beta, 0), yi = im_of(beta);
+        cr += yr * part_of(o, 0) - yi * im_of(o);
+        ci += yr * im_of(o) + yi * part_of(o, 0);
+    }
+    return make_el<T>(cr, ci);
 }
 
 __device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int64_t i, int64_t j,
@@ -612,9 +694,49 @@ __device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int
  * weighted syndromes and unweighted threshold. */
 struct flagged {
     int idx;
-    double su, sw, eps;
+    double su[2], sw[2], eps; /* per part (real types: part 0) */
     int loc; /* located position on the other side, -1 if none */
+    int best; /* the part with the larger unweighted syndrome: it locates (host rule) */
+    __device__ double syn() const { return su[best]; }
 };
+
+/* The unweighted and weighted syndromes of a checksum pair (e0 unweighted, e1 weighted) and
+ * whether any part of either is over its threshold. */
+template <typename T>
+__device__ __forceinline__ bool syndromes(const gk_gemm<T> &g, const T *ref, const double *rec,
+                                          const double *eps, int64_t e0, int64_t e1, flagged *f)
+{
+    constexpr int P = gk_el<T>::P;
+    bool fl = over_el(ref[e0], rec, e0, eps[e0]);
+    f->best = 0;
+    for (int q = 0; q < 2; q++) {
+        f->su[q] = q < P ? part_of(ref[e0], q) - rec[e0 * P + q] : 0.0;
+        f->sw[q] = 0.0;
+    }
+    if (P == 2 && fabs(f->su[1]) > fabs(f->su[0]))
+        f->best = 1;
+    if (g.r > 1) {
+        fl = fl || over_el(ref[e1], rec, e1, eps[e1]);
+        for (int q = 0; q < P; q++)
+            f->sw[q] = part_of(ref[e1], q) - rec[e1 * P + q];
+    }
+    f->eps = eps[e0];
+    return fl;
+}
+
+/* Adds the syndromes to element (i, j), or recomputes it where a part's error is too large
+ * against its value (exponent flips, Inf, NaN). */
+template <typename T> __device__ void correct_element(const gk_gemm<T> &g, int64_t i, int64_t j, const flagged &f)
+{
+    T *c = &g.C[i + j * g.ldc];
+    bool recompute = false;
+    for (int q = 0; q < gk_el<T>::P; q++)
+        recompute = recompute || blasft_correct_by_recompute(part_of(*c, q), f.su[q]);
+    if (recompute)
+        *c = recompute_element(g, i, j);
+    else
+        *c = make_el<T>(part_of(*c, 0) + f.su[0], im_of(*c) + f.su[1]);
+}
 
 constexpr int kMaxFlagged = 64; /* more flagged checks in one block: recompute it */
 
@@ -638,32 +760,24 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         __syncthreads();
         for (int ii = threadIdx.x; ii < rows_t; ii += blockDim.x) {
             int64_t e0 = (i0 + ii) + (J * g.r) * g.m;
-            double su = (double)g.Crs_ref[e0] - g.Crs_rec[e0], sw = 0.0;
-            bool f = over((double)g.Crs_ref[e0], g.Crs_rec[e0], g.Crs_eps[e0]);
-            if (g.r > 1) {
-                int64_t e1 = e0 + g.m;
-                sw = (double)g.Crs_ref[e1] - g.Crs_rec[e1];
-                f = f || over((double)g.Crs_ref[e1], g.Crs_rec[e1], g.Crs_eps[e1]);
-            }
-            if (f) {
+            flagged f;
+            if (syndromes(g, g.Crs_ref, g.Crs_rec, g.Crs_eps, e0, e0 + g.m, &f)) {
+                f.idx = ii;
+                f.loc = -1;
                 int at = atomicAdd(&nr, 1);
                 if (at < kMaxFlagged)
-                    rows[at] = flagged{ii, su, sw, g.Crs_eps[e0], -1};
+                    rows[at] = f;
             }
         }
         for (int jj = threadIdx.x; jj < cols_t; jj += blockDim.x) {
             int64_t e0 = I * g.r + (j0 + jj) * (g.r * g.mb);
-            double su = (double)g.Ccs_ref[e0] - g.Ccs_rec[e0], sw = 0.0;
-            bool f = over((double)g.Ccs_ref[e0], g.Ccs_rec[e0], g.Ccs_eps[e0]);
-            if (g.r > 1) {
-                int64_t e1 = e0 + 1;
-                sw = (double)g.Ccs_ref[e1] - g.Ccs_rec[e1];
-                f = f || over((double)g.Ccs_ref[e1], g.Ccs_rec[e1], g.Ccs_eps[e1]);
-            }
-            if (f) {
+            flagged f;
+            if (syndromes(g, g.Ccs_ref, g.Ccs_rec, g.Ccs_eps, e0, e0 + 1, &f)) {
+                f.idx = jj;
+                f.loc = -1;
                 int at = atomicAdd(&nc, 1);
                 if (at < kMaxFlagged)
-                    cols[at] = flagged{jj, su, sw, g.Ccs_eps[e0], -1};
+                    cols[at] = f;
             }
         }
         __syncthreads();
@@ -683,11 +797,13 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 /* extended localization: every flagged vector locates its element, and the
                  * two sides agree where both flagged (F2) or only one side saw it (F1) */
                 for (int a = 0; a < n_r && ok; a++) {
-                    rows[a].loc = blasft_locate(g.wscheme, rows[a].su, rows[a].sw, cols_t, g.bs);
+                    rows[a].loc = blasft_locate(g.wscheme, rows[a].su[rows[a].best],
+                                                rows[a].sw[rows[a].best], cols_t, g.bs);
                     ok = rows[a].loc >= 0;
                 }
                 for (int b = 0; b < n_c && ok; b++) {
-                    cols[b].loc = blasft_locate(g.wscheme, cols[b].su, cols[b].sw, rows_t, g.bs);
+                    cols[b].loc = blasft_locate(g.wscheme, cols[b].su[cols[b].best],
+                                                cols[b].sw[cols[b].best], rows_t, g.bs);
                     ok = cols[b].loc >= 0;
                 }
                 for (int a = 0; a < n_r && ok; a++)
@@ -696,9 +812,10 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         bool same_row = rows[a].idx == cols[b].loc;
                         if (same_col != same_row)
                             ok = false; /* not 1-to-1 */
-                        else if (same_col &&
-                                 !(fabs(rows[a].su - cols[b].su) <= rows[a].eps + cols[b].eps))
-                            ok = false; /* the two syndromes of one element disagree */
+                        else if (same_col)
+                            for (int q = 0; q < gk_el<T>::P; q++)
+                                if (!(fabs(rows[a].su[q] - cols[b].su[q]) <= rows[a].eps + cols[b].eps))
+                                    ok = false; /* the two syndromes of one element disagree */
                     }
                 if (!ok && single) {
                     /* the pair of syndromes did not locate (NaN, Inf): one row and one column
@@ -711,19 +828,14 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             if (!g.correct) {
                 atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
                 add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
-                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             } else if (ok) {
                 /* corrections: every flagged row, then the columns no row accounted for */
                 for (int a = 0; a < n_r; a++) {
                     int64_t i = i0 + rows[a].idx, j = j0 + rows[a].loc;
-                    T *c = &g.C[i + j * g.ldc];
-                    double s = rows[a].su;
-                    if (blasft_correct_by_recompute((double)*c, s))
-                        *c = recompute_element(g, i, j);
-                    else
-                        *c = (T)((double)*c + s);
+                    correct_element(g, i, j, rows[a]);
                     atomicAdd(&g.cnt->corrected, 1ull);
-                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, s, rows[a].eps);
+                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, rows[a].syn(), rows[a].eps);
                 }
                 for (int b = 0; b < n_c; b++) {
                     bool done = false;
@@ -732,24 +844,19 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     if (done)
                         continue;
                     int64_t i = i0 + cols[b].loc, j = j0 + cols[b].idx;
-                    T *c = &g.C[i + j * g.ldc];
-                    double s = cols[b].su;
-                    if (blasft_correct_by_recompute((double)*c, s))
-                        *c = recompute_element(g, i, j);
-                    else
-                        *c = (T)((double)*c + s);
+                    correct_element(g, i, j, cols[b]);
                     atomicAdd(&g.cnt->corrected, 1ull);
-                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, s, cols[b].eps);
+                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, cols[b].syn(), cols[b].eps);
                 }
-            } else if (g.recompute && (g.Cold || beta_of(g) == (T)0)) {
+            } else if (g.recompute && (g.Cold || is_zero(beta_of(g)))) {
                 action = 1;
                 atomicAdd(&g.cnt->recomputed, 1ull);
                 add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1,
-                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             } else {
                 atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
                 add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
-                           n_r ? rows[0].su : cols[0].su, n_r ? rows[0].eps : cols[0].eps);
+                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             }
             g.tile_flag[tile] = 0; /* clean for the next GEMM */
         }
@@ -874,20 +981,27 @@ inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
-               cudaStream_t st)
+               cudaStream_t st, int conj)
 {
     int64_t nblk = (S + bs - 1) / bs;
     if (nblk == 0 || L == 0)
         return;
-    if (contiguous && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535)
-        encode_tiled<T, O><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads, 0,
-                             st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
-    else if (contiguous)
+    bool tiled = contiguous && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535;
+    /* the tiled kernel is for real data (the throughput the targets are about); complex data
+     * takes the warp-per-vector kernel */
+    if constexpr (gk_el<T>::P == 1) {
+        if (tiled) {
+            encode_tiled<T, O><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads,
+                                 0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
+            return;
+        }
+    }
+    if (contiguous)
         encode_contig<T, O><<<blocks_for(nblk * L, kThreads / 32), kThreads, 0, st>>>(
-            X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, nblk, cnt);
+            X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, nblk, cnt, conj);
     else
         encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 2), (unsigned int)nblk), kThreads, 0,
-                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
+                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt, conj);
 }
 
 /* Chunks along l so that about `want` threads (strided: one per vector and chunk) or warps
@@ -964,20 +1078,23 @@ void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r,
     if (mb == 0 || nb == 0)
         return;
     const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
-    if (fused_smem(bs, r) > 48 * 1024 || nb > 65535) {
-        /* two passes: column checksums, then row checksums */
-        gk_encode<T, double>(C, ldc, 1, m, n, bs, r, wscheme, Ccs, r * mb, 1, none, cnt, st);
-        gk_encode<T, double>(C, ldc, 0, n, m, bs, r, wscheme, Crs, 1, m, none, cnt, st);
-        return;
+    if constexpr (gk_el<T>::P == 1) {
+        if (fused_smem(bs, r) <= 48 * 1024 && nb <= 65535) {
+            size_t sm = fused_smem(bs, r); /* at most 48 KiB: no opt-in needed */
+            check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads, sm, st>>>(
+                C, ldc, m, n, bs, r, wscheme, Ccs, Crs, mb, cnt);
+            return;
+        }
     }
-    size_t sm = fused_smem(bs, r); /* at most 48 KiB: no opt-in needed */
-    check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads, sm, st>>>(
-        C, ldc, m, n, bs, r, wscheme, Ccs, Crs, mb, cnt);
+    /* two passes (complex data, or a block too large for the fused pass): column checksums, then
+     * row checksums */
+    gk_encode<T, double>(C, ldc, 1, m, n, bs, r, wscheme, Ccs, r * mb, 1, none, cnt, st);
+    gk_encode<T, double>(C, ldc, 0, n, m, bs, r, wscheme, Crs, 1, m, none, cnt, st);
 }
 
 #define INSTANTIATE(T)                                                                             \
     template void gk_encode<T, T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,   \
-                                  int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t);                  \
+                                  int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t, int);     \
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);                                 \
@@ -985,5 +1102,8 @@ void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r,
                                    double *, gk_counters *, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
+INSTANTIATE(float2)
+INSTANTIATE(double2)
 template void gk_encode<float, double>(const float *, int64_t, int, int64_t, int64_t, int, int, int,
-                                       double *, int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t);
+                                       double *, int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t,
+                                       int);

@@ -12,6 +12,22 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+/* Element types: real (float, double) and complex (float2, double2: cuComplex and
+ * cuDoubleComplex, parts re, im). Checksums of complex data use real weights, so every part is
+ * encoded on its own; buffers of double checksums hold the parts interleaved (P per element). */
+template <typename T> struct gk_el {
+    using real = T;
+    static constexpr int P = 1;
+};
+template <> struct gk_el<float2> {
+    using real = float;
+    static constexpr int P = 2;
+};
+template <> struct gk_el<double2> {
+    using real = double;
+    static constexpr int P = 2;
+};
+
 /* The GPU keeps at most this many entries of "PEA max p" per vector. */
 #define GK_PMAX 8
 /* Events recorded per GEMM; more are counted but not described. */
@@ -67,7 +83,8 @@ template <typename T> struct gk_gemm {
     int correct;   /* 0: detect only */
     int recompute; /* on_error == recompute */
     T *AcsT, *Bcs, *Ccs_ref, *Crs_ref;
-    double *Ccs_rec, *Crs_rec, *Ccs_eps, *Crs_eps;
+    double *Ccs_rec, *Crs_rec, *Ccs_eps, *Crs_eps; /* rec: P parts per element; eps: one per
+                                                      element, applied to every part (host rule) */
     gk_topp tA, tB, tAc, tBc; /* op(A) rows, op(B) columns, AcsT columns, Bcs columns */
     gk_topp tEa, tEb;         /* envelopes: max over a block's rows of op(A) / columns of op(B) */
     int block_lists;          /* 1: bound op(A)'s rows / op(B)'s columns by their blocks' envelopes
@@ -82,15 +99,18 @@ template <typename T> struct gk_gemm {
 
 /* Partitioned weighted checksums of X along s, for every l: element (s, l) is X[s + l*ld]
  * (contiguous) or X[l + s*ld] (strided); S elements along s, L along l; the checksum of block b,
- * weight w, index l goes to out[l*out_l + (b*r + w)*out_v]. Each checksum is computed by two
+ * weight w, index l goes to out[l*out_l + (b*r + w)*out_v] (O: T or double; complex T with O =
+ * double: parts interleaved, index*2 + part). conj: the imaginary parts' sums change sign (op =
+ * conjugate transpose; exact). The aux side output of complex data: envelope max(|re|, |im|),
+ * sum of squares |x|^2. Each checksum is computed by two
  * neighbouring lanes and compared by a warp shuffle; a mismatch counts an encoder fault and
  * stores NaN (so every check that uses it flags and its blocks are recomputed). */
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
-               cudaStream_t st);
+               cudaStream_t st, int conj = 0);
 
-/* Top-p of |x| of V vectors of length L: vector v's element l is X[l + v*ld] (contiguous) or
+/* Top-p of |x| (complex: max(|re|, |im|), which bounds every real product of a part) of V vectors of length L: vector v's element l is X[l + v*ld] (contiguous) or
  * X[v + l*ld] (strided, uses part/part_pos as scratch of gk_topp_scratch elements). */
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
@@ -98,7 +118,7 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
 int64_t gk_topp_scratch(int64_t V, int64_t L);
 
 /* The recomputed checksums of C (both sides) in one pass: Ccs (R*mb) x n, Crs m x (R*nb), in
- * double, each computed redundantly by a lane pair. */
+ * double (complex: parts interleaved), each computed redundantly by a lane pair. */
 template <typename T>
 void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, int wscheme,
                    double *Ccs, double *Crs, gk_counters *cnt, cudaStream_t st);
