@@ -73,7 +73,8 @@ int main(int argc, char **argv)
     char types[64], shapes[1024], blocks[256];
     snprintf(types, sizeof types, "%s", argv[1]);
     for (char *ty = strtok(types, ","); ty; ty = strtok(NULL, ",")) {
-        int is_float = ty[0] == 'S';
+        /* S, D, C, Z: complex data are two parts per element */
+        int is_float = ty[0] == 'S' || ty[0] == 'C', parts = ty[0] == 'C' || ty[0] == 'Z' ? 2 : 1;
         snprintf(shapes, sizeof shapes, "%s", argv[2]);
         char *sp_save = NULL;
         for (char *sh = strtok_r(shapes, ",", &sp_save); sh; sh = strtok_r(NULL, ",", &sp_save)) {
@@ -81,19 +82,20 @@ int main(int argc, char **argv)
             if (sscanf(sh, "%lldx%lldx%lld", &m, &n, &k) != 3)
                 m = n = k = atoll(sh);
             size_t ts = is_float ? 4 : 8;
-            void *A = random_device((size_t)(m * k), is_float, 1);
-            void *B = random_device((size_t)(k * n), is_float, 2);
-            void *C = random_device((size_t)(m * n), is_float, 3);
-            float one_f = 1.0f, zero_f = 0.0f;
-            double one_d = 1.0, zero_d = 0.0;
+            void *A = random_device((size_t)(m * k * parts), is_float, 1);
+            void *B = random_device((size_t)(k * n * parts), is_float, 2);
+            void *C = random_device((size_t)(m * n * parts), is_float, 3);
+            float one_f[2] = {1.0f, 0.0f}, zero_f[2] = {0.0f, 0.0f};
+            double one_d[2] = {1.0, 0.0}, zero_d[2] = {0.0, 0.0};
             blasft_gpu_gemm g;
             memset(&g, 0, sizeof g);
-            g.type = is_float ? BLASFT_TYPE_S : BLASFT_TYPE_D;
+            g.type = parts == 2 ? (is_float ? BLASFT_TYPE_C : BLASFT_TYPE_Z)
+                                : (is_float ? BLASFT_TYPE_S : BLASFT_TYPE_D);
             g.transa = 'N';
             g.transb = 'N';
             g.m = m; g.n = n; g.k = k;
-            g.alpha = is_float ? (void *)&one_f : (void *)&one_d;
-            g.beta = is_float ? (void *)&zero_f : (void *)&zero_d;
+            g.alpha = is_float ? (void *)one_f : (void *)one_d;
+            g.beta = is_float ? (void *)zero_f : (void *)zero_d;
             g.a = A; g.lda = m;
             g.b = B; g.ldb = k;
             g.c = C; g.ldc = m;
@@ -147,7 +149,7 @@ int main(int argc, char **argv)
                 ck(cudaDeviceSynchronize(), "sync");
                 blasft_get_stats(&s1);
                 float mp = median(tp, reps), mq = median(tq, reps);
-                double flops = 2.0 * (double)m * (double)n * (double)k;
+                double flops = (parts == 2 ? 8.0 : 2.0) * (double)m * (double)n * (double)k;
                 printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
