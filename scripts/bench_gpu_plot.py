@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plot of bench_gpu_gemm's JSON lines: time protected / time plain cuBLAS over n (square
-shapes), one line per type and block size. Usage: bench_gpu_plot.py OUT.png IN.jsonl..."""
+shapes, one checksum per block, per-vector PEA lists: the default configuration), one line per
+type and block size. Usage: bench_gpu_plot.py OUT.png IN.jsonl..."""
 import json
 import sys
 
@@ -19,6 +20,8 @@ def main(out, paths):
                     continue
                 r = json.loads(line)
                 if r.get("skip", 0) or not (r["m"] == r["n"] == r["k"]):
+                    continue
+                if r.get("checksums", 1) != 1 or r.get("lists", "vector") != "vector":
                     continue
                 series.setdefault((r["type"], r["bs"]), []).append((r["n"], r["ratio"]))
     fig, ax = plt.subplots(figsize=(7, 4.5))
