@@ -1,0 +1,182 @@
+#include "hash.h"
+
+#include "cache_config.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A chunk is hashed on its own (lanes seeded by its index) and the chunk digests are added, so the
+ * work splits over threads and the result depends only on the data and its shape. 256 KiB keeps
+ * the per-chunk overhead (16 finalisation mixes) under 0.1 %. */
+#define CHUNK_WORDS ((size_t)1 << 15)
+#define LANES 8
+/* Below this many bytes the region is hashed on the calling thread. */
+#define PARALLEL_MIN_BYTES ((size_t)1 << 20)
+
+static const uint64_t lane_mult = 0x9e3779b97f4a7c15ull; /* odd: multiplication is a bijection */
+
+/* The MurmurHash3 64-bit finaliser (a published bijection with full avalanche). */
+static inline uint64_t fmix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+/* One absorbed word: xor, odd multiply, rotate. Each is a bijection of s for a fixed w, so two
+ * inputs that differ in one word leave different states; the rotation brings the high bits that
+ * the multiplication cannot spread down to where the next multiplication spreads them (without it
+ * flipping the sign bit of two doubles in the same lane would cancel). */
+static inline uint64_t absorb(uint64_t s, uint64_t w) { return rotl((s ^ w) * lane_mult, 29); }
+
+static uint64_t process_seed[2];
+static pthread_once_t seed_once = PTHREAD_ONCE_INIT;
+
+static void seed_init(void)
+{
+    uint64_t s[2];
+    if (getrandom(s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
+        s[1] = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&ts;
+    }
+    process_seed[0] = fmix64(s[0] | 1);
+    process_seed[1] = fmix64(s[1] + 0x632be59bd9b4e019ull);
+}
+
+typedef struct region {
+    const unsigned char *base;
+    size_t row_bytes, cols, ld_bytes;
+    size_t words_per_col; /* ceil(row_bytes / 8): a column's partial last word is zero-padded */
+    size_t words;         /* logical words in all */
+} region;
+
+static inline uint64_t load_word(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* Absorbs n logical words starting at logical word p of the region into the lanes. */
+static void absorb_span(uint64_t lane[LANES], const region *r, size_t p, size_t n)
+{
+    while (n > 0) {
+        size_t col = p / r->words_per_col, off = p % r->words_per_col;
+        size_t take = r->words_per_col - off;
+        if (take > n)
+            take = n;
+        const unsigned char *src = r->base + col * r->ld_bytes + off * 8;
+        /* the column's last word may be partial */
+        size_t full = take;
+        bool partial = off + take == r->words_per_col && r->row_bytes % 8 != 0;
+        if (partial)
+            full--;
+        size_t i = 0, l = p % LANES;
+        for (; i < full && l != 0; i++, l = (l + 1) % LANES)
+            lane[l] = absorb(lane[l], load_word(src + 8 * i));
+        for (; i + LANES <= full; i += LANES)
+            for (int j = 0; j < LANES; j++)
+                lane[j] = absorb(lane[j], load_word(src + 8 * (i + j)));
+        for (; i < full; i++, l = (l + 1) % LANES)
+            lane[l] = absorb(lane[l], load_word(src + 8 * i));
+        l = (p + full) % LANES;
+        if (partial) {
+            uint64_t w = 0;
+            memcpy(&w, src + 8 * full, r->row_bytes % 8);
+            lane[l] = absorb(lane[l], w);
+        }
+        p += take;
+        n -= take;
+    }
+}
+
+static blasft_hash128 hash_chunk(const region *r, size_t chunk)
+{
+    uint64_t lane[LANES];
+    for (int i = 0; i < LANES; i++)
+        lane[i] = fmix64(process_seed[0] + (uint64_t)i * 0xd6e8feb86659fd93ull +
+                         (uint64_t)chunk * 0xa0761d6478bd642full);
+    size_t p = chunk * CHUNK_WORDS, n = r->words - p;
+    if (n > CHUNK_WORDS)
+        n = CHUNK_WORDS;
+    absorb_span(lane, r, p, n);
+    /* two folds, each a chain that is a bijection of every single lane given the others */
+    uint64_t lo = process_seed[1] ^ chunk, hi = ~process_seed[1] + chunk;
+    for (int i = 0; i < LANES; i++)
+        lo = fmix64(lo ^ lane[i]);
+    for (int i = LANES - 1; i >= 0; i--)
+        hi = fmix64(hi + rotl(lane[i], 17));
+    return (blasft_hash128){lo, hi};
+}
+
+typedef struct job {
+    const region *r;
+    size_t first, last; /* chunks [first, last) */
+    blasft_hash128 sum;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    blasft_hash128 s = {0, 0};
+    for (size_t c = j->first; c < j->last; c++) {
+        blasft_hash128 h = hash_chunk(j->r, c);
+        s.lo += h.lo;
+        s.hi += h.hi;
+    }
+    j->sum = s;
+    return NULL;
+}
+
+int blasft_hash_default_threads(void) { return blasft_cache_settings_get()->hash_threads; }
+
+#define MAX_THREADS 256
+
+blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                             int threads)
+{
+    pthread_once(&seed_once, seed_init);
+    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    r.words = r.words_per_col * cols;
+    size_t chunks = (r.words + CHUNK_WORDS - 1) / CHUNK_WORDS;
+    if (threads <= 0)
+        threads = blasft_hash_default_threads();
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (row_bytes * cols < PARALLEL_MIN_BYTES)
+        threads = 1;
+    if ((size_t)threads > chunks)
+        threads = chunks > 0 ? (int)chunks : 1;
+
+    job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int t = 0; t < threads; t++)
+        jobs[t] = (job){&r, chunks * t / threads, chunks * (t + 1) / threads, {0, 0}};
+    for (int t = 1; t < threads; t++)
+        started[t] = pthread_create(&tid[t], NULL, run_job, &jobs[t]) == 0;
+    for (int t = 0; t < threads; t++)
+        if (!started[t]) /* the caller's share, and that of a thread that could not start */
+            run_job(&jobs[t]);
+    blasft_hash128 total = {0, 0};
+    for (int t = 0; t < threads; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        total.lo += jobs[t].sum.lo;
+        total.hi += jobs[t].sum.hi;
+    }
+    /* the shape, so that regions of different shapes never compare equal by their sums */
+    total.lo = fmix64(total.lo ^ fmix64(row_bytes + 0x9fb21c651e98df25ull * cols));
+    total.hi = fmix64(total.hi + cols);
+    return total;
+}

@@ -1,0 +1,36 @@
+/* Change detection for the consistency layer: a 128-bit hash of exactly the bytes of a
+ * column-major sub-matrix (cols columns of row_bytes bytes, column j at base + j * ld_bytes),
+ * computed in parallel on the host cores. Bytes between row_bytes and ld_bytes are not read.
+ *
+ * Not cryptographic and not a universal family; what it guarantees (docs/consistency.md):
+ *  - every step that absorbs an 8-byte word is a bijection of the lane state, and the lanes are
+ *    folded into the digest by chains of bijections, so a change confined to one lane of one
+ *    chunk (in particular any change of one aligned 8-byte word, one S/D/C element) is never
+ *    missed; everything else collides with a probability of about 2^-128 per comparison;
+ *  - the lanes start from a per-process random seed, so no data pattern collides reproducibly;
+ *  - the digest does not depend on the thread count (chunks are fixed by the shape). */
+#ifndef BLASFT_CONSISTENCY_HASH_H
+#define BLASFT_CONSISTENCY_HASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct blasft_hash128 {
+    uint64_t lo, hi;
+} blasft_hash128;
+
+static inline bool blasft_hash_equal(blasft_hash128 a, blasft_hash128 b)
+{
+    return a.lo == b.lo && a.hi == b.hi;
+}
+
+/* threads <= 0: the default (blasft_hash_default_threads). Regions below about 1 MiB run on the
+ * calling thread only (starting threads costs more than it saves). */
+blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                             int threads);
+
+/* The process's hash thread count: BLASFT_HASH_THREADS if set (1..256), else the online cores. */
+int blasft_hash_default_threads(void);
+
+#endif
