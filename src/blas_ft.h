@@ -16,7 +16,10 @@ BLASFT_API const char *blasft_version(void);
 
 typedef enum { BLASFT_MODE_CORRECT = 0, BLASFT_MODE_DETECT, BLASFT_MODE_OFF } blasft_mode;
 typedef enum { BLASFT_DEVICE_AUTO = 0, BLASFT_DEVICE_GPU, BLASFT_DEVICE_HOST } blasft_device;
-typedef enum { BLASFT_THRESHOLD_PEA = 0, BLASFT_THRESHOLD_SEA } blasft_threshold;
+typedef enum {
+    BLASFT_THRESHOLD_PEA = 0, BLASFT_THRESHOLD_SEA,
+    BLASFT_THRESHOLD_NORM /* Cauchy-Schwarz norms + Hoeffding, two tiers: docs/thresholds.md */
+} blasft_threshold;
 typedef enum {
     BLASFT_WEIGHTS_NORMAL = 0, BLASFT_WEIGHTS_AVERAGE, BLASFT_WEIGHTS_PERIODIC,
     BLASFT_WEIGHTS_EXPONENTIAL, BLASFT_WEIGHTS_LINEAR, BLASFT_WEIGHTS_MDR

@@ -171,6 +171,37 @@ static inline BLASFT_HD double blasft_pea_y(const double *av, const int64_t *ap,
     return y;
 }
 
+/* NORM thresholds (docs/thresholds.md). Under the model of Higham & Mary (2019), every rounding
+ * of a dot product of length n contributes delta * v with |delta| <= u mean-independent of the
+ * earlier roundings and v an exact partial sum, product or result; by Cauchy-Schwarz every such
+ * |v| <= ||a|| ||b||, whatever the summation order. The first-order error is then a martingale
+ * with increments bounded by u ||a|| ||b||, and Azuma-Hoeffding gives
+ * P(|e| > t) <= 2 exp(-t^2 / (2 sum c^2)) for sum c^2 the sum of the squared increment bounds. */
+#define BLASFT_NORM_FALSE_ALARM 1e-12
+
+/* Multiplier t / sqrt(sum c^2) for two-sided false-alarm probability p (7.52 for 1e-12). */
+static inline BLASFT_HD double blasft_norm_omega(double p)
+{
+    return sqrt(2.0 * log(2.0 / p));
+}
+
+/* Number of rounding terms, each bounded by u |alpha| ||a|| ||b||, of alpha * (dot product of n
+ * real products) + beta * c in a black-box GEMM: n products (none with FMA), n - 1 additions, the
+ * scaling by alpha, the final addition and rounding (4 per part), and per panel of at least 32
+ * along k a partial result scaled and added into C (blocked or split-K accumulation). */
+static inline BLASFT_HD double blasft_norm_terms(double n, int parts)
+{
+    return n + 4.0 * (double)parts + 2.0 * ceil(n / 32.0);
+}
+
+/* Second-order factor: computed partial sums exceed the exact ones by at most gamma_n
+ * = n u / (1 - n u) (Higham, Thm 3.1); squared, as it multiplies a sum of squares. */
+static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
+{
+    double g = n * u < 0.5 ? n * u / (1.0 - n * u) : 1.0;
+    return (1.0 + g) * (1.0 + g);
+}
+
 /* Correction rule (method.md 3): subtracting the syndrome keeps the element's precision only when
  * the error is small against the value; an exponent flip, Inf or NaN needs the element recomputed.
  * c is the faulty value, s = reference - recomputed (so c + s is the subtraction result). */

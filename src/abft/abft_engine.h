@@ -26,7 +26,7 @@ typedef struct blasft_abft_check {
     int64_t index;    /* column j of C (side 0) or row i of C (side 1), 0-based */
     double reference; /* alpha * (checksum product) + beta * (checksum of old C) */
     double recomputed;/* checksum recomputed from the C the GEMM produced (compensated sum) */
-    double threshold; /* PEA or SEA threshold of this element */
+    double threshold; /* PEA, SEA or NORM threshold of this element */
 } blasft_abft_check;
 
 /* Outcome of one protected GEMM, plus (when asked for) every first comparison. */
@@ -40,6 +40,7 @@ typedef struct blasft_abft_diag {
     uint64_t uncorrectable;   /* left as they were (detect mode, on_error=report) */
     uint64_t encoder_faults;  /* redundant checksum computations that disagreed */
     uint64_t faults_injected;
+    uint64_t false_alarms;    /* NORM: flagged blocks whose exact line recomputation found nothing */
     blasft_abft_check *checks_list; /* malloc'ed, count entries; NULL unless want_checks */
     size_t count;
 } blasft_abft_diag;

@@ -34,6 +34,7 @@ typedef struct abft_ctx {
     double *vdc, *vdr;       /* threshold base per element: PEA variance of d / SEA bound of d */
     double *c2c, *c2r;       /* PEA: bound of sum (w d)^2 from the operands, d = op(A) op(B): the
                                 threshold must never grow with the (possibly faulty) new C */
+    double *na2, *nb2;       /* NORM: squared norms of op(A)'s rows and op(B)'s columns */
     uint8_t *exc, *exr;      /* reference refined to compensated accuracy (flagged once) */
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */
@@ -109,6 +110,8 @@ int abft_threshold_prepare(abft_ctx *x);
 /* Threshold of a checksum element once the new C's sums are known. */
 double abft_threshold_col(const abft_ctx *x, int64_t e);
 double abft_threshold_row(const abft_ctx *x, int64_t e);
+/* NORM's second tier: bound of |computed - exact| of element (i, j) alone (same model). */
+double abft_threshold_element(const abft_ctx *x, int64_t i, int64_t j);
 
 /* abft_correct.c: check all blocks, locate, correct, recompute, report. */
 int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks);

@@ -58,6 +58,8 @@ static double topl_y(const topl *a, int64_t la, const topl *b, int64_t lb)
                         b->v + lb * b->p, b->pos + lb * b->p, b->cnt[lb], b->len <= b->p);
 }
 
+static double sqr_parts(const double *v, int P);
+
 /* Magnitude bounding every real product of a part: max(|re|, |im|). */
 static double mag2(double re, double im) { return fmax(fabs(re), fabs(im)); }
 
@@ -300,9 +302,69 @@ static int prepare_sea(abft_ctx *x)
     return 0;
 }
 
+/* NORM (docs/thresholds.md), context-independent: squared norms of op(A)'s rows, op(B)'s
+ * columns and the encoded checksum vectors, O(mk + kn). Context-dependent, O(1) per element
+ * after O(m + n) per-block sums: a column checksum element (block I, weight set r, column j)
+ * gets vd = ||b_j||^2 sum_{i in I} w_i^2 ||a_i||^2 (the BLAS's rounding of C) and
+ * c2 = ||s||^2 ||b_j||^2 (the double checksum product's, s the encoded row). */
+static int prepare_norm(abft_ctx *x)
+{
+    const int R = x->R, P = x->P;
+    x->na2 = calloc((size_t)(x->m + 1), sizeof *x->na2);
+    x->nb2 = calloc((size_t)(x->n + 1), sizeof *x->nb2);
+    double *ns = calloc((size_t)(R * (x->nbr + x->nbc) + 1), sizeof *ns);
+    if (!x->na2 || !x->nb2 || !ns) {
+        free(ns);
+        return -1;
+    }
+    double *na2 = x->na2, *nb2 = x->nb2, *nsb = ns + R * x->nbr;
+    for (int64_t kk = 0; kk < x->k; kk++)
+        for (int64_t i = 0; i < x->m; i++)
+            na2[i] += opa_sq(x, i, kk);
+    for (int64_t j = 0; j < x->n; j++)
+        for (int64_t kk = 0; kk < x->k; kk++)
+            nb2[j] += opb_sq(x, kk, j);
+    for (int64_t kk = 0; kk < x->k; kk++) {
+        for (int64_t s = 0; s < R * x->nbr; s++)
+            ns[s] += sqr_parts(x->ac + (s + R * x->nbr * kk) * P, P);
+        for (int64_t s = 0; s < R * x->nbc; s++)
+            nsb[s] += sqr_parts(x->bc + (kk + x->k * s) * P, P);
+    }
+    for (int64_t bi = 0; bi < x->nbr; bi++) {
+        int64_t i0 = bi * x->bs, len = abft_len(x->m, bi, x->bs);
+        for (int r = 0; r < R; r++) {
+            double sw = 0;
+            for (int64_t i = 0; i < len; i++)
+                sw += x->w[r][i] * x->w[r][i] * na2[i0 + i];
+            for (int64_t j = 0; j < x->n; j++) {
+                x->vdc[abft_ci(x, bi, r, j)] = sw * nb2[j];
+                x->c2c[abft_ci(x, bi, r, j)] = ns[bi * R + r] * nb2[j];
+            }
+        }
+    }
+    for (int64_t bj = 0; bj < x->nbc; bj++) {
+        int64_t j0 = bj * x->bs, len = abft_len(x->n, bj, x->bs);
+        for (int r = 0; r < R; r++) {
+            double sw = 0;
+            for (int64_t j = 0; j < len; j++)
+                sw += x->w[r][j] * x->w[r][j] * nb2[j0 + j];
+            for (int64_t i = 0; i < x->m; i++) {
+                x->vdr[abft_ri(x, i, bj, r)] = sw * na2[i];
+                x->c2r[abft_ri(x, i, bj, r)] = nsb[bj * R + r] * na2[i];
+            }
+        }
+    }
+    free(ns);
+    return 0;
+}
+
 int abft_threshold_prepare(abft_ctx *x)
 {
-    return x->cfg->threshold == BLASFT_THRESHOLD_SEA ? prepare_sea(x) : prepare_pea(x);
+    switch (x->cfg->threshold) {
+    case BLASFT_THRESHOLD_SEA: return prepare_sea(x);
+    case BLASFT_THRESHOLD_NORM: return prepare_norm(x);
+    default: return prepare_pea(x);
+    }
 }
 
 static double sqr_parts(const double *v, int P)
@@ -311,6 +373,45 @@ static double sqr_parts(const double *v, int P)
     for (int part = 0; part < P; part++)
         s += v[part] * v[part];
     return s;
+}
+
+/* NORM's threshold: omega(1e-12) times the square root of the summed squared increment bounds
+ * of every rounding the syndrome carries (the BLAS's, the old C's scaling, and while the
+ * reference is the double GEMM's product, its own), plus the deterministic errors of our side:
+ * the encoded vector rounded once per entry (u_d ||s|| ||b||) and the compensated sums (2 u_d
+ * |checksum|). vd, c2 as prepare_norm; osq = sum (w c_old)^2. */
+static double finish_norm(const abft_ctx *x, double vd, double c2, double osq, const double *ref,
+                          int exact)
+{
+    const blasft_gemm *g = x->g;
+    const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
+    const double nn = (double)(x->k * x->P), terms = blasft_norm_terms(nn, x->P);
+    double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]);
+    double bb = fabs(g->beta[0]) + fabs(g->beta[1]);
+    double var = u * u * blasft_norm_second_order(nn, u) * (aa * aa * terms * vd + 3.0 * bb * bb * osq);
+    if (!exact)
+        var += ur * ur * blasft_norm_second_order(nn, ur) * aa * aa * terms * c2;
+    double det = ur * aa * sqrt(c2) * 1.0001 + 2.0 * ur * sqrt(sqr_parts(ref, x->P));
+    return blasft_norm_omega(BLASFT_NORM_FALSE_ALARM) * sqrt(var) + det;
+}
+
+double abft_threshold_element(const abft_ctx *x, int64_t i, int64_t j)
+{
+    const blasft_gemm *g = x->g;
+    const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
+    const double nn = (double)(x->k * x->P), terms = blasft_norm_terms(nn, x->P);
+    double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]);
+    double bb = fabs(g->beta[0]) + fabs(g->beta[1]), osq = 0;
+    if (!x->beta_zero)
+        for (int part = 0; part < x->P; part++) {
+            double v = abft_ld(x->cold, g->type, i + x->m * j, part);
+            osq += v * v;
+        }
+    double n2 = x->na2[i] * x->nb2[j];
+    double var = u * u * blasft_norm_second_order(nn, u) * (aa * aa * terms * n2 + 3.0 * bb * bb * osq);
+    /* the exact value it is compared with is itself a compensated double sum */
+    return blasft_norm_omega(BLASFT_NORM_FALSE_ALARM) * sqrt(var) +
+           4.0 * ur * (aa * sqrt(n2) + bb * sqrt(osq));
 }
 
 /* eps from the base vd, the operand bound c2 of sum (w d)^2, the old C's sums (osq, oab) and
@@ -326,6 +427,8 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
     int scaled = !(g->alpha[0] == 1.0 && g->alpha[1] == 0.0) ||
                  !(x->beta_zero || (g->beta[0] == 1.0 && g->beta[1] == 0.0));
     double rr = 2.0 * sqr_parts(ref, x->P); /* our own compensated sums and double products */
+    if (x->cfg->threshold == BLASFT_THRESHOLD_NORM)
+        return finish_norm(x, vd, c2, osq, ref, exact);
     if (x->cfg->threshold == BLASFT_THRESHOLD_SEA)
         /* vd already holds (n+2BS-2) u |b| sum|w||a_i| >= the alpha-scaling's share */
         return aa * vd * (scaled ? 2.0 : 1.0) + 2.0 * u * bb * oab + ur * sqrt(rr);

@@ -51,7 +51,7 @@ static void usage(void)
             "usage: campaign --series pos|full|orth|heavy|cauchy|cancel [--param P] [--n N]\n"
             "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
             "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
-            "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea]\n"
+            "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm]\n"
             "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1]\n"
             "param: the exponent i of pos/full (range 10^i), kappa of orth, decades of heavy,\n"
             "cancel decades of cancel. Bits default to the whole word (all 32 or 64).\n");
@@ -106,7 +106,9 @@ static void parse(int argc, char **argv, opts *o)
             if (o->weights < 0)
                 usage();
         } else if (!strcmp(k, "--threshold"))
-            o->threshold = !strcmp(v, "sea") ? BLASFT_THRESHOLD_SEA : BLASFT_THRESHOLD_PEA;
+            o->threshold = !strcmp(v, "sea")    ? BLASFT_THRESHOLD_SEA
+                           : !strcmp(v, "norm") ? BLASFT_THRESHOLD_NORM
+                                                : BLASFT_THRESHOLD_PEA;
         else if (!strcmp(k, "--omega"))
             o->omega = atof(v);
         else if (!strcmp(k, "--pea-p"))
@@ -221,7 +223,7 @@ static void header(const opts *o, const problem *p, int bs, const blasft_config 
            "\"checksums\":%d,\"weights\":\"%s\",\"threshold\":\"%s\",\"omega\":%g,\"pea_p\":%d,"
            "\"alpha\":%g,\"seed\":%llu,",
            kind, dg_series_name(o->series), o->param, (long long)p->n, blasft_type_letter(p->type), bs,
-           cfg->checksums, weight_names[cfg->weights], cfg->threshold == BLASFT_THRESHOLD_SEA ? "sea" : "pea",
+           cfg->checksums, weight_names[cfg->weights], blasft_threshold_name(cfg->threshold),
            cfg->omega, cfg->pea_p, p->alpha, (unsigned long long)o->seed);
 }
 
@@ -357,9 +359,10 @@ static int clean_run(const opts *o, problem *p, const blasft_config *cfg, truth 
     }
     for (int64_t i = 0; i < p->n * p->n; i++)
         nan_in_c += isnan(elem(p, p->c, i));
-    printf("\"rc\":0,\"checks\":%zu,\"flagged\":%llu,\"detected\":%llu,\"corrected\":%llu,"
-           "\"blocks_recomputed\":%llu,\"encoder_faults\":%llu,\"nan_in_c\":%llu,",
-           d.count, (unsigned long long)flagged, (unsigned long long)d.detected,
+    printf("\"rc\":0,\"checks\":%zu,\"flagged\":%llu,\"false_alarms\":%llu,\"detected\":%llu,"
+           "\"corrected\":%llu,\"blocks_recomputed\":%llu,\"encoder_faults\":%llu,\"nan_in_c\":%llu,",
+           d.count, (unsigned long long)flagged, (unsigned long long)d.false_alarms,
+           (unsigned long long)d.detected,
            (unsigned long long)d.corrected, (unsigned long long)d.blocks_recomputed,
            (unsigned long long)d.encoder_faults, (unsigned long long)nan_in_c);
     jnum("worst_syndrome_over_threshold", worst_ratio, 1);
@@ -461,9 +464,9 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     jnum("err_prob", e.err_prob, 1);
     jnum("residual", residual, 1);
     jnum("other_rel", cmax > 0 ? other / cmax : other, 1);
-    printf("\"detected\":%llu,\"corrected\":%llu,\"blocks_recomputed\":%llu,"
+    printf("\"false_alarms\":%llu,\"detected\":%llu,\"corrected\":%llu,\"blocks_recomputed\":%llu,"
            "\"lines_recomputed\":%llu,\"uncorrectable\":%llu,\"outcome\":\"%s\"}\n",
-           (unsigned long long)d.detected, (unsigned long long)d.corrected,
+           (unsigned long long)d.false_alarms, (unsigned long long)d.detected, (unsigned long long)d.corrected,
            (unsigned long long)d.blocks_recomputed, (unsigned long long)d.lines_recomputed,
            (unsigned long long)d.uncorrectable, outcome);
     blasft_abft_diag_free(&d);
