@@ -418,6 +418,8 @@ static void count_event(const blasft_event *ev, void *user)
     events[ev->kind]++;
 }
 
+static blasft_threshold planted_threshold = BLASFT_THRESHOLD_PEA;
+
 /* Runs a protected GEMM on positive data with the planted faults, returns the diag. */
 static blasft_abft_diag run_planted(blasft_type t, int bs, int checksums, blasft_mode mode,
                                     blasft_on_error on_error, plant *p, int expect_oracle)
@@ -426,6 +428,7 @@ static blasft_abft_diag run_planted(blasft_type t, int bs, int checksums, blasft
     blasft_config cfg = base_cfg(bs, checksums);
     cfg.mode = mode;
     cfg.on_error = on_error;
+    cfg.threshold = planted_threshold;
     blasft_abft_set_plant_hook(plant_fn, p);
     memset(events, 0, sizeof events);
     blasft_set_event_callback(count_event, NULL);
@@ -482,6 +485,81 @@ static void test_single_error_corrected(void **state)
                 assert_int_equal(events[BLASFT_EVENT_CORRECTED], 1);
             }
         }
+}
+
+/* NORM: random shapes and alpha/beta/transposes/padding as test_random_shapes; adversarial data
+ * (all positive with long k, heavy-tailed over 12 decades, cancelling pairs) never flags a check,
+ * and every threshold covers the syndrome it guards; planted faults are found by the exact second
+ * tier and corrected. */
+static void fill_kind(void *p, blasft_type t, int64_t n, int kind)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (kind == 0)
+            v = 0.5 + 0.5 * urand();
+        else if (kind == 1)
+            v = (urand() < 0.5 ? -1 : 1) * pow(10.0, 12.0 * urand() - 6.0);
+        else /* pairs x, -x(1 + d): every dot product nearly cancels */
+            v = (i & 1) ? -ld_el(p, t, i - 1, 0) * (1.0 + 1e-4 * urand()) : 0.5 + urand();
+        if (t == BLASFT_TYPE_S)
+            ((float *)p)[i] = (float)v;
+        else
+            ((double *)p)[i] = v;
+    }
+}
+
+static void test_norm_threshold(void **state)
+{
+    (void)state;
+    const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
+    const char tr[] = {'N', 'T', 'C'};
+    const int bss[] = {2, 3, 8, 32, 128, 1024};
+    const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
+    for (int trial = 0; trial < 200; trial++) {
+        int ai = (int)(urand() * 5);
+        run_shape((blasft_type)(trial % 4), tr[(int)(urand() * 3)], tr[(int)(urand() * 3)],
+                  dims[(int)(urand() * 8)], dims[(int)(urand() * 8)], dims[(int)(urand() * 8)],
+                  (int64_t)(urand() * 3), ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)],
+                  1 + (trial / 4) % 2, BLASFT_THRESHOLD_NORM, (blasft_weights)(int)(urand() * 6),
+                  urand() < 0.5 ? 0.0 : -1.0);
+    }
+    for (int kind = 0; kind < 3; kind++)
+        for (int ti = 0; ti < 2; ti++) {
+            blasft_type t = ti ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+            tgemm x = make(t, 'N', 'N', 67, 61, 2048, 0, 1.0, 0.0, 0.0, 1.0);
+            fill_kind(x.a, t, x.g.lda * 2048, kind);
+            fill_kind(x.b, t, x.g.ldb * 61, kind);
+            blasft_config cfg = base_cfg(32, 2);
+            cfg.threshold = BLASFT_THRESHOLD_NORM;
+            blasft_abft_diag d;
+            assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
+            size_t flagged = 0;
+            for (size_t q = 0; q < d.count; q++) {
+                const blasft_abft_check *c = &d.checks_list[q];
+                flagged += c->flagged;
+                assert_true(fabs(c->reference - c->recomputed) <= c->threshold);
+            }
+            assert_int_equal(flagged, 0);
+            assert_int_equal(d.detected + d.false_alarms + d.corrected, 0);
+            blasft_abft_diag_free(&d);
+            drop(&x);
+        }
+    planted_threshold = BLASFT_THRESHOLD_NORM;
+    for (int t = 0; t < 4; t++) {
+        double values[] = {0, 0, 0, NAN, INFINITY};
+        double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
+        for (int v = 0; v < 5; v++) {
+            plant p = one(9, 20, values[v], muls[v]);
+            p.part[0] = t >= 2 ? v % 2 : 0;
+            blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
+                                             BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+            assert_int_equal(d.detected, 1);
+            assert_int_equal(d.corrected, 1);
+            assert_int_equal(d.false_alarms, 0);
+            assert_int_equal(d.blocks_recomputed, 0);
+        }
+    }
+    planted_threshold = BLASFT_THRESHOLD_PEA;
 }
 
 static void test_two_errors_one_row(void **state)
@@ -725,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
+        cmocka_unit_test(test_norm_threshold),
         cmocka_unit_test(test_one_sided_error_line_recomputed),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
