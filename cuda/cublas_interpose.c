@@ -10,93 +10,73 @@
 #include "log.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <stddef.h>
 
 /* BLASFT_CUBLAS=off passes every cuBLAS call through untouched. */
 static int interposer_enabled(void) { return blasft_cfg()->cublas; }
 
-/* ---- the real cuBLAS ---- */
+/* A benchmark switch (blasft_cublas_bypass): while set, calls go straight to cuBLAS unrecorded,
+ * so plain and protected calls can be interleaved in one process. */
+static int bypass;
+
+BLASFT_API int blasft_cublas_bypass(int on);
+
+/* Sets the bypass (nonzero: on); returns the previous setting. */
+int blasft_cublas_bypass(int on)
+{
+    return __atomic_exchange_n(&bypass, on != 0, __ATOMIC_RELAXED);
+}
+
+/* ---- the real cuBLAS: the instance gpu_cublas.c found for the engine ---- */
 
 static blasft_cublas_real real;
 static const blasft_cublas_real *real_ok;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
-static const void *object_base(const void *addr)
-{
-    Dl_info di;
-    return addr && dladdr(addr, &di) ? di.dli_fbase : NULL;
-}
-
-/* The cuBLAS instance the application uses, as a dlopen handle of that very object. */
-static void *find_cublas(void)
-{
-    static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    const void *self = object_base((const void *)&find_cublas);
-    /* cublasGetStream_v2 is not ours, so the next definition in the global scope is cuBLAS's */
-    void *probe = dlsym(RTLD_NEXT, "cublasGetStream_v2");
-    Dl_info di;
-    if (probe && dladdr(probe, &di) && di.dli_fbase != self && di.dli_fname) {
-        void *h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-        if (h)
-            return h;
-    }
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-        if (h)
-            return h;
-    }
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
-    }
-    return NULL;
-}
-
-/* A symbol of h, refused if it resolves into libblas_ft itself. */
-static void *real_sym(void *h, const char *name)
-{
-    void *p = dlsym(h, name);
-    if (p && object_base(p) == object_base((const void *)&real_sym)) {
-        blasft_log(BLASFT_LOG_ERROR, "cuBLAS interposer: %s resolved to libblas_ft itself", name);
-        return NULL;
-    }
-    return p;
-}
-
 static void resolve_real(void)
 {
-    void *h = find_cublas();
-    if (!h) {
+    if (!blasft_cublas_sym("cublasCreate_v2")) {
         blasft_log(BLASFT_LOG_ERROR, "cuBLAS interposer: no real cuBLAS found");
         return;
     }
-    union { void *p; __typeof__(real.get_stream) f; } gs = {.p = real_sym(h, "cublasGetStream_v2")};
+    union { void *p; __typeof__(real.get_stream) f; } gs = {.p = blasft_cublas_sym("cublasGetStream_v2")};
     union { void *p; __typeof__(real.get_pointer_mode) f; } gp = {
-        .p = real_sym(h, "cublasGetPointerMode_v2")};
-    union { void *p; __typeof__(real.get_math_mode) f; } gm = {.p = real_sym(h, "cublasGetMathMode")};
+        .p = blasft_cublas_sym("cublasGetPointerMode_v2")};
+    union { void *p; __typeof__(real.get_math_mode) f; } gm = {
+        .p = blasft_cublas_sym("cublasGetMathMode")};
     real.get_stream = gs.f;
     real.get_pointer_mode = gp.f;
     real.get_math_mode = gm.f;
-    real.sgemm_v2 = real_sym(h, "cublasSgemm_v2");
-    real.dgemm_v2 = real_sym(h, "cublasDgemm_v2");
-    real.sgemm_v2_64 = real_sym(h, "cublasSgemm_v2_64");
-    real.dgemm_v2_64 = real_sym(h, "cublasDgemm_v2_64");
-    real.gemm_ex = real_sym(h, "cublasGemmEx");
-    real.gemm_ex_64 = real_sym(h, "cublasGemmEx_64");
-    real.sgemm_strided = real_sym(h, "cublasSgemmStridedBatched");
-    real.dgemm_strided = real_sym(h, "cublasDgemmStridedBatched");
-    real.sgemm_strided_64 = real_sym(h, "cublasSgemmStridedBatched_64");
-    real.dgemm_strided_64 = real_sym(h, "cublasDgemmStridedBatched_64");
-    real.gemm_strided_ex = real_sym(h, "cublasGemmStridedBatchedEx");
-    real.gemm_strided_ex_64 = real_sym(h, "cublasGemmStridedBatchedEx_64");
-    real.sgemm_legacy = real_sym(h, "cublasSgemm");
-    real.dgemm_legacy = real_sym(h, "cublasDgemm");
+    static const struct { size_t off; const char *name; } syms[] = {
+#define SYM(field, name) {offsetof(blasft_cublas_real, field), name}
+        SYM(sgemm_v2, "cublasSgemm_v2"), SYM(dgemm_v2, "cublasDgemm_v2"),
+        SYM(cgemm_v2, "cublasCgemm_v2"), SYM(zgemm_v2, "cublasZgemm_v2"),
+        SYM(sgemm_v2_64, "cublasSgemm_v2_64"), SYM(dgemm_v2_64, "cublasDgemm_v2_64"),
+        SYM(cgemm_v2_64, "cublasCgemm_v2_64"), SYM(zgemm_v2_64, "cublasZgemm_v2_64"),
+        SYM(cgemm3m, "cublasCgemm3m"), SYM(zgemm3m, "cublasZgemm3m"),
+        SYM(cgemm3m_64, "cublasCgemm3m_64"), SYM(zgemm3m_64, "cublasZgemm3m_64"),
+        SYM(gemm_ex, "cublasGemmEx"), SYM(gemm_ex_64, "cublasGemmEx_64"),
+        SYM(sgemm_strided, "cublasSgemmStridedBatched"),
+        SYM(dgemm_strided, "cublasDgemmStridedBatched"),
+        SYM(cgemm_strided, "cublasCgemmStridedBatched"),
+        SYM(zgemm_strided, "cublasZgemmStridedBatched"),
+        SYM(sgemm_strided_64, "cublasSgemmStridedBatched_64"),
+        SYM(dgemm_strided_64, "cublasDgemmStridedBatched_64"),
+        SYM(cgemm_strided_64, "cublasCgemmStridedBatched_64"),
+        SYM(zgemm_strided_64, "cublasZgemmStridedBatched_64"),
+        SYM(cgemm3m_strided, "cublasCgemm3mStridedBatched"),
+        SYM(cgemm3m_strided_64, "cublasCgemm3mStridedBatched_64"),
+        SYM(gemm_strided_ex, "cublasGemmStridedBatchedEx"),
+        SYM(gemm_strided_ex_64, "cublasGemmStridedBatchedEx_64"),
+        SYM(sgemm_legacy, "cublasSgemm"), SYM(dgemm_legacy, "cublasDgemm"),
+#undef SYM
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        *(void **)((char *)&real + syms[i].off) = blasft_cublas_sym(syms[i].name);
     if (!real.get_stream || !real.get_pointer_mode || !real.get_math_mode)
         blasft_log(BLASFT_LOG_WARN, "cuBLAS interposer: cuBLAS lacks its handle queries: calls "
                                     "pass through unprotected");
@@ -109,23 +89,16 @@ const blasft_cublas_real *blasft_cublas_real_api(void)
     return real_ok;
 }
 
-/* The engine calls cuBLAS through its own table (gpu_cublas.c); protection is only sound if that
- * table is the application's instance, whose handles and streams we are given. */
+/* Protection needs the handle queries and a usable engine; the engine's cuBLAS is the same
+ * instance as the functions above (one finder, gpu_cublas.c). */
 static int engine_ok;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
 static void check_engine(void)
 {
     const blasft_cublas_real *r = blasft_cublas_real_api();
-    if (!r || !r->get_stream || !r->get_pointer_mode || !r->get_math_mode || !blasft_gpu_available())
-        return;
-    const blasft_cublas_api *e = blasft_cublas();
-    if (!e || object_base((const void *)e->sgemm) != object_base(r->sgemm_v2)) {
-        blasft_log(BLASFT_LOG_WARN, "cuBLAS interposer: the GPU engine loaded another cuBLAS "
-                                    "than the application's: calls pass through unprotected");
-        return;
-    }
-    engine_ok = 1;
+    engine_ok = r && r->get_stream && r->get_pointer_mode && r->get_math_mode &&
+                blasft_gpu_available();
 }
 
 /* ---- re-entry guard ---- */
@@ -152,19 +125,24 @@ typedef struct ctx_slot {
     int device;
     cudaStream_t stream;
     uint64_t used;
+    /* the shape last reserved for (the workspace only grows): a loop of equal GEMMs skips the
+     * engine's layout computation */
+    blasft_type rtype;
+    int64_t rm, rn, rk;
+    int rkeep;
 } ctx_slot;
 /* Contexts of a thread that ends are not destroyed: the streams they belong to may be gone. */
 static __thread ctx_slot cache[CACHE_SLOTS];
 static __thread uint64_t cache_tick;
 
-static blasft_gpu_ctx *context_for(int device, cudaStream_t stream, int capturing)
+static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
 {
     ctx_slot *lru = &cache[0];
     for (int i = 0; i < CACHE_SLOTS; i++) {
         ctx_slot *s = &cache[i];
         if (s->ctx && s->device == device && s->stream == stream) {
             s->used = ++cache_tick;
-            return s->ctx;
+            return s;
         }
         if (!s->ctx || (lru->ctx && s->used < lru->used))
             lru = s;
@@ -174,20 +152,18 @@ static blasft_gpu_ctx *context_for(int device, cudaStream_t stream, int capturin
         return NULL;
     if (lru->ctx)
         blasft_gpu_ctx_destroy(lru->ctx);
-    lru->ctx = blasft_gpu_ctx_create((void *)stream);
-    lru->device = device;
-    lru->stream = stream;
-    lru->used = ++cache_tick;
-    return lru->ctx;
+    *lru = (ctx_slot){.ctx = blasft_gpu_ctx_create((void *)stream), .device = device,
+                      .stream = stream, .used = ++cache_tick};
+    return lru->ctx ? lru : NULL;
 }
 
 /* ---- planted faults (tests): a bit of C flipped after the main GEMM, before the check ---- */
 
 enum { PLANT_MAX = 16 };
 typedef struct plant {
-    void *elem;           /* device address of the element */
-    int size, bit;
-    unsigned char *pinned; /* the element's bytes on their way through the host */
+    void *elem;           /* device address of the element (its real part for complex types) */
+    int size, bit;        /* size: of one real number (4 or 8) */
+    unsigned char *pinned; /* the number's bytes on their way through the host */
 } plant;
 static plant plants[PLANT_MAX];
 static int plants_armed; /* plants[0 .. armed) waiting, taken from the top */
@@ -235,8 +211,9 @@ static void plant_hook(void *stream, void *user)
     cudaMemcpyAsync(p->elem, p->pinned, (size_t)p->size, cudaMemcpyHostToDevice, s);
 }
 
-/* The next armed plant for a GEMM whose C is given, or NULL. */
-static plant *take_plant(void *c, int64_t m, int64_t n, int64_t ldc, int size)
+/* The next armed plant for a GEMM whose C is given (elements of `size` bytes, numbers of
+ * `part` bytes), or NULL. */
+static plant *take_plant(void *c, int64_t m, int64_t n, int64_t ldc, int size, int part)
 {
     if (!__atomic_load_n(&plants_armed, __ATOMIC_RELAXED))
         return NULL;
@@ -246,7 +223,7 @@ static plant *take_plant(void *c, int64_t m, int64_t n, int64_t ldc, int size)
         p = &plants[--plants_armed];
         int64_t r = plant_row < m ? plant_row : m - 1, col = plant_col < n ? plant_col : n - 1;
         p->elem = (char *)c + (size_t)size * (size_t)(r + col * ldc);
-        p->size = size;
+        p->size = part;
     }
     pthread_mutex_unlock(&plant_lock);
     return p;
@@ -271,7 +248,22 @@ static int valid_call(const blasft_cublas_call *c)
            c->ldc >= max1(c->m) && c->alpha && c->beta;
 }
 
-static char op_letter(cublasOperation_t t) { return t == CUBLAS_OP_N ? 'N' : 'T'; }
+/* the engine reads 'C' as 'T' for real types */
+static char op_letter(cublasOperation_t t)
+{
+    return t == CUBLAS_OP_N ? 'N' : t == CUBLAS_OP_C ? 'C' : 'T';
+}
+
+/* beta in host memory is zero (every part): the old C does not enter */
+static int host_beta_zero(blasft_type t, const void *beta)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: return *(const float *)beta == 0.0f;
+    case BLASFT_TYPE_D: return *(const double *)beta == 0.0;
+    case BLASFT_TYPE_C: return ((const float *)beta)[0] == 0.0f && ((const float *)beta)[1] == 0.0f;
+    default: return ((const double *)beta)[0] == 0.0 && ((const double *)beta)[1] == 0.0;
+    }
+}
 
 /* Logs once per reason why calls pass through unprotected (info level: they are counted). */
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
@@ -284,7 +276,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     c->t0 = 0;
     if (c->nested)
         return 0;
-    if (!interposer_enabled()) {
+    if (!interposer_enabled() || __atomic_load_n(&bypass, __ATOMIC_RELAXED)) {
         c->nested = 1; /* switched off: not even recorded */
         return 0;
     }
@@ -324,17 +316,19 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (cudaGetDevice(&device) != cudaSuccess || cudaStreamIsCapturing(stream, &cs) != cudaSuccess)
         return 0;
     const int capturing = cs != cudaStreamCaptureStatusNone;
-    blasft_gpu_ctx *ctx = context_for(device, stream, capturing);
-    if (!ctx) {
+    ctx_slot *slot = context_for(device, stream, capturing);
+    if (!slot) {
         if (capturing)
             PASS_ONCE(once_capture_ctx, "cuBLAS interposer: first GEMM on a stream while it is "
                       "captured passes through unprotected (run one before capturing)");
         return 0;
     }
+    blasft_gpu_ctx *ctx = slot->ctx;
     blasft_gpu_params p;
     blasft_gpu_params_from_cfg(&p, cfg);
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
     const size_t ts = (size_t)blasft_type_size(c->type);
+    const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
     blasft_gpu_gemm g = {.type = c->type, .transa = op_letter(c->transa),
                          .transb = op_letter(c->transb), .m = c->m, .n = c->n, .k = c->k,
                          .alpha = c->alpha, .a = c->a, .lda = c->lda, .b = c->b, .ldb = c->ldb,
@@ -347,29 +341,41 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
             return 0;
         }
     } else {
-        int beta_zero = !on_dev && (c->type == BLASFT_TYPE_S ? *(const float *)c->beta == 0.0f
-                                                             : *(const double *)c->beta == 0.0);
-        int keep_old = !beta_zero && p.mode == BLASFT_MODE_CORRECT &&
-                       p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
-        if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old)) {
-            PASS_ONCE(once_reserve, "cuBLAS interposer: no GPU workspace for a %lldx%lldx%lld "
-                      "GEMM: passes through unprotected", (long long)c->m, (long long)c->n,
-                      (long long)c->k);
-            return 0;
+        /* grown here rather than inside the engine so that a failed allocation still lets the
+         * call run plain; skipped when this shape was reserved last (the usual loop) */
+        int keep_old = (on_dev || !host_beta_zero(c->type, c->beta)) &&
+                       p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
+        if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
+            slot->rkeep < keep_old) {
+            if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old)) {
+                PASS_ONCE(once_reserve, "cuBLAS interposer: no GPU workspace for a "
+                          "%lldx%lldx%lld GEMM: passes through unprotected", (long long)c->m,
+                          (long long)c->n, (long long)c->k);
+                return 0;
+            }
+            slot->rtype = c->type;
+            slot->rm = c->m;
+            slot->rn = c->n;
+            slot->rk = c->k;
+            slot->rkeep = keep_old;
         }
     }
     int rc = 0;
     int64_t i = 0;
     guard++; /* the engine has its own table; this keeps any cuBLAS-internal call away too */
+    int hooked = 0;
     for (; i < c->batch && !rc; i++) {
         g.a = (const char *)c->a + ts * (size_t)(i * c->stride_a);
         g.b = (const char *)c->b + ts * (size_t)(i * c->stride_b);
         g.c = (char *)c->c + ts * (size_t)(i * c->stride_c);
-        plant *pl = take_plant(g.c, c->m, c->n, c->ldc, (int)ts);
-        blasft_gpu_set_fault_hook(ctx, pl ? plant_hook : NULL, pl);
+        plant *pl = take_plant(g.c, c->m, c->n, c->ldc, (int)ts, part);
+        if (pl || hooked)
+            blasft_gpu_set_fault_hook(ctx, pl ? plant_hook : NULL, pl);
+        hooked = pl != NULL;
         rc = blasft_gpu_gemm_run(ctx, &g, &p);
     }
-    blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+    if (hooked)
+        blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     guard--;
     if (rc == -1 && i == 1)
         return 0; /* the engine refused the shape before enqueueing anything */

@@ -15,20 +15,26 @@
 
 #include <stdint.h>
 
-/* The real cuBLAS functions the interposer wraps or asks, resolved from one library instance. */
+/* The real cuBLAS functions the interposer wraps or asks, taken from the one cuBLAS instance
+ * that gpu_cublas.c finds for the GPU engine too (so the engine works on the application's
+ * handles' library by construction). */
 typedef struct blasft_cublas_real {
     cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t *);
     cublasStatus_t (*get_pointer_mode)(cublasHandle_t, cublasPointerMode_t *);
     cublasStatus_t (*get_math_mode)(cublasHandle_t, cublasMath_t *);
-    void *sgemm_v2, *dgemm_v2, *sgemm_v2_64, *dgemm_v2_64;
+    void *sgemm_v2, *dgemm_v2, *cgemm_v2, *zgemm_v2;
+    void *sgemm_v2_64, *dgemm_v2_64, *cgemm_v2_64, *zgemm_v2_64;
+    void *cgemm3m, *zgemm3m, *cgemm3m_64, *zgemm3m_64;
     void *gemm_ex, *gemm_ex_64;
-    void *sgemm_strided, *dgemm_strided, *sgemm_strided_64, *dgemm_strided_64;
+    void *sgemm_strided, *dgemm_strided, *cgemm_strided, *zgemm_strided;
+    void *sgemm_strided_64, *dgemm_strided_64, *cgemm_strided_64, *zgemm_strided_64;
+    void *cgemm3m_strided, *cgemm3m_strided_64;
     void *gemm_strided_ex, *gemm_strided_ex_64;
     void *sgemm_legacy, *dgemm_legacy;
 } blasft_cublas_real;
 
-/* The real cuBLAS: dlsym(RTLD_NEXT) first, then a cuBLAS already loaded under its soname
- * (RTLD_NOLOAD: PyTorch's private copy), then dlopen; never our own symbols. NULL if none. */
+/* The real cuBLAS (gpu_cublas.c: dlsym(RTLD_NEXT) first, then a cuBLAS already loaded under its
+ * soname, then dlopen; never our own symbols). NULL if there is none. */
 const blasft_cublas_real *blasft_cublas_real_api(void);
 
 /* The real function pointer `fn` (a field of blasft_cublas_real) as type T, or NULL. */
@@ -43,8 +49,9 @@ const blasft_cublas_real *blasft_cublas_real_api(void);
 typedef struct blasft_cublas_call {
     blasft_call_stat *stat;
     cublasHandle_t handle;
-    blasft_type type;         /* S or D where protectable */
-    int protectable;          /* 0: a type / compute combination the engine has no threshold for */
+    blasft_type type;         /* S, D, C or Z where protectable */
+    int protectable;          /* 0: a type / compute combination or algorithm (3M) the
+                                 engine has no threshold for: counted unprotected */
     cublasOperation_t transa, transb;
     int64_t m, n, k;
     const void *alpha, *a, *b, *beta;

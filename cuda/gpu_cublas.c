@@ -8,22 +8,51 @@
 
 static blasft_cublas_api api;
 static const blasft_cublas_api *api_ok;
+static void *lib; /* the dlopen handle of the cuBLAS instance, or NULL */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void *open_cublas(void)
+/* The base address of the object containing addr (NULL if none). */
+static const void *object_of(const void *addr)
 {
-    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    Dl_info di;
+    return addr && dladdr(addr, &di) ? di.dli_fbase : NULL;
+}
+
+static const void *self_object(void) { return object_of((const void *)&object_of); }
+
+static void *find_cublas(void)
+{
+    static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    /* the global scope's cuBLAS: the application's when it links cuBLAS itself */
+    void *probe = dlsym(RTLD_NEXT, "cublasGetStream_v2");
+    Dl_info di;
+    if (probe && dladdr(probe, &di) && di.dli_fbase != self_object() && di.dli_fname) {
+        void *h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
         if (h)
             return h;
     }
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    /* loaded, but not in the global scope (a dependency of a library opened RTLD_LOCAL) */
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (h)
+            return h;
+    }
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
         if (h)
             return h;
     }
     return NULL;
+}
+
+static void *lookup(const char *name)
+{
+    void *p = lib ? dlsym(lib, name) : NULL;
+    if (p && object_of(p) == self_object()) {
+        blasft_log(BLASFT_LOG_ERROR, "cuBLAS: %s resolved to libblas_ft itself", name);
+        return NULL;
+    }
+    return p;
 }
 
 /* dlsym returns void *; going through a union keeps -Wpedantic quiet about object-to-function
@@ -31,7 +60,7 @@ static void *open_cublas(void)
 #define RESOLVE(field, sym)                                                                        \
     do {                                                                                           \
         union { void *p; __typeof__(api.field) f; } u_;                                            \
-        u_.p = dlsym(h, sym);                                                                      \
+        u_.p = lookup(sym);                                                                        \
         if (!u_.p) {                                                                               \
             blasft_log(BLASFT_LOG_WARN, "cuBLAS lacks %s: GPU path disabled", sym);                \
             return;                                                                                \
@@ -41,8 +70,8 @@ static void *open_cublas(void)
 
 static void load(void)
 {
-    void *h = open_cublas();
-    if (!h) {
+    lib = find_cublas();
+    if (!lib) {
         blasft_log(BLASFT_LOG_WARN, "no cuBLAS found (%s): GPU path disabled", dlerror());
         return;
     }
@@ -61,4 +90,10 @@ const blasft_cublas_api *blasft_cublas(void)
 {
     pthread_once(&once, load);
     return api_ok;
+}
+
+void *blasft_cublas_sym(const char *name)
+{
+    pthread_once(&once, load);
+    return lookup(name);
 }

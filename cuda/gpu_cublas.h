@@ -1,6 +1,7 @@
-/* The real cuBLAS, loaded privately on the first GPU GEMM: libblas_ft.so must load on machines
- * without cuBLAS or a driver, so nothing of cuBLAS is linked. Only the few entry points the GPU
- * engine needs are resolved. */
+/* The real cuBLAS: the one place that finds it, for the GPU engine (the few entry points of
+ * blasft_cublas_api) and for the cuBLAS interposer (blasft_cublas_sym), so both use the same
+ * library instance by construction. libblas_ft.so must load on machines without cuBLAS or a
+ * driver, so nothing of cuBLAS is linked: it is found on the first use. */
 #ifndef BLASFT_GPU_CUBLAS_H
 #define BLASFT_GPU_CUBLAS_H
 
@@ -31,10 +32,19 @@ typedef struct blasft_cublas_api {
 } blasft_cublas_api;
 
 /* The resolved entry points, or NULL if no cuBLAS could be loaded (named on the log once).
- * Looks in this order: a cuBLAS the process already has loaded (RTLD_NOLOAD, so an application's
- * private copy is shared), then libcublas.so.13 / .12 / libcublas.so. Never our own symbols:
- * the lookup goes through the loaded library's handle. Thread-safe. */
+ * Thread-safe. The instance is found once, in this order:
+ *  1. the object that defines cublasGetStream_v2 next after libblas_ft in the global scope
+ *     (dlsym(RTLD_NEXT); we do not export that symbol), reopened by its path with RTLD_NOLOAD;
+ *  2. a cuBLAS already loaded under its soname libcublas.so.13 / .12 / libcublas.so
+ *     (RTLD_NOLOAD: a copy loaded privately, as PyTorch's libtorch_cuda.so does, is found too);
+ *  3. dlopen of those sonames.
+ * Symbols are looked up through that instance's handle and refused if they resolve into
+ * libblas_ft itself. */
 const blasft_cublas_api *blasft_cublas(void);
+
+/* A symbol of the same cuBLAS instance (NULL if there is none, the symbol is missing, or it would
+ * resolve into libblas_ft). Thread-safe; dlsym on every call, so resolve once and keep. */
+void *blasft_cublas_sym(const char *name);
 
 #ifdef __cplusplus
 }

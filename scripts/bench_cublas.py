@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """CuPy and PyTorch through the cuBLAS interposer (issue 5): checks and benchmark.
 
-  bench_cublas.py check torch|cupy   run under LD_PRELOAD=libblas_ft.so: results vs a float64 host
-                                     reference within the rounding bound, protected counts, a
-                                     planted fault corrected, (torch) CUDA graph capture + replay
-  bench_cublas.py bench torch|cupy   time GEMMs (CUDA events); prints JSON lines; run once with
-                                     and once without LD_PRELOAD
+  bench_cublas.py check torch|cupy   run under LD_PRELOAD=libblas_ft.so: results (float32/64,
+                                     complex64/128) vs a host reference within the rounding bound,
+                                     protected counts, a planted fault corrected, (torch) CUDA graph
+                                     capture + replay
+  bench_cublas.py bench torch|cupy   run under LD_PRELOAD: plain (interposer bypassed through
+                                     blasft_cublas_bypass: the application's own cuBLAS call on its
+                                     handle and stream) and protected bursts of products,
+                                     interleaved in one process, CUDA events, medians; host time
+                                     per call; prints JSON lines
   bench_cublas.py table FILE...      ratio table (markdown) from the bench JSON lines
   bench_cublas.py report FILE        the cublas* calls of an exit report (BLASFT_REPORT)
 
@@ -37,6 +41,7 @@ def blasft():
         lib.blasft_get_stats.argtypes = [ctypes.POINTER(Stats)]
         lib.blasft_cublas_plant_fault.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                                                   ctypes.c_int]
+        lib.blasft_cublas_bypass.argtypes = [ctypes.c_int]
     except AttributeError:
         return None
     return lib
@@ -59,15 +64,17 @@ class Framework:
         import numpy as np
         rng = np.random.default_rng(seed)
         host = rng.uniform(-1, 1, shape).astype(np.float32).astype(dtype)
+        if np.dtype(dtype).kind == "c":
+            host = host + 1j * rng.uniform(-1, 1, shape).astype(np.float32)
+            host = host.astype(dtype)
         if self.name == "torch":
             return self.m.from_numpy(host).cuda()
         return self.m.asarray(host)
 
     def host(self, x):
         import numpy as np
-        if self.name == "torch":
-            return x.detach().cpu().numpy().astype(np.float64)
-        return self.m.asnumpy(x).astype(np.float64)
+        h = x.detach().cpu().resolve_conj().numpy() if self.name == "torch" else self.m.asnumpy(x)
+        return h.astype(np.complex128 if h.dtype.kind == "c" else np.float64)
 
     def sync(self):
         if self.name == "torch":
@@ -95,13 +102,14 @@ def stats(lib, fw):
 
 
 def within_bound(fw, a, b, c, dtype):
-    """|c - a b| <= 2 (k+3) u |a||b| elementwise, reference in float64 on the host."""
+    """|c - a b| <= 2 (k+3) u |a||b| elementwise (complex: 2 (k+5) u, moduli), reference in
+    float64 / complex128 on the host."""
     import numpy as np
     A, B, C = fw.host(a), fw.host(b), fw.host(c)
     ref = np.matmul(A, B)
     mag = np.matmul(np.abs(A), np.abs(B))
-    u = 2.0 ** -24 if dtype == "float32" else 2.0 ** -53
-    k = A.shape[-1]
+    u = 2.0 ** -24 if dtype in ("float32", "complex64") else 2.0 ** -53
+    k = A.shape[-1] + (2 if dtype.startswith("complex") else 0)
     q = np.max(np.abs(C - ref) / (2 * (k + 3) * u * mag + 1e-300)) if C.size else 0.0
     return q <= 1.0, q
 
@@ -118,15 +126,23 @@ def run_checks(name):
         libs = sorted({l.split()[-1] for l in f if "cublas" in l or "blas_ft" in l})
     print("loaded:", *libs, sep="\n  ", flush=True)
     shapes = [(1, 1, 1), (37, 53, 29), (300, 257, 129), (1024, 512, 768)]
-    for dtype in ("float32", "float64"):
+    for dtype in ("float32", "float64", "complex64", "complex128"):
         dt = getattr(np, dtype)
+        cplx = dtype.startswith("complex")
         seed = 1
         for (m, n, k) in shapes:
-            for op, f in (("matmul", fw.mm), ("dot", fw.dot), ("transposed", None)):
+            ops = [("matmul", fw.mm), ("dot", fw.dot), ("transposed", None)]
+            if cplx:
+                ops.append(("conjugate-transposed", None))
+            for op, f in ops:
                 seed += 1
                 if op == "transposed":
                     a = fw.rand((k, m), dt, seed).T
                     b = fw.rand((n, k), dt, seed + 100).T
+                    f = fw.mm
+                elif op == "conjugate-transposed":
+                    a = fw.rand((k, m), dt, seed).conj().T
+                    b = fw.rand((k, n), dt, seed + 100)
                     f = fw.mm
                 else:
                     a = fw.rand((m, k), dt, seed)
@@ -158,7 +174,8 @@ def run_checks(name):
         a = fw.rand((300, 200), dt, 77)
         b = fw.rand((200, 260), dt, 78)
         s0 = stats(lib, fw)
-        lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype == "float32" else 61)
+        # the real part's exponent for complex types
+        lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype in ("float32", "complex64") else 61)
         c = fw.mm(a, b)
         s1 = stats(lib, fw)
         ok, q = within_bound(fw, a, b, c, dtype)
@@ -193,57 +210,101 @@ def run_checks(name):
             check(dp == (2 if warm else 0), f"torch graph replay (warm stream {warm}): {dp} protected")
 
 
+def timed(fw, f, burst):
+    """ms per product of a burst of `burst` products f(), by CUDA events on the current stream."""
+    if fw.name == "torch":
+        e0, e1 = fw.m.cuda.Event(enable_timing=True), fw.m.cuda.Event(enable_timing=True)
+    else:
+        e0, e1 = fw.m.cuda.Event(), fw.m.cuda.Event()
+    e0.record()
+    for _ in range(burst):
+        c = f()
+    e1.record()
+    e1.synchronize()
+    del c
+    ms = e0.elapsed_time(e1) if fw.name == "torch" else fw.m.cuda.get_elapsed_time(e0, e1)
+    return ms / burst
+
+
 def run_bench(name):
     import numpy as np
+    import statistics
     fw = Framework(name)
     lib = blasft()
-    out = []
+    if lib is None:
+        sys.exit("bench needs LD_PRELOAD=libblas_ft.so (plain runs bypass the interposer)")
+    sizes = {"float32": (1024, 2048, 4096, 8192, 16384), "float64": (1024, 2048, 4096, 8192, 16384),
+             "complex64": (1024, 4096, 8192), "complex128": (1024, 4096, 8192)}
+    s0 = stats(lib, fw)
+    # host time per call (no synchronisation inside the loop): what the interposer and the engine
+    # cost the calling thread, at a size where the GPU is not the limit of a short loop
     for dtype in ("float32", "float64"):
-        dt = getattr(np, dtype)
-        for n in (1024, 2048, 4096, 8192):
-            a, b = fw.rand((n, n), dt, 1), fw.rand((n, n), dt, 2)
-            for _ in range(3):
-                c = fw.mm(a, b)
+        a, b = fw.rand((256, 256), getattr(np, dtype), 3), fw.rand((256, 256), getattr(np, dtype), 4)
+        res = {}
+        for prot in (False, True, False, True, False, True):
+            lib.blasft_cublas_bypass(0 if prot else 1)
+            fw.mm(a, b)
             fw.sync()
-            reps = 10
-            if name == "torch":
-                e0, e1 = fw.m.cuda.Event(enable_timing=True), fw.m.cuda.Event(enable_timing=True)
-            else:
-                e0, e1 = fw.m.cuda.Event(), fw.m.cuda.Event()
-            e0.record()
-            for _ in range(reps):
-                c = fw.mm(a, b)
-            e1.record()
-            e1.synchronize()
-            ms = (e0.elapsed_time(e1) if name == "torch"
-                  else fw.m.cuda.get_elapsed_time(e0, e1)) / reps
-            del c
-            rec = {"framework": name, "dtype": dtype, "n": n, "ms": ms,
-                   "protected": lib is not None}
+            t0 = time.perf_counter()
+            for _ in range(20):
+                fw.mm(a, b)
+            res.setdefault(prot, []).append((time.perf_counter() - t0) / 20 * 1e6)
+            fw.sync()
+        rec = {"framework": name, "dtype": dtype, "n": 256, "host_us_plain": min(res[False]),
+               "host_us_protected": min(res[True])}
+        print(json.dumps(rec), flush=True)
+    for dtype, ns in sizes.items():
+        dt = getattr(np, dtype)
+        for n in ns:
+            a, b = fw.rand((n, n), dt, 1), fw.rand((n, n), dt, 2)
+            pairs, burst = (5, 2) if n >= 8192 else (9, 3)
+            for prot in (0, 1):  # warm-up of both (the engine's context and workspace)
+                lib.blasft_cublas_bypass(1 - prot)
+                timed(fw, lambda: fw.mm(a, b), 2)
+            t = {0: [], 1: []}
+            for _ in range(pairs):
+                for prot in (0, 1):
+                    lib.blasft_cublas_bypass(1 - prot)
+                    t[prot].append(timed(fw, lambda: fw.mm(a, b), burst))
+            lib.blasft_cublas_bypass(0)
+            mp, mq = statistics.median(t[0]), statistics.median(t[1])
+            rec = {"framework": name, "dtype": dtype, "n": n, "plain_ms": mp, "protected_ms": mq,
+                   "ratio": mq / mp, "pairs": pairs, "burst": burst,
+                   "plain_all": t[0], "protected_all": t[1]}
             print(json.dumps(rec), flush=True)
-            out.append(rec)
-    if lib is not None:
-        s = stats(lib, fw)
-        print(json.dumps({"framework": name, "protected_gemms": s.protected_gemms,
-                          "unprotected_gemms": s.unprotected_gemms,
-                          "errors_detected": s.errors_detected}), flush=True)
+            del a, b
+    s1 = stats(lib, fw)
+    print(json.dumps({"framework": name,
+                      "protected_gemms": s1.protected_gemms - s0.protected_gemms,
+                      "unprotected_gemms": s1.unprotected_gemms - s0.unprotected_gemms,
+                      "errors_detected": s1.errors_detected - s0.errors_detected}), flush=True)
 
 
 def table(files):
-    rows = {}
+    rows, host = [], []
     for fn in files:
         for line in open(fn):
             line = line.strip()
             if not line.startswith("{"):
                 continue
             r = json.loads(line)
-            if "ms" in r:
-                rows.setdefault((r["framework"], r["dtype"], r["n"]), {})[r["protected"]] = r["ms"]
-    print("| framework | type | n (m=n=k) | plain ms | protected ms | ratio |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for (fw, dt, n), v in sorted(rows.items()):
-        if True in v and False in v:
-            print(f"| {fw} | {dt} | {n} | {v[False]:.3f} | {v[True]:.3f} | {v[True] / v[False]:.3f} |")
+            if "ratio" in r:
+                rows.append(r)
+            elif "host_us_plain" in r:
+                host.append(r)
+    order = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3}
+    print("| framework | type | n (m=n=k) | plain ms | protected ms | ratio | pairs x burst |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in sorted(rows, key=lambda r: (r["framework"], order[r["dtype"]], r["n"])):
+        print(f"| {r['framework']} | {r['dtype']} | {r['n']} | {r['plain_ms']:.3f} | "
+              f"{r['protected_ms']:.3f} | {r['ratio']:.3f} | {r['pairs']} x {r['burst']} |")
+    if host:
+        print()
+        print("| framework | type | n | host us per call, plain | host us per call, protected |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for r in host:
+            print(f"| {r['framework']} | {r['dtype']} | {r['n']} | {r['host_us_plain']:.1f} | "
+                  f"{r['host_us_protected']:.1f} |")
 
 
 def report(fn):

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Device run of the cuBLAS interposer (issue 5), building nothing: the C entry-point test
 # (protected and BLASFT_MODE=off), the CuPy and PyTorch checks, the plain vs protected benchmark
-# through both and its ratio table. Needs a configured, built build dir (default build-cublas,
-# -Dcuda=enabled). Logs go to $OUT (or ./cublas-out). BENCH=0 skips the benchmark.
+# through both (interleaved in one process, see bench_cublas.py) and its ratio table. Needs a
+# configured, built build dir (-Dcuda=enabled). Logs go to $OUT (or ./cublas-out). BENCH=0 skips
+# the benchmark; T_C, T_CHECK, T_BENCH are the time limits (s) of each program.
 #   scripts/bench_cublas.sh [build-dir]
 B=$(realpath "${1:-build-cublas}")
 O=${OUT:-cublas-out}
@@ -20,20 +21,19 @@ export PYTHONUNBUFFERED=1
 } >"$O/diag.log" 2>&1
 {
   echo "== C entry points (protected)"
-  timeout 120 env BLASFT_REPORT=$R/report-c.json LD_PRELOAD=$LIB "$B/tests/cublas/test_cublas_entry"
+  time timeout "${T_C:-60}" env BLASFT_REPORT=$R/report-c.json LD_PRELOAD=$LIB "$B/tests/cublas/test_cublas_entry"
   echo "rc=$?"
   echo "== C entry points (BLASFT_MODE=off)"
-  timeout 120 env BLASFT_MODE=off LD_PRELOAD=$LIB "$B/tests/cublas/test_cublas_entry" --expect-off
+  time timeout "${T_C:-60}" env BLASFT_MODE=off LD_PRELOAD=$LIB "$B/tests/cublas/test_cublas_entry" --expect-off
   echo "rc=$?"
 } >"$O/c.log" 2>&1
 for fw in torch cupy; do
-  timeout 120 env BLASFT_REPORT=$R/report-$fw.json LD_PRELOAD=$LIB $PY "$S" check $fw >"$O/$fw.log" 2>&1
+  timeout "${T_CHECK:-90}" env BLASFT_REPORT=$R/report-$fw.json LD_PRELOAD=$LIB $PY "$S" check $fw >"$O/$fw.log" 2>&1
   echo "rc=$?" >>"$O/$fw.log"
 done
 [ "${BENCH:-1}" = 0 ] || {
   for fw in torch cupy; do
-    timeout 90 $PY "$S" bench $fw
-    timeout 120 env LD_PRELOAD=$LIB $PY "$S" bench $fw
+    timeout "${T_BENCH:-120}" env LD_PRELOAD=$LIB $PY "$S" bench $fw
   done
 } >"$O/bench.jsonl" 2>&1
 {

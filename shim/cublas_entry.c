@@ -24,7 +24,7 @@
 
 /* ---- cublas?gemm_v2 and their _64 variants ---- */
 
-#define GEMM_V2(sym, field, S, TYPE, I)                                                            \
+#define GEMM_V2(sym, field, S, TYPE, I, PROT)                                                          \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
                                     const S *, const S *, I, const S *, I, const S *, S *, I);     \
     EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
@@ -32,10 +32,10 @@
                               const S *A, I lda, const S *B, I ldb, const S *beta, S *C, I ldc)    \
     {                                                                                              \
         static blasft_call_stat stat = {.name = #sym};                                             \
-        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE, .protectable = 1,   \
-                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
-                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
-                                .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE,                     \
+                                .protectable = PROT, .transa = transa, .transb = transb, .m = m,   \
+                                .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda, .b = B,        \
+                                .ldb = ldb, .beta = beta, .c = C, .ldc = ldc, .batch = 1};         \
         cublasStatus_t st;                                                                         \
         if (blasft_cublas_protect(&c, &st))                                                        \
             return st;                                                                             \
@@ -43,14 +43,23 @@
              C, ldc);                                                                              \
     }
 
-GEMM_V2(cublasSgemm_v2, sgemm_v2, float, BLASFT_TYPE_S, int)
-GEMM_V2(cublasDgemm_v2, dgemm_v2, double, BLASFT_TYPE_D, int)
-GEMM_V2(cublasSgemm_v2_64, sgemm_v2_64, float, BLASFT_TYPE_S, int64_t)
-GEMM_V2(cublasDgemm_v2_64, dgemm_v2_64, double, BLASFT_TYPE_D, int64_t)
+GEMM_V2(cublasSgemm_v2, sgemm_v2, float, BLASFT_TYPE_S, int, 1)
+GEMM_V2(cublasDgemm_v2, dgemm_v2, double, BLASFT_TYPE_D, int, 1)
+GEMM_V2(cublasCgemm_v2, cgemm_v2, cuComplex, BLASFT_TYPE_C, int, 1)
+GEMM_V2(cublasZgemm_v2, zgemm_v2, cuDoubleComplex, BLASFT_TYPE_Z, int, 1)
+GEMM_V2(cublasSgemm_v2_64, sgemm_v2_64, float, BLASFT_TYPE_S, int64_t, 1)
+GEMM_V2(cublasDgemm_v2_64, dgemm_v2_64, double, BLASFT_TYPE_D, int64_t, 1)
+GEMM_V2(cublasCgemm_v2_64, cgemm_v2_64, cuComplex, BLASFT_TYPE_C, int64_t, 1)
+GEMM_V2(cublasZgemm_v2_64, zgemm_v2_64, cuDoubleComplex, BLASFT_TYPE_Z, int64_t, 1)
+/* the Gauss (3M) algorithm: other rounding than the thresholds model, counted unprotected */
+GEMM_V2(cublasCgemm3m, cgemm3m, cuComplex, BLASFT_TYPE_C, int, 0)
+GEMM_V2(cublasZgemm3m, zgemm3m, cuDoubleComplex, BLASFT_TYPE_Z, int, 0)
+GEMM_V2(cublasCgemm3m_64, cgemm3m_64, cuComplex, BLASFT_TYPE_C, int64_t, 0)
+GEMM_V2(cublasZgemm3m_64, zgemm3m_64, cuDoubleComplex, BLASFT_TYPE_Z, int64_t, 0)
 
 /* ---- cublas?gemmStridedBatched and _64 ---- */
 
-#define GEMM_STRIDED(sym, field, S, TYPE, I)                                                       \
+#define GEMM_STRIDED(sym, field, S, TYPE, I, PROT)                                                  \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
                                     const S *, const S *, I, long long, const S *, I, long long,   \
                                     const S *, S *, I, long long, I);                              \
@@ -61,10 +70,10 @@ GEMM_V2(cublasDgemm_v2_64, dgemm_v2_64, double, BLASFT_TYPE_D, int64_t)
                               I batchCount)                                                        \
     {                                                                                              \
         static blasft_call_stat stat = {.name = #sym};                                             \
-        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE, .protectable = 1,   \
-                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
-                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
-                                .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA,             \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE,                     \
+                                .protectable = PROT, .transa = transa, .transb = transb, .m = m,   \
+                                .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda, .b = B,        \
+                                .ldb = ldb, .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA, \
                                 .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
         cublasStatus_t st;                                                                         \
         if (blasft_cublas_protect(&c, &st))                                                        \
@@ -73,18 +82,39 @@ GEMM_V2(cublasDgemm_v2_64, dgemm_v2_64, double, BLASFT_TYPE_D, int64_t)
              ldb, strideB, beta, C, ldc, strideC, batchCount);                                     \
     }
 
-GEMM_STRIDED(cublasSgemmStridedBatched, sgemm_strided, float, BLASFT_TYPE_S, int)
-GEMM_STRIDED(cublasDgemmStridedBatched, dgemm_strided, double, BLASFT_TYPE_D, int)
-GEMM_STRIDED(cublasSgemmStridedBatched_64, sgemm_strided_64, float, BLASFT_TYPE_S, int64_t)
-GEMM_STRIDED(cublasDgemmStridedBatched_64, dgemm_strided_64, double, BLASFT_TYPE_D, int64_t)
+GEMM_STRIDED(cublasSgemmStridedBatched, sgemm_strided, float, BLASFT_TYPE_S, int, 1)
+GEMM_STRIDED(cublasDgemmStridedBatched, dgemm_strided, double, BLASFT_TYPE_D, int, 1)
+GEMM_STRIDED(cublasCgemmStridedBatched, cgemm_strided, cuComplex, BLASFT_TYPE_C, int, 1)
+GEMM_STRIDED(cublasZgemmStridedBatched, zgemm_strided, cuDoubleComplex, BLASFT_TYPE_Z, int, 1)
+GEMM_STRIDED(cublasSgemmStridedBatched_64, sgemm_strided_64, float, BLASFT_TYPE_S, int64_t, 1)
+GEMM_STRIDED(cublasDgemmStridedBatched_64, dgemm_strided_64, double, BLASFT_TYPE_D, int64_t, 1)
+GEMM_STRIDED(cublasCgemmStridedBatched_64, cgemm_strided_64, cuComplex, BLASFT_TYPE_C, int64_t, 1)
+GEMM_STRIDED(cublasZgemmStridedBatched_64, zgemm_strided_64, cuDoubleComplex, BLASFT_TYPE_Z,
+             int64_t, 1)
+GEMM_STRIDED(cublasCgemm3mStridedBatched, cgemm3m_strided, cuComplex, BLASFT_TYPE_C, int, 0)
+GEMM_STRIDED(cublasCgemm3mStridedBatched_64, cgemm3m_strided_64, cuComplex, BLASFT_TYPE_C,
+             int64_t, 0)
 
 /* ---- cublasGemmEx, cublasGemmStridedBatchedEx and _64 ---- */
 
-/* Protected: IEEE float or double data with a compute type of the same precision (the
- * thresholds' model); everything else (half, bf16, int8, TF32 or emulated compute) is not. */
+/* Protected: IEEE real or complex float / double data with a compute type of the same
+ * precision (the thresholds' model); everything else (half, bf16, int8, TF32, 16F or emulated
+ * compute) is not. */
 static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp,
                    blasft_type *t)
 {
+    if (at != bt || at != ct)
+        return 0;
+    const int c32 = comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC;
+    const int c64 = comp == CUBLAS_COMPUTE_64F || comp == CUBLAS_COMPUTE_64F_PEDANTIC;
+    if (at == CUDA_C_32F && c32) {
+        *t = BLASFT_TYPE_C;
+        return 1;
+    }
+    if (at == CUDA_C_64F && c64) {
+        *t = BLASFT_TYPE_Z;
+        return 1;
+    }
     if (at == CUDA_R_32F && bt == CUDA_R_32F && ct == CUDA_R_32F &&
         (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC)) {
         *t = BLASFT_TYPE_S;

@@ -333,6 +333,292 @@ static void captured(cublasHandle_t h, int warm, int expect_protected)
     release(&r);
 }
 
+/* ---- complex types (C, Z): the same entry points, complex data ---- */
+
+typedef struct zcase {
+    int dbl;
+    cublasOperation_t ta, tb;
+    int m, n, k, lda_pad, batch;
+    double alpha[2], beta[2];
+} zcase;
+
+static cublasStatus_t zcall(cublasHandle_t h, entry e, const zcase *g, const void *alpha,
+                            const void *A, int lda, long long sa, const void *B, int ldb,
+                            long long sb, const void *beta, void *C, int ldc, long long sc)
+{
+    cudaDataType dt = g->dbl ? CUDA_C_64F : CUDA_C_32F;
+    cublasComputeType_t ct = g->dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    int m = g->m, n = g->n, k = g->k, b = g->batch;
+    typedef cuComplex cf;
+    typedef cuDoubleComplex cd;
+    switch (e) {
+    case EP_V2:
+        return g->dbl ? cublasZgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
+                      : cublasCgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    case EP_V2_64:
+        return g->dbl ? cublasZgemm_v2_64(h, g->ta, g->tb, m, n, k, (const cd *)alpha,
+                                          (const cd *)A, lda, (const cd *)B, ldb,
+                                          (const cd *)beta, (cd *)C, ldc)
+                      : cublasCgemm_v2_64(h, g->ta, g->tb, m, n, k, (const cf *)alpha,
+                                          (const cf *)A, lda, (const cf *)B, ldb,
+                                          (const cf *)beta, (cf *)C, ldc);
+    case EP_EX:
+        return cublasGemmEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt,
+                            ldc, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_EX_64:
+        return cublasGemmEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C,
+                               dt, ldc, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED:
+        return g->dbl ? cublasZgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
+                                                  ldb, sb, beta, C, ldc, sc, b)
+                      : cublasCgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
+                                                  ldb, sb, beta, C, ldc, sc, b);
+    case EP_STRIDED_64:
+        return g->dbl ? cublasZgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
+                                                     B, ldb, sb, beta, C, ldc, sc, b)
+                      : cublasCgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
+                                                     B, ldb, sb, beta, C, ldc, sc, b);
+    case EP_STRIDED_EX:
+        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B, dt,
+                                          ldb, sb, beta, C, dt, ldc, sc, b, ct,
+                                          CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED_EX_64:
+        return cublasGemmStridedBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B,
+                                             dt, ldb, sb, beta, C, dt, ldc, sc, b, ct,
+                                             CUBLAS_GEMM_DEFAULT);
+    default:
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+/* Complex host data (re, im interleaved), the long-double reference and a bound per element:
+ * 2 (k + 5) u (|alpha| sum |a||b| + |beta||c|), moduli of complex numbers. */
+static void zmake(run *r, const zcase *g)
+{
+    int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
+    int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
+    r->lda = (ar > 1 ? ar : 1) + g->lda_pad;
+    r->ldb = (br > 1 ? br : 1) + g->lda_pad;
+    r->ldc = (g->m > 1 ? g->m : 1) + g->lda_pad;
+    r->na = (size_t)r->lda * (ac > 0 ? ac : 1);
+    r->nb = (size_t)r->ldb * (bc > 0 ? bc : 1);
+    r->nc = (size_t)r->ldc * (g->n > 0 ? g->n : 1);
+    r->sa = (long long)r->na, r->sb = (long long)r->nb, r->sc = (long long)r->nc;
+    size_t B = (size_t)g->batch;
+    r->A = malloc(sizeof(double) * 2 * r->na * B);
+    r->B = malloc(sizeof(double) * 2 * r->nb * B);
+    r->C0 = malloc(sizeof(double) * 2 * r->nc * B);
+    r->ref = malloc(sizeof(double) * 2 * r->nc * B);
+    r->bound = malloc(sizeof(double) * r->nc * B);
+    for (size_t i = 0; i < 2 * r->na * B; i++) r->A[i] = (float)urand();
+    for (size_t i = 0; i < 2 * r->nb * B; i++) r->B[i] = (float)urand();
+    for (size_t i = 0; i < 2 * r->nc * B; i++) r->C0[i] = (float)urand();
+    double u = g->dbl ? 0x1p-53 : 0x1p-24;
+    long double are = g->alpha[0], aim = g->alpha[1], bre = g->beta[0], bim = g->beta[1];
+    for (size_t b = 0; b < B; b++) {
+        const double *A = r->A + 2 * b * r->na, *Bm = r->B + 2 * b * r->nb;
+        const double *C0 = r->C0 + 2 * b * r->nc;
+        for (int j = 0; j < g->n; j++)
+            for (int i = 0; i < g->m; i++) {
+                long double sr = 0, si = 0, mag = 0;
+                for (int l = 0; l < g->k; l++) {
+                    size_t ia = g->ta == CUBLAS_OP_N ? i + (size_t)l * r->lda : l + (size_t)i * r->lda;
+                    size_t ib = g->tb == CUBLAS_OP_N ? l + (size_t)j * r->ldb : j + (size_t)l * r->ldb;
+                    long double xr = A[2 * ia], xi = g->ta == CUBLAS_OP_C ? -A[2 * ia + 1] : A[2 * ia + 1];
+                    long double yr = Bm[2 * ib], yi = g->tb == CUBLAS_OP_C ? -Bm[2 * ib + 1] : Bm[2 * ib + 1];
+                    sr += xr * yr - xi * yi;
+                    si += xr * yi + xi * yr;
+                    mag += sqrtl((xr * xr + xi * xi) * (yr * yr + yi * yi));
+                }
+                size_t oc = i + (size_t)j * r->ldc, o = b * r->nc + oc;
+                long double cr = C0[2 * oc], ci = C0[2 * oc + 1];
+                r->ref[2 * o] = (double)(are * sr - aim * si + bre * cr - bim * ci);
+                r->ref[2 * o + 1] = (double)(are * si + aim * sr + bre * ci + bim * cr);
+                r->bound[o] = 2.0 * (g->k + 5) * u *
+                                  (double)(sqrtl(are * are + aim * aim) * mag +
+                                           sqrtl((bre * bre + bim * bim) * (cr * cr + ci * ci))) +
+                              1e-300;
+            }
+    }
+}
+
+/* complex data to the device in its type (C: floats, Z: doubles) */
+static void *zto_device(const double *x, size_t n, int dbl) { return to_device(x, 2 * n, dbl); }
+
+/* Worst |C - ref| / bound (complex modulus) over the batch; padding must be untouched. */
+static double zcompare(const run *r, const zcase *g, const void *dC)
+{
+    size_t es = g->dbl ? 8 : 4, n = 2 * r->nc * (size_t)g->batch;
+    void *h = malloc(es * (n ? n : 1));
+    cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (size_t b = 0; b < (size_t)g->batch; b++)
+        for (int j = 0; j < g->n; j++)
+            for (int i = 0; i < r->ldc; i++) {
+                size_t o = b * r->nc + i + (size_t)j * r->ldc;
+                double vr = g->dbl ? ((double *)h)[2 * o] : ((float *)h)[2 * o];
+                double vi = g->dbl ? ((double *)h)[2 * o + 1] : ((float *)h)[2 * o + 1];
+                double q = i < g->m ? hypot(vr - r->ref[2 * o], vi - r->ref[2 * o + 1]) / r->bound[o]
+                                    : (vr == r->C0[2 * o] && vi == r->C0[2 * o + 1] ? 0 : INFINITY);
+                if (!(q <= worst))
+                    worst = isnan(q) ? INFINITY : q;
+            }
+    free(h);
+    return worst;
+}
+
+static void zrelease(run *r) { release(r); }
+
+/* The scalars of g in its type, in host memory (dev = 0) or device memory (dev = 1). */
+static void zscalars(const zcase *g, int dev, float sf[4], double sd[4], void **dscal,
+                     const void **alpha, const void **beta)
+{
+    for (int i = 0; i < 2; i++) {
+        sd[i] = g->alpha[i], sd[2 + i] = g->beta[i];
+        sf[i] = (float)g->alpha[i], sf[2 + i] = (float)g->beta[i];
+    }
+    const void *src = g->dbl ? (const void *)sd : (const void *)sf;
+    size_t half = g->dbl ? 16 : 8;
+    *dscal = NULL;
+    if (dev) {
+        cudaMalloc(dscal, 2 * half);
+        cudaMemcpy(*dscal, src, 2 * half, cudaMemcpyHostToDevice);
+        src = *dscal;
+    }
+    *alpha = src;
+    *beta = (const char *)src + half;
+}
+
+static const char *zname(const zcase *g) { return g->dbl ? "Z" : "C"; }
+
+static void zone(cublasHandle_t h, entry e, zcase g, int device_scalars, int expect_protected)
+{
+    if (!is_batched(e))
+        g.batch = 1;
+    run r;
+    zmake(&r, &g);
+    void *dA = zto_device(r.A, r.na * g.batch, g.dbl), *dB = zto_device(r.B, r.nb * g.batch, g.dbl);
+    void *dC = zto_device(r.C0, r.nc * g.batch, g.dbl);
+    float sf[4];
+    double sd[4];
+    void *dscal;
+    const void *alpha, *beta;
+    zscalars(&g, device_scalars, sf, sd, &dscal, &alpha, &beta);
+    if (device_scalars)
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
+    stats_t s0 = stats_now();
+    cublasStatus_t st = zcall(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
+    stats_t s1 = stats_now();
+    cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
+    double q = zcompare(&r, &g, dC);
+    int gemms = g.m && g.n ? g.batch : 0;
+    int prot = expect_protected && g.k ? gemms : 0;
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "%s %s %dx%dx%d: status %d", entry_names[e], zname(&g),
+          g.m, g.n, g.k, (int)st);
+    CHECK(q <= 1.0, "%s %s %c%c %dx%dx%d lda+%d batch %d dev %d: error %.3g x bound",
+          entry_names[e], zname(&g), "NTC"[g.ta], "NTC"[g.tb], g.m, g.n, g.k, g.lda_pad, g.batch,
+          device_scalars, q);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
+          "%s %s %dx%dx%d: %llu protected, expected %d", entry_names[e], zname(&g), g.m, g.n, g.k,
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
+    CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(gemms - prot),
+          "%s %s: %llu unprotected, expected %d", entry_names[e], zname(&g),
+          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms), gemms - prot);
+    CHECK(s1.errors_detected == s0.errors_detected, "%s %s: false positive", entry_names[e],
+          zname(&g));
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
+    zrelease(&r);
+}
+
+static const zcase zshapes[] = {
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, 0, 1, {1.0, 0.0}, {0.0, 0.0}},
+    {0, CUBLAS_OP_N, CUBLAS_OP_C, 37, 53, 29, 0, 3, {1.5, -0.5}, {-0.25, 0.75}},
+    {0, CUBLAS_OP_T, CUBLAS_OP_N, 300, 257, 129, 5, 2, {-1.0, 0.5}, {1.0, 0.0}},
+    {0, CUBLAS_OP_C, CUBLAS_OP_T, 131, 1, 200, 2, 2, {0.75, 0.0}, {0.0, 0.0}},
+    {0, CUBLAS_OP_C, CUBLAS_OP_C, 1, 97, 130, 0, 2, {0.0, 1.0}, {0.0, 2.0}},
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 0, 0, 2, {1.0, 0.0}, {0.5, -0.5}}, /* k = 0 */
+    {0, CUBLAS_OP_N, CUBLAS_OP_N, 0, 17, 5, 0, 2, {1.0, 0.0}, {0.5, 0.0}},   /* empty */
+};
+
+/* A fault planted in the real part of C after the main GEMM must be corrected. */
+static void zplanted(cublasHandle_t h, entry e, int dbl, int batch)
+{
+    zcase g = {dbl, CUBLAS_OP_C, CUBLAS_OP_N, 300, 257, 129, 3, batch, {1.0, -0.5}, {0.5, 0.25}};
+    if (!is_batched(e))
+        g.batch = 1;
+    run r;
+    zmake(&r, &g);
+    void *dA = zto_device(r.A, r.na * g.batch, dbl), *dB = zto_device(r.B, r.nb * g.batch, dbl);
+    void *dC = zto_device(r.C0, r.nc * g.batch, dbl);
+    float sf[4];
+    double sd[4];
+    void *dscal;
+    const void *alpha, *beta;
+    zscalars(&g, 0, sf, sd, &dscal, &alpha, &beta);
+    stats_t s0 = stats_now();
+    CHECK(plant_fault(g.batch, 100, 200, dbl ? 61 : 29) == 0, "plant_fault");
+    cublasStatus_t st = zcall(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
+    stats_t s1 = stats_now();
+    double q = zcompare(&r, &g, dC);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "planted %s %s: status %d", entry_names[e], zname(&g), (int)st);
+    CHECK(s1.faults_injected - s0.faults_injected == (uint64_t)g.batch,
+          "planted %s %s: %llu injected", entry_names[e], zname(&g),
+          (unsigned long long)(s1.faults_injected - s0.faults_injected));
+    CHECK(s1.errors_detected > s0.errors_detected, "planted %s %s: not detected", entry_names[e],
+          zname(&g));
+    CHECK(s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed >=
+              (uint64_t)g.batch, "planted %s %s: not corrected", entry_names[e], zname(&g));
+    CHECK(q <= 1.0, "planted %s %s: result off by %.3g x bound", entry_names[e], zname(&g), q);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    zrelease(&r);
+}
+
+/* Complex calls the thresholds do not cover (3M algorithm, TF32 compute): correct results,
+ * counted unprotected. */
+static void zunprotected(cublasHandle_t h)
+{
+    zcase g = {0, CUBLAS_OP_N, CUBLAS_OP_T, 70, 45, 33, 0, 1, {1.0, 0.5}, {0.0, 0.0}};
+    run r;
+    zmake(&r, &g);
+    void *dA = zto_device(r.A, r.na, 0), *dB = zto_device(r.B, r.nb, 0), *dC = zto_device(r.C0, r.nc, 0);
+    float sf[4];
+    double sd[4];
+    void *dscal;
+    const void *alpha, *beta;
+    zscalars(&g, 0, sf, sd, &dscal, &alpha, &beta);
+    stats_t s0 = stats_now();
+    CHECK(cublasCgemm3m(h, g.ta, g.tb, g.m, g.n, g.k, alpha, dA, r.lda, dB, r.ldb, beta, dC,
+                        r.ldc) == CUBLAS_STATUS_SUCCESS, "Cgemm3m");
+    stats_t s1 = stats_now();
+    /* 3M: other rounding; a loose absolute bound still catches a wrong product */
+    double worst = 0;
+    {
+        cuComplex *hc = malloc(sizeof(cuComplex) * r.nc);
+        cudaMemcpy(hc, dC, sizeof(cuComplex) * r.nc, cudaMemcpyDeviceToHost);
+        for (int j = 0; j < g.n; j++)
+            for (int i = 0; i < g.m; i++) {
+                size_t o = i + (size_t)j * r.ldc;
+                worst = fmax(worst, hypot(hc[o].x - r.ref[2 * o], hc[o].y - r.ref[2 * o + 1]));
+            }
+        free(hc);
+    }
+    CHECK(worst < 1e-3, "Cgemm3m result off by %g", worst);
+    CHECK(cublasGemmEx(h, g.ta, g.tb, g.m, g.n, g.k, alpha, dA, CUDA_C_32F, r.lda, dB, CUDA_C_32F,
+                       r.ldb, beta, dC, CUDA_C_32F, r.ldc, CUBLAS_COMPUTE_32F_FAST_TF32,
+                       CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS, "GemmEx C TF32");
+    stats_t s2 = stats_now();
+    CHECK(s1.protected_gemms == s0.protected_gemms && s1.unprotected_gemms - s0.unprotected_gemms == 1,
+          "Cgemm3m: %llu protected, %llu unprotected",
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
+    CHECK(s2.protected_gemms == s1.protected_gemms && s2.unprotected_gemms - s1.unprotected_gemms == 1,
+          "GemmEx C TF32: %llu protected, %llu unprotected",
+          (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+          (unsigned long long)(s2.unprotected_gemms - s1.unprotected_gemms));
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    zrelease(&r);
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = argc > 1 && strcmp(argv[1], "--expect-off") == 0;
@@ -360,6 +646,15 @@ int main(int argc, char **argv)
                 g.dbl = dbl;
                 one(h, (entry)e, g, (int)(i == 2), prot);
             }
+
+    for (int e = 0; e < EP_COUNT; e++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (size_t i = 0; i < sizeof zshapes / sizeof zshapes[0]; i++) {
+                zcase g = zshapes[i];
+                g.dbl = dbl;
+                zone(h, (entry)e, g, (int)(i == 2), prot);
+            }
+    zunprotected(h);
 
     /* not protected: TF32 math mode, TF32 compute type, half data */
     cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
@@ -442,6 +737,11 @@ int main(int argc, char **argv)
         planted(h, EP_EX, 0, 1);
         planted(h, EP_STRIDED, 1, 2);
         planted(h, EP_STRIDED_EX_64, 0, 3);
+        zplanted(h, EP_V2, 0, 1);
+        zplanted(h, EP_V2_64, 1, 1);
+        zplanted(h, EP_EX, 1, 1);
+        zplanted(h, EP_STRIDED, 1, 2);
+        zplanted(h, EP_STRIDED_EX_64, 0, 3);
     }
     /* cold first: a stream created after another was destroyed may reuse its handle value */
     captured(h, 0, prot);
