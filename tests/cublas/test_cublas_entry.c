@@ -1,8 +1,8 @@
 /* An unmodified cuBLAS program, run with LD_PRELOAD=libblas_ft.so (suite 'cublas'): every
  * interposed GEMM entry point (real and complex types) against a host reference on fresh random
  * data (awkward shapes, transposes, lda > m, device pointer mode, batches), the counters of
- * protected and unprotected
- * GEMMs, status codes of invalid calls, planted faults corrected, and a CUDA graph capture.
+ * protected and unprotected GEMMs, status codes of invalid calls, planted faults corrected, and
+ * a CUDA graph capture.
  * --expect-off: run under BLASFT_MODE=off, every GEMM must pass through unprotected.
  * Exits 77 without a GPU. No cmocka (the device machine has none). */
 #include <cublas_v2.h>
