@@ -46,6 +46,18 @@ enum {
 };
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages);
 
+/* Where the context-independent work runs (benchmark and tests; the default is the automatic
+ * rule): encoding and top-p lists (PRE) and the reference GEMMs (REF) each either overlapped with
+ * the main GEMM on the helper stream or before it on the caller's stream. */
+enum {
+    BLASFT_GPU_SCHED_AUTO = -1,
+    BLASFT_GPU_SCHED_OVERLAP = 0,
+    BLASFT_GPU_SCHED_PRE_SERIAL = 1,
+    BLASFT_GPU_SCHED_REF_SERIAL = 2,
+    BLASFT_GPU_SCHED_SERIAL = 3,
+};
+void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,8 @@ struct blasft_gpu_ctx {
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
+    int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
+    int pmode[2]; /* pointer mode last set on h0, h1 (-1 unknown): set only when it changes */
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
     void *hook_user;
 };
@@ -273,13 +275,35 @@ cublasStatus_t xgemm<double2>(cublasHandle_t h, cublasOperation_t ta, cublasOper
                      (int)ldc);
 }
 
+/* The handles are the engine's own, so the mode last set is still the handle's mode: setting it
+ * only on a change saves two library calls per GEMM. */
 int set_mode(blasft_gpu_ctx *ctx, int on_device)
 {
     cublasPointerMode_t pm = on_device ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST;
-    return blas_ok(cb->set_pointer_mode(ctx->h0, pm), "cublasSetPointerMode") &&
-                   blas_ok(cb->set_pointer_mode(ctx->h1, pm), "cublasSetPointerMode")
-               ? 0
-               : -2;
+    cublasHandle_t h[2] = {ctx->h0, ctx->h1};
+    for (int i = 0; i < 2; i++) {
+        if (ctx->pmode[i] == on_device)
+            continue;
+        ctx->pmode[i] = -1;
+        if (!blas_ok(cb->set_pointer_mode(h[i], pm), "cublasSetPointerMode"))
+            return -2;
+        ctx->pmode[i] = on_device;
+    }
+    return 0;
+}
+
+/* Where the context-independent work runs when the caller did not choose (see
+ * docs/gpu-benchmark.md, "Schedule"): measured per size on an H200. */
+int auto_schedule(size_t ts, int P, int64_t m, int64_t n, int64_t k)
+{
+    /* Overlapped was best up to n = 8192 in both types (serial: D 4096 1.19 vs 1.12, S 1.17 vs
+     * 1.06). For real FP64 at n = 16384 the serial one measured 1.00-1.01 against 1.03: the card
+     * runs into its power cap there, and the overlapped memory traffic on top of the GEMM's
+     * costs clock. */
+    const double mnk = (double)m * (double)n * (double)k;
+    if (ts == 8 && P == 1 && mnk >= 0x1p41)
+        return BLASFT_GPU_SCHED_SERIAL;
+    return BLASFT_GPU_SCHED_OVERLAP;
 }
 
 template <typename T> int plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
@@ -390,26 +414,36 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const int ws = p->weights;
     const int skip = ctx->skip;
+    const int sched = ctx->sched >= 0 ? ctx->sched : auto_schedule(sizeof(T), P, m, n, k);
+    /* pre: encoding and top-p lists; ref: the reference GEMMs. On the helper stream they overlap
+     * the main GEMM (and are time-sliced into it); on the caller's stream they run before it,
+     * alone on the GPU at full bandwidth. */
+    const bool pre_serial = (sched & BLASFT_GPU_SCHED_PRE_SERIAL) != 0;
+    const bool ref_serial = (sched & BLASFT_GPU_SCHED_REF_SERIAL) != 0;
+    cudaStream_t sp = pre_serial ? s0 : s1;
+    cublasHandle_t hr = ref_serial ? ctx->h0 : ctx->h1;
     cudaMemsetAsync(kg.cnt, 0, sizeof(gk_counters), s0);
 
     /* fork: context-independent work on s1 */
-    cudaEventRecord(ctx->ev_fork, s0);
-    cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+    if (!pre_serial) {
+        cudaEventRecord(ctx->ev_fork, s0);
+        cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+    }
     if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
         gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, s1, ta == 'C');
+                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
         gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
-                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, s1, tb == 'C');
+                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, sp, tb == 'C');
     }
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
-        gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, s1);
-        gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, s1);
+        gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
+        gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
         if (!kg.block_lists) {
-            gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, s1);
-            gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, s1);
+            gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
+            gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
-        gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, s1);
-        gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, s1);
+        gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
+        gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
     }
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
@@ -421,9 +455,30 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         if (keep_old)
             cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
                               cudaMemcpyDeviceToDevice, s0);
+    }
+    /* the reference GEMMs need the encodings and the old C's checksums on their stream */
+    if (!ref_serial && (need_cold || pre_serial)) {
         cudaEventRecord(ctx->ev_cold, s0);
         cudaStreamWaitEvent(s1, ctx->ev_cold, 0);
+    } else if (ref_serial && !pre_serial) {
+        cudaEventRecord(ctx->ev_cold, s1);
+        cudaStreamWaitEvent(s0, ctx->ev_cold, 0);
     }
+
+    /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
+    static const T zero = T{};
+    const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
+    auto ref_gemms = [&]() {
+        return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
+               (blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
+                                 kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
+                        "cublas gemm (column checksums)") &&
+                blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha,
+                                 kg.A, g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
+                        "cublas gemm (row checksums)"));
+    };
+    if (ref_serial && !ref_gemms())
+        return -2;
 
     if (!blas_ok(xgemm<T>(ctx->h0, op_of(ta), op_of(tb), m, n, k, (const T *)g->alpha, kg.A,
                           g->lda, kg.B, g->ldb, (const T *)g->beta, kg.C, g->ldc),
@@ -432,25 +487,18 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (ctx->hook)
         ctx->hook((void *)s0, ctx->hook_user);
 
-    /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
-    static const T zero = T{};
-    const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
-    if (!(skip & BLASFT_GPU_SKIP_REFGEMM) &&
-        !blas_ok(xgemm<T>(ctx->h1, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
-                          kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
-                 "cublas gemm (column checksums)") ||
-        (!(skip & BLASFT_GPU_SKIP_REFGEMM) &&
-        !blas_ok(xgemm<T>(ctx->h1, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha, kg.A,
-                          g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
-                 "cublas gemm (row checksums)")))
-        return -2;
-    cudaEventRecord(ctx->ev_ref, s1);
+    if (!ref_serial) {
+        if (!ref_gemms())
+            return -2;
+        cudaEventRecord(ctx->ev_ref, s1);
+    }
 
     /* the check: checksums of the new C, then compare / locate / correct */
     if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C)) {
         gk_check_sums<T>(kg.C, g->ldc, m, n, bs, r, ws, kg.Ccs_rec, kg.Crs_rec, kg.cnt, s0);
     }
-    cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
+    if (!ref_serial)
+        cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     if (!(skip & BLASFT_GPU_SKIP_COMPARE))
         gk_check<T>(kg, s0);
 
@@ -538,6 +586,8 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
     if (!ctx)
         return nullptr;
     ctx->s0 = (cudaStream_t)stream;
+    ctx->sched = -1;
+    ctx->pmode[0] = ctx->pmode[1] = -1;
     /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY): high lets the short memory-bound
      * kernels in between the main GEMM's blocks as soon as they are ready */
     int lo = 0, hi = 0, prio = 0;
@@ -740,6 +790,11 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
 }
 
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages) { ctx->skip = stages; }
+
+void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule)
+{
+    ctx->sched = schedule >= 0 && schedule <= BLASFT_GPU_SCHED_SERIAL ? schedule : -1;
+}
 
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user)
 {

@@ -206,17 +206,23 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
     const int q = tid >> 6, cc = (tid >> 1) & 31;
     blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
     double ax = 0.0;
-    for (int ps = 0; ps < len; ps += 32) {
-        T x[4];
+    /* the next tile's loads are issued before this tile's sums (register double buffering) */
+    T x[4];
+    auto load = [&](int ps) {
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             int c = (tid >> 5) + 8 * u;
             x[u] = ps + lane < len && l0 + c < L ? X[(s0 + ps + lane) + (l0 + c) * ld] : (T)0;
         }
+    };
+    load(0);
+    for (int ps = 0; ps < len; ps += 32) {
 #pragma unroll
         for (int u = 0; u < 4; u++)
             sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
         __syncthreads();
+        if (ps + 32 < len)
+            load(ps + 32);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             int row = q * 8 + i;
@@ -274,13 +280,15 @@ encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int 
     if (live) {
         const T *p = X + l + s0 * ld;
         int s = 0;
-        /* four loads in flight before their use */
-        for (; s + 4 <= len; s += 4) {
-            T x0 = p[(s + 0) * ld], x1 = p[(s + 1) * ld], x2 = p[(s + 2) * ld], x3 = p[(s + 3) * ld];
-            take(acc, ax, aux.kind, x0, r, wscheme, s, bs);
-            take(acc, ax, aux.kind, x1, r, wscheme, s + 1, bs);
-            take(acc, ax, aux.kind, x2, r, wscheme, s + 2, bs);
-            take(acc, ax, aux.kind, x3, r, wscheme, s + 3, bs);
+        /* eight loads in flight before their use (the sums' order is the sequential one) */
+        for (; s + 8 <= len; s += 8) {
+            T x[8];
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                x[u] = p[(s + u) * ld];
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                take(acc, ax, aux.kind, x[u], r, wscheme, s + u, bs);
         }
         for (; s < len; s++)
             take(acc, ax, aux.kind, p[s * ld], r, wscheme, s, bs);
@@ -900,19 +908,28 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     for (int e = tid; e < (int)fused_state(bs, r); e += kThreads)
         colst[e] = blasft_csum{0.0, 0.0};
     __syncthreads();
+    /* the next tile's loads are issued before this tile's sums (register double buffering),
+     * so every thread keeps loads in flight across the barriers; the sums' order is unchanged */
+    T x[4];
+    auto load = [&](int ps, int qs) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int cc = (tid >> 5) + 8 * u, i = ps + lane, j = qs + cc;
+            x[u] = i < rows_t && j < cols_t ? C[(i0 + i) + (j0 + j) * ldc] : (T)0;
+        }
+    };
+    load(0, 0);
     for (int ps = 0; ps < rows_t; ps += kSub) {
         blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
         for (int qs = 0; qs < cols_t; qs += kSub) {
-            T x[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                int cc = (tid >> 5) + 8 * u, i = ps + lane, j = qs + cc;
-                x[u] = i < rows_t && j < cols_t ? C[(i0 + i) + (j0 + j) * ldc] : (T)0;
-            }
 #pragma unroll
             for (int u = 0; u < 4; u++)
                 sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
             __syncthreads();
+            if (qs + kSub < cols_t)
+                load(ps, qs + kSub);
+            else if (ps + kSub < rows_t)
+                load(ps + kSub, 0);
             if (rows_side) {
 #pragma unroll 4
                 for (int c = h * 16; c < h * 16 + 16; c++) {

@@ -2,6 +2,7 @@
  * data, no faults. One JSON object per (type, shape, block size) on stdout.
  * Usage: bench_gpu_gemm TYPES SHAPES BLOCKS CHECKSUMS REPS
  * BENCH_SKIPS="0,1,2,..." adds runs with stages left out (gpu_debug.h), for the breakdown.
+ * BENCH_SCHED="-1,0,1,3" runs every listed schedule (gpu_debug.h; -1, the default, is automatic).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -119,6 +120,12 @@ int main(int argc, char **argv)
                 }
                 char skips[128];
                 snprintf(skips, sizeof skips, "%s", getenv("BENCH_SKIPS") ? getenv("BENCH_SKIPS") : "0");
+                char scheds[64];
+                snprintf(scheds, sizeof scheds, "%s", getenv("BENCH_SCHED") ? getenv("BENCH_SCHED") : "-1");
+                char *sc_save = NULL;
+                for (char *sc = strtok_r(scheds, ",", &sc_save); sc; sc = strtok_r(NULL, ",", &sc_save)) {
+                int sched = atoi(sc);
+                blasft_gpu_set_schedule(ctx, sched);
                 char *sk_save = NULL;
                 for (char *sk = strtok_r(skips, ",", &sk_save); sk; sk = strtok_r(NULL, ",", &sk_save)) {
                 int skip = atoi(sk);
@@ -153,18 +160,21 @@ int main(int argc, char **argv)
                 printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
-                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"lists\":\"%s\"}\n",
+                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\"}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
-                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip,
+                       (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip, sched,
                        p.pea_block_lists ? "block" : "vector");
                 fflush(stdout);
                 free(tp);
                 free(tq);
                 }
+                snprintf(skips, sizeof skips, "%s", getenv("BENCH_SKIPS") ? getenv("BENCH_SKIPS") : "0");
+                }
                 blasft_gpu_set_skip(ctx, 0);
+                blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
             }
             ck(cudaFree(A), "free");
             ck(cudaFree(B), "free");

@@ -116,6 +116,8 @@ static void clean_sweep(void)
                 if (s == 3 && tr == 0)
                     p.block_size = 50; /* not a power of two */
                 p.pea_block_lists = (int)(s + t) % 2;
+                /* every schedule (overlapped / serial encoding and reference GEMMs) in turn */
+                blasft_gpu_set_schedule(ctx, (int)(s + 2 * tr + t) % 4);
                 gh_data d;
                 gh_make(&d, &c, seed++);
                 double *out = malloc(8 * (size_t)(c.m * c.n + 1));
@@ -185,6 +187,7 @@ static void faults(void)
             p.mode = x->mode;
             p.on_error = x->on_error;
             p.pea_block_lists = t == 0; /* S with block lists, D with vector lists */
+            blasft_gpu_set_schedule(ctx, (int)(f + t) % 4);
             gh_data d;
             gh_make(&d, &c, seed++);
             plant pl;
@@ -302,11 +305,12 @@ static void host_entry(void)
 }
 
 /* Capture in a CUDA graph (workspace reserved first), replay, compare. */
-static void graph_capture(void)
+static void graph_capture(int schedule)
 {
     cudaStream_t st;
     cudaStreamCreate(&st);
     blasft_gpu_ctx *gc = blasft_gpu_ctx_create(st);
+    blasft_gpu_set_schedule(gc, schedule);
     gh_case c = make_case(BLASFT_TYPE_D, 'N', 'T', 200, 130, 64, 1, 1.0, 0.25, 0);
     blasft_gpu_params p;
     gh_params(&p, 64, 2);
@@ -359,9 +363,11 @@ int main(void)
     }
     clean_sweep();
     faults();
+    blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
     edge_shapes();
     host_entry();
-    graph_capture();
+    graph_capture(BLASFT_GPU_SCHED_OVERLAP);
+    graph_capture(BLASFT_GPU_SCHED_SERIAL);
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);
     return gh_failures ? 1 : 0;
