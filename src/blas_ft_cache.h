@@ -16,12 +16,13 @@ extern "C" {
 #endif
 
 /* The program wrote host memory [ptr, ptr + bytes) (or will have, before its next BLAS call on
- * it): device copies of that memory are refreshed at their next use, without a check, and only
- * the declared part is uploaded. Required with BLASFT_CACHE=declared for every write to an
- * operand; harmless (and a saving) otherwise. */
+ * it): device copies of that memory are refreshed at their next use without a check. With
+ * BLASFT_CACHE=declared only the declared part is uploaded (every write to an operand must be
+ * declared); with BLASFT_CACHE=hash the whole copy is (the check is saved). */
 BLASFT_API void blasft_cache_mark_changed(const void *ptr, size_t bytes);
 
-/* The program did not write [ptr, ptr + bytes) since its last BLAS call on it: the next use of
+/* The program did not write [ptr, ptr + bytes) since its last BLAS call on it, and will not
+ * before the next: the next use of
  * each device copy lying wholly inside the range skips the check (one use; declare again before
  * the following one). A false declaration gives stale results. */
 BLASFT_API void blasft_cache_mark_unchanged(const void *ptr, size_t bytes);

@@ -29,6 +29,8 @@ struct blasft_cache_entry {
     int nranges;
     range ranges[MAX_RANGES];
     bool declared_unchanged; /* one use without the check */
+    bool needs_check;        /* the memory was used through another entry since this one's last
+                                use: declarations of "unchanged" do not cover it */
     bool hash_valid;         /* hash describes the host data as last synchronised */
     blasft_hash128 hash;
     int pins;                /* users holding a ref */
@@ -441,12 +443,30 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
     e->host_all_changed = false;
     e->nranges = 0;
     e->declared_unchanged = false;
+    e->needs_check = false;
+    /* A declaration "unchanged since the last use" speaks of the memory's last use, through
+     * whichever entry: other entries over the same bytes (other shapes) lose theirs, and cannot
+     * take one until they are checked themselves (they may be older than this use). */
+    uintptr_t elo = (uintptr_t)e->key.host, ehi = elo + e->span;
+    for (blasft_cache_entry *o = c->lru_head; o; o = o->lru_next) {
+        uintptr_t olo = (uintptr_t)o->key.host;
+        if (o != e && olo < ehi && olo + o->span > elo) {
+            o->declared_unchanged = false;
+            o->needs_check = true;
+        }
+    }
     pthread_mutex_unlock(&c->lock);
 
     unsigned did = 0;
     bool hashed = false;
     blasft_hash128 h = {0, 0};
     const bool hash_mode = c->opts.mode == BLASFT_CACHE_HASH;
+    if (hash_mode && nr > 0 && !dev_changed) {
+        /* a declaration says what changed, not that the rest did not: only mode declared trusts
+         * that, mode hash uploads everything (the check would fail anyway) */
+        all = true;
+        nr = 0;
+    }
     if (!load) {
         all = false;
         nr = 0;
@@ -622,6 +642,7 @@ int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref)
     e->hash = h;
     e->hash_valid = hash_mode;
     pthread_mutex_unlock(&c->lock);
+    ref->downloaded = true;
     return 0;
 }
 
@@ -632,7 +653,7 @@ void blasft_cache_release(blasft_cache *c, blasft_cache_ref *ref, unsigned how)
         return;
     pthread_mutex_lock(&c->lock);
     if (how & BLASFT_CACHE_DEVICE_WROTE) {
-        e->device_changed = true;
+        e->device_changed = !ref->downloaded;
         for (int s = 0; s < BLASFT_CACHE_SLOTS; s++)
             e->enc_valid[s] = e->enc[s] && (ref->enc_written & (1u << s));
     }
@@ -700,7 +721,7 @@ void blasft_cache_mark_host_unchanged(blasft_cache *c, const void *ptr, size_t b
     for (blasft_cache_entry *e = c->lru_head; e; e = e->lru_next) {
         uintptr_t elo = (uintptr_t)e->key.host, ehi = elo + e->span;
         /* a declared change since the last use stays: the later declaration cannot undo it */
-        if (elo >= lo && ehi <= hi && !e->host_all_changed && e->nranges == 0)
+        if (elo >= lo && ehi <= hi && !e->host_all_changed && e->nranges == 0 && !e->needs_check)
             e->declared_unchanged = true;
     }
     pthread_mutex_unlock(&c->lock);

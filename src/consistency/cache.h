@@ -87,7 +87,8 @@ typedef struct blasft_cache_ref {
     /* Set by a writer before release: the slots whose encoding it rewrote for the new content
      * (a result C kept encoded: its check recomputed its checksums). */
     unsigned enc_written;
-    bool writer; /* acquired with BLASFT_CACHE_WRITE (internal) */
+    bool writer;     /* acquired with BLASFT_CACHE_WRITE (internal) */
+    bool downloaded; /* blasft_cache_download ran: the host has what the writer wrote */
 } blasft_cache_ref;
 
 /* A device copy equal to the host sub-matrix now (unless NO_LOAD), with the asked encodings.
@@ -101,7 +102,8 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
 int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref);
 
 /* release flags */
-#define BLASFT_CACHE_DEVICE_WROTE 0x1u /* the device copy was written (deviceChanged) */
+#define BLASFT_CACHE_DEVICE_WROTE 0x1u /* the device copy was written (deviceChanged, unless it
+                                          was downloaded with blasft_cache_download) */
 
 void blasft_cache_release(blasft_cache *c, blasft_cache_ref *ref, unsigned how);
 
@@ -110,9 +112,10 @@ void blasft_cache_release(blasft_cache *c, blasft_cache_ref *ref, unsigned how);
 int blasft_cache_sync_host(blasft_cache *c, const blasft_cache_key *key);
 
 /* Declarations about host memory [ptr, ptr + bytes) (the public blasft_cache_mark_* apply them to
- * every cache): changed -> the overlapping parts of entries are uploaded at their next use, no
- * check; unchanged since its last use -> the next use of every entry lying inside the range skips
- * the check (one use). */
+ * every cache): changed -> entries overlapping it are uploaded at their next use without a check
+ * (mode declared: only the declared ranges, the rest is trusted unchanged; mode hash: all of it);
+ * unchanged since its last use and until its next -> the next use of every entry lying inside
+ * the range skips the check (one use). */
 void blasft_cache_mark_host_changed(blasft_cache *c, const void *ptr, size_t bytes);
 void blasft_cache_mark_host_unchanged(blasft_cache *c, const void *ptr, size_t bytes);
 /* Device code other than ours wrote the device copy of key (deviceChanged). */

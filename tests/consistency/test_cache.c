@@ -77,9 +77,9 @@ static void test_host_changed_cases(void **state)
     assert_true(use(&f, &k) & BLASFT_CACHE_DID_UPLOAD);
     a[9] = -7;                                                     /* padding row: not the key's */
     assert_int_equal(use(&f, &k), BLASFT_CACHE_DID_CHECK);
-    a[2 * 11 + 1] = 42.0;                                          /* declared: partial, no check */
+    a[2 * 11 + 1] = 42.0;                                          /* declared: no check */
     blasft_cache_mark_changed(&a[2 * 11 + 1], sizeof(double));
-    assert_int_equal(use(&f, &k), BLASFT_CACHE_DID_PARTIAL | BLASFT_CACHE_DID_ENCODE);
+    assert_int_equal(use(&f, &k), BLASFT_CACHE_DID_UPLOAD | BLASFT_CACHE_DID_ENCODE);
     blasft_cache_mark_unchanged(a, sizeof(double) * 11 * 9);      /* declared unchanged */
     assert_int_equal(use(&f, &k), 0);
     assert_int_equal(use(&f, &k), BLASFT_CACHE_DID_CHECK);         /* one use only */
@@ -288,6 +288,9 @@ static void test_modes(void **state)
     assert_true(use(&f, &k) & BLASFT_CACHE_DID_UPLOAD);
     assert_int_equal(use(&f, &k), 0);
     a[6] = 3;
+    blasft_cache_mark_changed(&a[6], sizeof(double)); /* only the declared part goes up */
+    assert_int_equal(use(&f, &k), BLASFT_CACHE_DID_PARTIAL | BLASFT_CACHE_DID_ENCODE);
+    a[0] = 4, a[24] = 5;
     blasft_cache_mark_changed(a, 5 * 5 * sizeof(double));
     assert_true(use(&f, &k) & BLASFT_CACHE_DID_UPLOAD);
     blasft_cache_stats st;
