@@ -1,0 +1,17 @@
+/* The CUDA device-memory backend of the consistency layer (src/consistency/devmem.h): cudaMalloc'ed
+ * copies, transfers through persistent pinned staging buffers of bounded size (the caller's memory
+ * is never pinned), split in two halves so that the host-side copy of one tile overlaps the DMA
+ * of the other (cudaMemcpy2DAsync on two streams). Compiled with -Dcuda=enabled; NOT used by
+ * default and not yet run on a GPU (docs/consistency.md). */
+#ifndef BLASFT_OFFLOAD_BACKEND_H
+#define BLASFT_OFFLOAD_BACKEND_H
+
+#include "consistency/devmem.h"
+
+#include <stddef.h>
+
+/* staging_bytes: pinned bytes in all (BLASFT_STAGING). NULL if CUDA or the pinned allocation
+ * fails. */
+blasft_devmem *blasft_offload_backend_create(size_t staging_bytes);
+
+#endif
