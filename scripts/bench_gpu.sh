@@ -2,6 +2,7 @@
 # Protected GPU GEMM vs plain cuBLAS, side by side in one process (tests/gpu/bench_gpu_gemm.c).
 # Usage: scripts/bench_gpu.sh [BUILD_DIR] [OUT_DIR]; environment: TYPES (S,D; C and Z too), SIZES (square n or
 # MxNxK items), BLOCKS (32,64,128,256), CHECKSUMS (1), REPS (10).
+# BENCH_SCHED (-1 automatic, or a list of 0-3: tests/gpu/bench_gpu_gemm.c) and BENCH_SKIPS pass through.
 # Writes OUT_DIR/bench_gpu.jsonl (one JSON object per run) and prints the ratio table
 # (scripts/bench_gpu_table.py) for docs/gpu-benchmark.md.
 set -eu
