@@ -206,23 +206,22 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
     const int q = tid >> 6, cc = (tid >> 1) & 31;
     blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
     double ax = 0.0;
-    /* the next tile's loads are issued before this tile's sums (register double buffering) */
-    T x[4];
-    auto load = [&](int ps) {
+    /* two register buffers hold the next two tiles' loads while this tile is summed (8 loads of
+     * each thread in flight across the barriers); the sums' order is unchanged */
+    auto load = [&](T (&x)[4], int ps) {
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             int c = (tid >> 5) + 8 * u;
             x[u] = ps + lane < len && l0 + c < L ? X[(s0 + ps + lane) + (l0 + c) * ld] : (T)0;
         }
     };
-    load(0);
-    for (int ps = 0; ps < len; ps += 32) {
+    auto step = [&](T (&x)[4], int ps) {
 #pragma unroll
         for (int u = 0; u < 4; u++)
             sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
         __syncthreads();
-        if (ps + 32 < len)
-            load(ps + 32);
+        if (ps + 64 < len)
+            load(x, ps + 64);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             int row = q * 8 + i;
@@ -234,6 +233,15 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
                 ax = aux_step(aux.kind, ax, v);
         }
         __syncthreads();
+    };
+    T xa[4], xb[4];
+    load(xa, 0);
+    if (32 < len)
+        load(xb, 32);
+    for (int ps = 0; ps < len; ps += 64) {
+        step(xa, ps);
+        if (ps + 32 < len)
+            step(xb, ps + 32);
     }
     part[q][tid & 63][0] = acc[0];
     part[q][tid & 63][1] = acc[1];
@@ -908,53 +916,57 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     for (int e = tid; e < (int)fused_state(bs, r); e += kThreads)
         colst[e] = blasft_csum{0.0, 0.0};
     __syncthreads();
-    /* the next tile's loads are issued before this tile's sums (register double buffering),
-     * so every thread keeps loads in flight across the barriers; the sums' order is unchanged */
-    T x[4];
-    auto load = [&](int ps, int qs) {
+    /* Tiles in a fixed order t = strip * nq + column tile. Two register buffers hold the next
+     * two tiles' loads while this tile is summed (8 loads of each thread in flight across the
+     * barriers, not 4: the pass is latency-bound at 2 blocks per SM); the sums' order is
+     * unchanged, so the values are the same bit for bit. */
+    const int nq = (cols_t + kSub - 1) / kSub, ntiles = ((rows_t + kSub - 1) / kSub) * nq;
+    auto load = [&](T (&x)[4], int t) {
+        const int ps = (t / nq) * kSub, qs = (t % nq) * kSub;
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             int cc = (tid >> 5) + 8 * u, i = ps + lane, j = qs + cc;
-            x[u] = i < rows_t && j < cols_t ? C[(i0 + i) + (j0 + j) * ldc] : (T)0;
+            x[u] = t < ntiles && i < rows_t && j < cols_t ? C[(i0 + i) + (j0 + j) * ldc] : (T)0;
         }
     };
-    load(0, 0);
-    for (int ps = 0; ps < rows_t; ps += kSub) {
-        blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
-        for (int qs = 0; qs < cols_t; qs += kSub) {
+    blasft_csum racc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+    /* tile t from buffer x; x is refilled with tile t + 2 once the tile is in shared memory */
+    auto step = [&](T (&x)[4], int t) {
+        const int ps = (t / nq) * kSub, qs = (t % nq) * kSub;
+        if (qs == 0)
+            racc[0] = racc[1] = blasft_csum{0.0, 0.0};
 #pragma unroll
-            for (int u = 0; u < 4; u++)
-                sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
-            __syncthreads();
-            if (qs + kSub < cols_t)
-                load(ps, qs + kSub);
-            else if (ps + kSub < rows_t)
-                load(ps + kSub, 0);
-            if (rows_side) {
+        for (int u = 0; u < 4; u++)
+            sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
+        __syncthreads();
+        load(x, t + 2);
+        if (rows_side) {
 #pragma unroll 4
-                for (int c = h * 16; c < h * 16 + 16; c++) {
-                    double v = sub[c][line];
-                    blasft_csum_add(&racc[0], v);
-                    if (r > 1)
-                        blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + c, bs) * v);
-                }
-            } else if (qs + line < cols_t) {
-                blasft_csum *st = &colst[((h * 2 + par) * bs + qs + line) * r];
-                blasft_csum a0 = st[0], a1 = r > 1 ? st[1] : st[0];
-#pragma unroll 4
-                for (int q = h * 16; q < h * 16 + 16; q++) {
-                    double v = sub[line][q];
-                    blasft_csum_add(&a0, v);
-                    if (r > 1)
-                        blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
-                }
-                st[0] = a0;
+            for (int c = h * 16; c < h * 16 + 16; c++) {
+                double v = sub[c][line];
+                blasft_csum_add(&racc[0], v);
                 if (r > 1)
-                    st[1] = a1;
+                    blasft_csum_add(&racc[1], weight_of(1, wscheme, qs + c, bs) * v);
             }
-            __syncthreads();
+        } else if (qs + line < cols_t) {
+            blasft_csum *st = &colst[((h * 2 + par) * bs + qs + line) * r];
+            blasft_csum a0 = st[0], a1 = r > 1 ? st[1] : st[0];
+#pragma unroll 4
+            for (int q = h * 16; q < h * 16 + 16; q++) {
+                double v = sub[line][q];
+                blasft_csum_add(&a0, v);
+                if (r > 1)
+                    blasft_csum_add(&a1, weight_of(1, wscheme, ps + q, bs) * v);
+            }
+            st[0] = a0;
+            if (r > 1)
+                st[1] = a1;
         }
-        /* join the row halves: half 1 leaves its sums, half 0 adds them in */
+        __syncthreads();
+        if (qs + kSub < cols_t)
+            return;
+        /* the strip's last tile: join the row halves (half 1 leaves its sums, half 0 adds them
+         * in), compare the parities, store */
         if (rows_side && h == 1)
             for (int w = 0; w < r; w++)
                 rowst[(par * kSub + line) * r + w] = racc[w];
@@ -974,6 +986,14 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
             }
         }
         __syncthreads();
+    };
+    T xa[4], xb[4];
+    load(xa, 0);
+    load(xb, 1);
+    for (int t = 0; t < ntiles; t += 2) {
+        step(xa, t);
+        if (t + 1 < ntiles)
+            step(xb, t + 1);
     }
     for (int e = tid; e < cols_t * r; e += kThreads) {
         int c = e / r, w = e % r;

@@ -209,6 +209,26 @@ int main(void)
             if (tr % 2 == 0)
                 one(&c, 32, 1 + t, 1, seed++); /* block lists: thresholds still cover the host's */
         }
+    /* blocks of several 32-row tiles, odd and even tile counts, ragged last blocks (BS 96: 3
+     * tiles, last block 35 rows: 2; BS 128: 2 of 4, last 99: 4): the tiled encode's and the check
+     * pass's two-deep prefetch over every parity of the tile sequence */
+    for (int t = 0; t < 2; t++)
+        for (int tr = 0; tr < 4; tr++) {
+            gh_case c;
+            memset(&c, 0, sizeof c);
+            c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+            c.ta = trans[tr][0];
+            c.tb = trans[tr][1];
+            c.m = 227;
+            c.n = 203;
+            c.k = 150;
+            c.lda = (c.ta == 'N' ? c.m : c.k) + 1;
+            c.ldb = (c.tb == 'N' ? c.k : c.n) + 3;
+            c.ldc = c.m + 2;
+            c.alpha = tr == 1 ? 0.75 : 1.0;
+            c.beta = tr >= 2 ? 0.5 : 0.0;
+            one(&c, tr % 2 ? 128 : 96, 1 + (tr + t) % 2, 0, seed++);
+        }
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);
     return gh_failures ? 1 : 0;
