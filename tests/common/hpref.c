@@ -120,38 +120,25 @@ void hp_dot_c(int64_t n, const float *x, int64_t incx, bool conjx, const float *
     *im = i;
 }
 
-void hp_dot_zdd(int64_t n, const double *x, int64_t incx, bool conjx, const hp_dd *yre,
-                const hp_dd *yim, int64_t incy, hp_dd *re, hp_dd *im)
-{
-    hp_dd r = {0.0, 0.0}, i = {0.0, 0.0};
-    for (int64_t k = 0; k < n; k++) {
-        double xr = x[2 * k * incx], xi = x[2 * k * incx + 1];
-        if (conjx)
-            xi = -xi;
-        hp_dd br = yre[k * incy], bi = yim[k * incy];
-        r = hp_add(r, hp_mul_d(br, xr));
-        r = hp_sub(r, hp_mul_d(bi, xi));
-        i = hp_add(i, hp_mul_d(bi, xr));
-        i = hp_add(i, hp_mul_d(br, xi));
+/* Complex x (double or float parts) against a double-double y: the same arithmetic for both. */
+#define HP_DOT_COMPLEX_DD(name, T)                                                                 \
+    void name(int64_t n, const T *x, int64_t incx, bool conjx, const hp_dd *yre,                   \
+              const hp_dd *yim, int64_t incy, hp_dd *re, hp_dd *im)                                \
+    {                                                                                              \
+        hp_dd r = {0.0, 0.0}, i = {0.0, 0.0};                                                      \
+        for (int64_t k = 0; k < n; k++) {                                                          \
+            double xr = x[2 * k * incx], xi = x[2 * k * incx + 1];                                 \
+            if (conjx)                                                                             \
+                xi = -xi;                                                                          \
+            hp_dd br = yre[k * incy], bi = yim[k * incy];                                          \
+            r = hp_add(r, hp_mul_d(br, xr));                                                       \
+            r = hp_sub(r, hp_mul_d(bi, xi));                                                       \
+            i = hp_add(i, hp_mul_d(bi, xr));                                                       \
+            i = hp_add(i, hp_mul_d(br, xi));                                                       \
+        }                                                                                          \
+        *re = r;                                                                                   \
+        *im = i;                                                                                   \
     }
-    *re = r;
-    *im = i;
-}
 
-void hp_dot_cdd(int64_t n, const float *x, int64_t incx, bool conjx, const hp_dd *yre,
-                const hp_dd *yim, int64_t incy, hp_dd *re, hp_dd *im)
-{
-    hp_dd r = {0.0, 0.0}, i = {0.0, 0.0};
-    for (int64_t k = 0; k < n; k++) {
-        double xr = x[2 * k * incx], xi = x[2 * k * incx + 1];
-        if (conjx)
-            xi = -xi;
-        hp_dd br = yre[k * incy], bi = yim[k * incy];
-        r = hp_add(r, hp_mul_d(br, xr));
-        r = hp_sub(r, hp_mul_d(bi, xi));
-        i = hp_add(i, hp_mul_d(bi, xr));
-        i = hp_add(i, hp_mul_d(br, xi));
-    }
-    *re = r;
-    *im = i;
-}
+HP_DOT_COMPLEX_DD(hp_dot_zdd, double)
+HP_DOT_COMPLEX_DD(hp_dot_cdd, float)
