@@ -107,25 +107,17 @@ static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComp
         return 0;
     const int c32 = comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC;
     const int c64 = comp == CUBLAS_COMPUTE_64F || comp == CUBLAS_COMPUTE_64F_PEDANTIC;
-    if (at == CUDA_C_32F && c32) {
-        *t = BLASFT_TYPE_C;
-        return 1;
-    }
-    if (at == CUDA_C_64F && c64) {
-        *t = BLASFT_TYPE_Z;
-        return 1;
-    }
-    if (at == CUDA_R_32F && bt == CUDA_R_32F && ct == CUDA_R_32F &&
-        (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC)) {
+    if (at == CUDA_R_32F && c32)
         *t = BLASFT_TYPE_S;
-        return 1;
-    }
-    if (at == CUDA_R_64F && bt == CUDA_R_64F && ct == CUDA_R_64F &&
-        (comp == CUBLAS_COMPUTE_64F || comp == CUBLAS_COMPUTE_64F_PEDANTIC)) {
+    else if (at == CUDA_R_64F && c64)
         *t = BLASFT_TYPE_D;
-        return 1;
-    }
-    return 0;
+    else if (at == CUDA_C_32F && c32)
+        *t = BLASFT_TYPE_C;
+    else if (at == CUDA_C_64F && c64)
+        *t = BLASFT_TYPE_Z;
+    else
+        return 0;
+    return 1;
 }
 
 #define GEMM_EX(sym, field, I)                                                                     \
