@@ -1,6 +1,6 @@
 #include "gemm.h"
 
-#include "abft.h"
+#include "abft/abft_engine.h"
 #include "config.h"
 #include "hostblas.h"
 #include "log.h"
@@ -112,7 +112,7 @@ blasft_where blasft_gemm_run(const blasft_gemm *g)
         gemm_depth--;
         return BLASFT_WHERE_GPU;
     }
-    if (blasft_abft_host_gemm(g, cfg) != 0) {
+    if (blasft_abft_run(g, cfg, NULL, 0) != 0) {
         blasft_host_gemm(g);
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
     }

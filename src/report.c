@@ -229,7 +229,8 @@ static void write_events(FILE *f)
     pthread_mutex_unlock(&event_lock);
 }
 
-int blasft_report_write(const char *path)
+/* Writes the JSON report to path. Returns 0 on success. */
+static int report_write(const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -256,10 +257,10 @@ __attribute__((destructor)) static void report_at_exit(void)
     if (!*path)
         return;
     if (getpid() == loading_pid) {
-        blasft_report_write(path);
+        report_write(path);
     } else {
         char child_path[BLASFT_PATH_MAX + 24];
         snprintf(child_path, sizeof child_path, "%s.%ld", path, (long)getpid());
-        blasft_report_write(child_path);
+        report_write(child_path);
     }
 }

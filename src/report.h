@@ -43,7 +43,4 @@ void blasft_stat_add(blasft_stat_id id, uint64_t n);
 /* Delivers an event: to the callback, the log (info level) and the exit report's event list. */
 void blasft_event_emit(const blasft_event *ev);
 
-/* Writes the JSON report to path now (the exit report calls this). Returns 0 on success. */
-int blasft_report_write(const char *path);
-
 #endif
