@@ -1,5 +1,5 @@
 /* Offload of host-memory GEMMs through the consistency layer (issue 6): the entry point for the
- * dispatch (src/dispatch.c) once it has run on a GPU. NOT called by anything yet.
+ * dispatch (src/dispatch.c, try_gpu, when BLASFT_CACHE is not off).
  *
  *   int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg);
  *
@@ -12,9 +12,6 @@
  * Returns 0; -1 if it could not run there (no GPU, a copy does not fit the budget, CUDA failure):
  * then the host C is unchanged and the caller runs the GEMM on the host.
  *
- * Suggested use in try_gpu (src/dispatch.c), before blasft_gpu_run_host_gemm:
- *     if (blasft_offload_gemm(g, cfg) == 0) return 0;
- *
  * Still missing for issue 6 (docs/consistency.md): the engine's encodings are not yet kept (the
  * codec hook is NULL: the engine encodes every operand on every call), no tiling of operands
  * larger than the budget, no overlap of the change check with the GEMM. */
@@ -25,5 +22,9 @@
 #include "gemm.h"
 
 int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg);
+
+/* The process cache's counters (for tests and benchmarks); -1 if no cache exists (yet). */
+struct blasft_cache_stats;
+int blasft_offload_cache_stats(struct blasft_cache_stats *out);
 
 #endif

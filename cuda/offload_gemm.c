@@ -88,3 +88,11 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     }
     return 0;
 }
+
+int blasft_offload_cache_stats(blasft_cache_stats *out)
+{
+    if (!cache)
+        return -1;
+    blasft_cache_get_stats(cache, out);
+    return 0;
+}

@@ -9,6 +9,8 @@
 #include "blasft_build_config.h"
 #if BLASFT_HAVE_CUDA
 #include "blasft_gpu.h"
+#include "consistency/cache_config.h"
+#include "offload.h"
 #endif
 
 #include <stddef.h>
@@ -74,6 +76,10 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
     if (cfg->device == BLASFT_DEVICE_AUTO &&
         (cfg->min_flops < 0 || 2.0 * (double)g->m * (double)g->n * (double)g->k < cfg->min_flops))
         return -1;
+    /* through the consistency layer's device cache when it is on (BLASFT_CACHE), else (or when
+     * it cannot take this GEMM) the engine's uncached copies, else the host */
+    if (blasft_cache_settings_get()->mode != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0)
+        return 0;
     if (blasft_gpu_run_host_gemm(g, cfg) == 0)
         return 0;
     static int warned;

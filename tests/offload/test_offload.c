@@ -1,0 +1,657 @@
+/* GPU tests of the consistency layer's offload path (issue 6): blasft_offload_gemm with the CUDA
+ * backend against a double-double reference computed on the host from the data the host held at
+ * the call. One binary, one part per process (the cache is the process's, its settings come from
+ * the environment on first use, so each part sets its own variables before its first GEMM):
+ *   shapes    every type, transposition, layout family (0, 1, primes, ragged, ld > rows,
+ *             row-major, columns longer than a staging half), each shape run again unchanged
+ *             (served from the cache) and after a one-element host store; the dispatch
+ *             (blasft_gemm_run with BLASFT_DEVICE=gpu) runs on the GPU through the cache
+ *   property  random sequences of GEMMs over a memfd with two mappings, interleaved with host
+ *             writes (element stores, memcpy, read(2), second mapping, same values); zero stale
+ *   declared  the same in BLASFT_CACHE=declared with every write declared
+ *   evict     more operands than a 2 MiB budget holds: evictions happen, results stay right; an
+ *             operand over the budget is refused (-1) with C untouched
+ *   threads   concurrent callers on shared and own operands, shared ones rewritten between phases
+ * No cmocka (the device machine has none); exits 77 without a GPU. */
+#include "blas_ft_cache.h"
+#include "blasft_gpu.h"
+#include "config.h"
+#include "consistency/cache.h"
+#include "datagen.h"
+#include "hpref.h"
+#include "offload.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int checks, failures;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        __atomic_fetch_add(&checks, 1, __ATOMIC_RELAXED);                                          \
+        if (!(cond)) {                                                                             \
+            if (__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED) < 40) {                         \
+                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* ---- typed element access ---------------------------------------------------------------- */
+
+static void get(blasft_type t, const void *p, int64_t idx, double *re, double *im)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: *re = ((const float *)p)[idx]; *im = 0; break;
+    case BLASFT_TYPE_D: *re = ((const double *)p)[idx]; *im = 0; break;
+    case BLASFT_TYPE_C: *re = ((const float *)p)[2 * idx]; *im = ((const float *)p)[2 * idx + 1]; break;
+    default: *re = ((const double *)p)[2 * idx]; *im = ((const double *)p)[2 * idx + 1]; break;
+    }
+}
+
+static void put(blasft_type t, void *p, int64_t idx, double re, double im)
+{
+    switch (t) {
+    case BLASFT_TYPE_S: ((float *)p)[idx] = (float)re; break;
+    case BLASFT_TYPE_D: ((double *)p)[idx] = re; break;
+    case BLASFT_TYPE_C: ((float *)p)[2 * idx] = (float)re; ((float *)p)[2 * idx + 1] = (float)im; break;
+    default: ((double *)p)[2 * idx] = re; ((double *)p)[2 * idx + 1] = im; break;
+    }
+}
+
+/* A problem as the caller stores it: layout 'C' column-major or 'R' row-major (cblas), op()s,
+ * shapes and leading dimensions of that layout. */
+typedef struct problem {
+    blasft_type t;
+    char layout, ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    double alpha[2], beta[2];
+    void *a, *b, *c;
+} problem;
+
+/* element (i, j) of a matrix stored in p's layout */
+static int64_t at(const problem *p, int64_t i, int64_t j, int64_t ld)
+{
+    return p->layout == 'C' ? i + j * ld : i * ld + j;
+}
+
+static void op_elem(const problem *p, const void *x, char tr, int64_t ld, int64_t i, int64_t j,
+                    double *re, double *im)
+{
+    if (tr == 'N')
+        get(p->t, x, at(p, i, j, ld), re, im);
+    else
+        get(p->t, x, at(p, j, i, ld), re, im);
+    if (tr == 'C')
+        *im = -*im;
+}
+
+/* reference C and a bound per element (m x n, ld m), from the host data now */
+static void reference(const problem *p, double *ref_re, double *ref_im, double *bound)
+{
+    int cplx = blasft_type_is_complex(p->t);
+    double u = (p->t == BLASFT_TYPE_S || p->t == BLASFT_TYPE_C) ? ldexp(1.0, -24) : ldexp(1.0, -53);
+    for (int64_t j = 0; j < p->n; j++)
+        for (int64_t i = 0; i < p->m; i++) {
+            hp_dd sr = hp_from(0), si = hp_from(0);
+            double mag = 0;
+            for (int64_t l = 0; l < p->k; l++) {
+                double ar, ai, br, bi;
+                op_elem(p, p->a, p->ta, p->lda, i, l, &ar, &ai);
+                op_elem(p, p->b, p->tb, p->ldb, l, j, &br, &bi);
+                sr = hp_add_prod(sr, ar, br);
+                sr = hp_add_prod(sr, -ai, bi);
+                si = hp_add_prod(si, ar, bi);
+                si = hp_add_prod(si, ai, br);
+                mag += hypot(ar, ai) * hypot(br, bi);
+            }
+            /* alpha * s + beta * c, complex */
+            double cr = 0, ci = 0;
+            int beta_zero = p->beta[0] == 0 && p->beta[1] == 0;
+            if (!beta_zero)
+                get(p->t, p->c, at(p, i, j, p->ldc), &cr, &ci);
+            hp_dd rr = hp_add(hp_mul_d(sr, p->alpha[0]), hp_neg(hp_mul_d(si, p->alpha[1])));
+            hp_dd ri = hp_add(hp_mul_d(si, p->alpha[0]), hp_mul_d(sr, p->alpha[1]));
+            if (!beta_zero) {
+                rr = hp_add(rr, hp_add_prod(hp_from(0), cr, p->beta[0]));
+                rr = hp_add(rr, hp_add_prod(hp_from(0), -ci, p->beta[1]));
+                ri = hp_add(ri, hp_add_prod(hp_from(0), cr, p->beta[1]));
+                ri = hp_add(ri, hp_add_prod(hp_from(0), ci, p->beta[0]));
+            }
+            int64_t e = i + j * p->m;
+            ref_re[e] = hp_to_double(rr);
+            ref_im[e] = hp_to_double(ri);
+            bound[e] = (cplx ? 4.0 : 2.0) * (double)(p->k + 3) * u *
+                           (hypot(p->alpha[0], p->alpha[1]) * mag +
+                            (beta_zero ? 0 : hypot(p->beta[0], p->beta[1]) * hypot(cr, ci))) +
+                       1e-300;
+        }
+}
+
+/* the column-major descriptor of p (a row-major C = op(A) op(B) is C^T = op(B)^T op(A)^T) */
+static blasft_gemm descriptor(const problem *p)
+{
+    blasft_gemm g;
+    memset(&g, 0, sizeof g);
+    g.type = p->t;
+    memcpy(g.alpha, p->alpha, sizeof g.alpha);
+    memcpy(g.beta, p->beta, sizeof g.beta);
+    g.routine = "test_offload";
+    if (p->layout == 'C') {
+        g.transa = p->ta; g.transb = p->tb;
+        g.m = p->m; g.n = p->n; g.k = p->k;
+        g.a = p->a; g.lda = p->lda; g.b = p->b; g.ldb = p->ldb;
+    } else {
+        g.transa = p->tb; g.transb = p->ta;
+        g.m = p->n; g.n = p->m; g.k = p->k;
+        g.a = p->b; g.lda = p->ldb; g.b = p->a; g.ldb = p->lda;
+    }
+    g.c = p->c; g.ldc = p->ldc;
+    return g;
+}
+
+/* stored rows x cols of op(X) that is r x c in p's layout */
+static void stored(const problem *p, char tr, int64_t r, int64_t c, int64_t *sr, int64_t *sc)
+{
+    int64_t rr = tr == 'N' ? r : c, cc = tr == 'N' ? c : r;
+    *sr = p->layout == 'C' ? rr : cc; /* leading-dimension side first */
+    *sc = p->layout == 'C' ? cc : rr;
+}
+
+static size_t elems(const problem *p, char tr, int64_t r, int64_t c, int64_t ld)
+{
+    int64_t sr, sc;
+    stored(p, tr, r, c, &sr, &sc);
+    (void)sr;
+    return (size_t)(sc > 0 ? sc : 1) * (size_t)ld;
+}
+
+/* random values in the matrix, NaN in the padding (so a read or write of it shows) */
+static void fill(const problem *p, dg_rng *r, void *x, char tr, int64_t rows, int64_t cols,
+                 int64_t ld)
+{
+    int64_t sr, sc;
+    stored(p, tr, rows, cols, &sr, &sc);
+    size_t n = elems(p, tr, rows, cols, ld);
+    for (size_t e = 0; e < n; e++)
+        put(p->t, x, (int64_t)e, NAN, NAN);
+    for (int64_t j = 0; j < sc; j++)
+        for (int64_t i = 0; i < sr; i++)
+            put(p->t, x, i + j * ld, dg_range(r, -1, 1), dg_range(r, -1, 1));
+}
+
+/* runs p through blasft_offload_gemm (or the dispatch) and checks C and its padding */
+static int run_and_check(problem *p, int through_dispatch, const char *what)
+{
+    size_t ts = (size_t)blasft_type_size(p->t);
+    size_t nc = elems(p, 'N', p->m, p->n, p->ldc);
+    size_t mn = (size_t)(p->m * p->n + 1);
+    double *rr = malloc(8 * mn), *ri = malloc(8 * mn), *bd = malloc(8 * mn);
+    unsigned char *c_before = malloc(ts * nc);
+    memcpy(c_before, p->c, ts * nc);
+    reference(p, rr, ri, bd);
+    blasft_gemm g = descriptor(p);
+    int rc;
+    if (through_dispatch)
+        rc = blasft_gemm_run(&g) == BLASFT_WHERE_GPU ? 0 : -1;
+    else
+        rc = blasft_offload_gemm(&g, blasft_cfg());
+    CHECK(rc == 0, "%s: %c %c%c%c m=%lld n=%lld k=%lld did not run on the GPU", what, "SDCZ"[p->t],
+          p->layout, p->ta, p->tb, (long long)p->m, (long long)p->n, (long long)p->k);
+    int64_t bad = 0, pad_bad = 0;
+    for (int64_t j = 0; j < p->n; j++)
+        for (int64_t i = 0; i < p->m; i++) {
+            double cr, ci;
+            get(p->t, p->c, at(p, i, j, p->ldc), &cr, &ci);
+            int64_t e = i + j * p->m;
+            if (!(fabs(cr - rr[e]) <= bd[e] && fabs(ci - ri[e]) <= bd[e])) {
+                if (!bad)
+                    fprintf(stderr, "  %s: C(%lld,%lld) = %g%+gi, want %g%+gi +- %g\n", what,
+                            (long long)i, (long long)j, cr, ci, rr[e], ri[e], bd[e]);
+                bad++;
+            }
+        }
+    /* padding of C (rows or columns between the shape and ldc) is never written */
+    int64_t lr = p->layout == 'C' ? p->m : p->n, lc = p->layout == 'C' ? p->n : p->m;
+    for (int64_t j = 0; j < lc; j++)
+        for (int64_t i = lr; i < p->ldc; i++) {
+            size_t off = ((size_t)j * (size_t)p->ldc + (size_t)i) * ts;
+            if (memcmp((unsigned char *)p->c + off, c_before + off, ts) != 0)
+                pad_bad++;
+        }
+    CHECK(bad == 0, "%s: %c %c%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld alpha=%g beta=%g: %lld "
+          "wrong elements", what, "SDCZ"[p->t], p->layout, p->ta, p->tb, (long long)p->m,
+          (long long)p->n, (long long)p->k, (long long)p->lda, (long long)p->ldb,
+          (long long)p->ldc, p->alpha[0], p->beta[0], (long long)bad);
+    CHECK(pad_bad == 0, "%s: %lld padding elements of C written", what, (long long)pad_bad);
+    free(rr); free(ri); free(bd); free(c_before);
+    return bad == 0 && pad_bad == 0;
+}
+
+static void cache_stats(blasft_cache_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    CHECK(blasft_offload_cache_stats(s) == 0, "no offload cache");
+}
+
+/* ---- shapes ----------------------------------------------------------------------------- */
+
+typedef struct shape {
+    int64_t m, n, k, pad; /* pad: extra rows of every ld */
+} shape;
+
+static void part_shapes(void)
+{
+    static const shape shapes[] = {
+        {1, 1, 1, 0}, {1, 1, 1, 3}, {7, 13, 11, 0}, {13, 7, 1, 2}, {1, 97, 31, 0},
+        {97, 1, 31, 5}, {97, 89, 101, 0}, {257, 129, 100, 3}, {64, 64, 64, 0},
+        {255, 257, 33, 1}, {31, 17, 0, 0}, {300, 700, 5, 0} /* B, C over one half: tiles */,
+        {70000, 1, 2, 0} /* a column over one half: row segments */,
+    };
+    static const char trs[] = {'N', 'T', 'C'};
+    dg_rng r;
+    dg_seed(&r, 0x0ff10ad);
+    int runs = 0;
+    for (int t = 0; t < 4; t++)
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+            for (int lay = 0; lay < 2; lay++)
+                for (int x = 0; x < 3; x++)
+                    for (int y = 0; y < 3; y++) {
+                        /* every combination on the small shapes, a rotation on the large ones */
+                        const shape *s = &shapes[si];
+                        if (s->m * s->n * s->k > 100000 && (x + y + lay + t) % 3 != 0)
+                            continue;
+                        if (t < 2 && (x == 2 || y == 2) && (x + y) % 2) /* 'C' = 'T' for reals */
+                            continue;
+                        problem p;
+                        memset(&p, 0, sizeof p);
+                        p.t = (blasft_type)t;
+                        p.layout = lay ? 'R' : 'C';
+                        p.ta = trs[x];
+                        p.tb = trs[y];
+                        p.m = s->m; p.n = s->n; p.k = s->k;
+                        int64_t ar, ac, br, bc, cr, cc;
+                        stored(&p, p.ta, p.m, p.k, &ar, &ac);
+                        stored(&p, p.tb, p.k, p.n, &br, &bc);
+                        stored(&p, 'N', p.m, p.n, &cr, &cc);
+                        p.lda = (ar > 1 ? ar : 1) + s->pad;
+                        p.ldb = (br > 1 ? br : 1) + s->pad * 2;
+                        p.ldc = (cr > 1 ? cr : 1) + s->pad;
+                        size_t ts = (size_t)blasft_type_size(p.t);
+                        p.a = malloc(ts * elems(&p, p.ta, p.m, p.k, p.lda));
+                        p.b = malloc(ts * elems(&p, p.tb, p.k, p.n, p.ldb));
+                        p.c = malloc(ts * elems(&p, 'N', p.m, p.n, p.ldc));
+                        fill(&p, &r, p.a, p.ta, p.m, p.k, p.lda);
+                        fill(&p, &r, p.b, p.tb, p.k, p.n, p.ldb);
+                        fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
+                        p.alpha[0] = dg_range(&r, -2, 2);
+                        p.alpha[1] = p.t >= 2 ? dg_range(&r, -2, 2) : 0;
+                        int bz = dg_below(&r, 3) == 0;
+                        p.beta[0] = bz ? 0 : dg_range(&r, -2, 2);
+                        p.beta[1] = (bz || p.t < 2) ? 0 : dg_range(&r, -2, 2);
+                        (void)ac; (void)bc; (void)cc;
+                        /* fresh; again with A, B unchanged (C is the last result); after one
+                         * element store into A and B; the last through the dispatch */
+                        blasft_cache_stats before, after;
+                        run_and_check(&p, 0, "fresh");
+                        cache_stats(&before);
+                        run_and_check(&p, 0, "repeat");
+                        cache_stats(&after);
+                        if (p.k > 0 && p.m > 0 && p.n > 0)
+                            CHECK(after.reuses >= before.reuses + 2,
+                                  "repeat: A and B not served from the cache (%llu -> %llu)",
+                                  (unsigned long long)before.reuses,
+                                  (unsigned long long)after.reuses);
+                        if (p.k > 0) {
+                            int64_t i = (int64_t)dg_below(&r, (uint64_t)ar);
+                            int64_t j = (int64_t)dg_below(&r, (uint64_t)ac);
+                            put(p.t, p.a, i + j * p.lda, 0.5, -0.25);
+                            i = (int64_t)dg_below(&r, (uint64_t)br);
+                            j = (int64_t)dg_below(&r, (uint64_t)bc);
+                            put(p.t, p.b, i + j * p.ldb, -3.0, 1.0);
+                        }
+                        run_and_check(&p, 1, "changed, dispatch");
+                        runs += 3;
+                        free(p.a); free(p.b); free(p.c);
+                    }
+    printf("shapes: %d GEMMs\n", runs);
+}
+
+/* ---- property ---------------------------------------------------------------------------- */
+
+#define PSLOTS 4
+#define PSLOT_BYTES 8192
+
+typedef struct world {
+    unsigned char *view, *alias; /* two mappings of one memfd */
+    int file;                    /* random bytes for read(2) */
+} world;
+
+static void world_open(world *w)
+{
+    int fd = memfd_create("offload_property", 0);
+    size_t bytes = PSLOTS * PSLOT_BYTES;
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)bytes) == 0, "memfd");
+    w->view = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    w->alias = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(w->view != MAP_FAILED && w->alias != MAP_FAILED, "mmap");
+    close(fd);
+    char name[] = "/tmp/offload_propXXXXXX";
+    w->file = mkstemp(name);
+    unlink(name);
+    dg_rng r;
+    dg_seed(&r, 77);
+    unsigned char buf[1 << 16];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)dg_next(&r);
+    CHECK(write(w->file, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+    CHECK(write(w->file, buf, PSLOT_BYTES) == PSLOT_BYTES, "write");
+}
+
+/* a write of n bytes of whole elements at p, of a random kind; the values written are finite
+ * (they are doubles or floats drawn here; read(2) and the alias copy such values from a pool) */
+static int host_write(world *w, dg_rng *r, blasft_type t, unsigned char *p, size_t n, int declare,
+                      int fresh)
+{
+    /* fresh: the memory may hold another type's bytes, so "the same values" is not an option */
+    int kind = (int)dg_below(r, fresh ? 4 : 5);
+    size_t ts = (size_t)blasft_type_size(t), off = (size_t)(p - w->view);
+    unsigned char tmp[PSLOT_BYTES];
+    for (size_t e = 0; e < n / ts; e++)
+        put(t, tmp, (int64_t)e, dg_range(r, -1, 1), dg_range(r, -1, 1));
+    switch (kind) {
+    case 0: /* element stores */
+        for (size_t e = 0; e < n / ts; e++) {
+            double re, im;
+            get(t, tmp, (int64_t)e, &re, &im);
+            put(t, p, (int64_t)e, re, im);
+        }
+        break;
+    case 1:
+        memcpy(p, tmp, n);
+        break;
+    case 2: { /* read(2): the kernel writes the buffer (the file holds finite values now) */
+        CHECK(pwrite(w->file, tmp, n, 0) == (ssize_t)n, "pwrite");
+        CHECK(pread(w->file, p, n, 0) == (ssize_t)n, "pread");
+        break;
+    }
+    case 3: /* through the second mapping */
+        memcpy(w->alias + off, tmp, n);
+        break;
+    default: /* the same values again */
+        memmove(p, w->alias + off, n);
+        break;
+    }
+    if (declare)
+        blasft_cache_mark_changed(p, n);
+    return kind;
+}
+
+static void part_property(int declared, int sequences)
+{
+    world w;
+    world_open(&w);
+    dg_rng r;
+    dg_seed(&r, declared ? 0xdec1a4ed : 0x9e0be47);
+    long gemms = 0, writes[5] = {0};
+    for (int sq = 0; sq < sequences; sq++) {
+        blasft_type t = dg_below(&r, 2) ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+        size_t ts = (size_t)blasft_type_size(t);
+        /* every slot holds a matrix of up to 24 x 24 of the sequence's type, ld up to 28 */
+        int64_t rows[PSLOTS], cols[PSLOTS], ld[PSLOTS];
+        for (int s = 0; s < PSLOTS; s++) {
+            rows[s] = 1 + (int64_t)dg_below(&r, 24);
+            cols[s] = 1 + (int64_t)dg_below(&r, 24);
+            ld[s] = rows[s] + (int64_t)dg_below(&r, 5);
+            unsigned char *p = w.view + s * PSLOT_BYTES;
+            size_t n = (size_t)(ld[s] * cols[s]) * ts;
+            host_write(&w, &r, t, p, n, declared, 1);
+        }
+        for (int step = 0; step < 12; step++) {
+            if (dg_below(&r, 2)) { /* a host write into part of a slot */
+                int s = (int)dg_below(&r, PSLOTS);
+                size_t n = (size_t)(ld[s] * cols[s]) * ts / ts;
+                size_t from = dg_below(&r, n), len = 1 + dg_below(&r, n - from);
+                writes[host_write(&w, &r, t, w.view + s * PSLOT_BYTES + from * ts, len * ts,
+                                  declared, 0)]++;
+            }
+            /* a GEMM on three distinct slots: C = alpha op(A) op(B) + beta C, shapes from the
+             * slots (A as m x k or k x m, etc.), reshaping a slot when they do not agree */
+            int sa = (int)dg_below(&r, PSLOTS), sb = (sa + 1 + (int)dg_below(&r, PSLOTS - 1)) % PSLOTS;
+            int sc = 0;
+            while (sc == sa || sc == sb)
+                sc++;
+            problem p;
+            memset(&p, 0, sizeof p);
+            p.t = t;
+            p.layout = 'C';
+            p.ta = dg_below(&r, 2) ? 'N' : 'T';
+            p.tb = dg_below(&r, 2) ? 'N' : 'T';
+            p.m = p.ta == 'N' ? rows[sa] : cols[sa];
+            p.k = p.ta == 'N' ? cols[sa] : rows[sa];
+            p.lda = ld[sa];
+            /* B must have k on its inner side: keep its other side, rewrite it if it changes */
+            int64_t bn = p.tb == 'N' ? cols[sb] : rows[sb];
+            int64_t br = p.tb == 'N' ? p.k : bn, bc = p.tb == 'N' ? bn : p.k;
+            if (br != rows[sb] || bc != cols[sb]) {
+                rows[sb] = br;
+                cols[sb] = bc;
+                ld[sb] = br + (int64_t)dg_below(&r, 3);
+                host_write(&w, &r, t, w.view + sb * PSLOT_BYTES, (size_t)(ld[sb] * bc) * ts,
+                           declared, 1);
+            }
+            p.n = bn;
+            p.ldb = ld[sb];
+            if (rows[sc] != p.m || cols[sc] != p.n) {
+                rows[sc] = p.m;
+                cols[sc] = p.n;
+                ld[sc] = p.m + (int64_t)dg_below(&r, 3);
+                host_write(&w, &r, t, w.view + sc * PSLOT_BYTES, (size_t)(ld[sc] * p.n) * ts,
+                           declared, 1);
+            }
+            p.ldc = ld[sc];
+            p.a = w.view + sa * PSLOT_BYTES;
+            p.b = w.view + sb * PSLOT_BYTES;
+            p.c = w.view + sc * PSLOT_BYTES;
+            /* results reused as operands stay of order one: no overflow over a sequence */
+            p.alpha[0] = dg_range(&r, -1, 1) / (double)(p.k > 0 ? p.k : 1);
+            p.beta[0] = dg_below(&r, 3) ? dg_range(&r, -1, 1) : 0;
+            if (!run_and_check(&p, 0, declared ? "property/declared" : "property/hash"))
+                fprintf(stderr, "  in sequence %d step %d\n", sq, step);
+            gemms++;
+        }
+    }
+    blasft_cache_stats s;
+    cache_stats(&s);
+    printf("property (%s): %d sequences, %ld GEMMs; writes by kind stores %ld memcpy %ld read(2) "
+           "%ld alias %ld same %ld; cache: %llu acquires, %llu reuses, %llu checks (%llu "
+           "mismatches), %llu uploads (%llu partial), %llu evictions\n",
+           declared ? "declared" : "hash", sequences, gemms, writes[0], writes[1], writes[2],
+           writes[3], writes[4], (unsigned long long)s.acquires, (unsigned long long)s.reuses,
+           (unsigned long long)s.checks, (unsigned long long)s.check_mismatches,
+           (unsigned long long)s.uploads, (unsigned long long)s.partial_uploads,
+           (unsigned long long)s.evictions);
+    CHECK(s.reuses > 0, "the property run never reused a copy");
+    if (!declared)
+        CHECK(s.check_mismatches > 0, "no host write was ever caught by the check");
+}
+
+/* ---- eviction under a small budget ------------------------------------------------------ */
+
+static void part_evict(void)
+{
+    enum { NM = 8, N = 180 };
+    dg_rng r;
+    dg_seed(&r, 0xe71c7);
+    problem base;
+    memset(&base, 0, sizeof base);
+    base.t = BLASFT_TYPE_D;
+    base.layout = 'C';
+    base.ta = base.tb = 'N';
+    base.m = base.n = base.k = N;
+    base.lda = base.ldb = base.ldc = N;
+    void *mats[NM];
+    for (int i = 0; i < NM; i++) {
+        mats[i] = malloc(8 * N * N);
+        fill(&base, &r, mats[i], 'N', N, N, N);
+    }
+    for (int round = 0; round < 40; round++) {
+        problem p = base;
+        int a = (int)dg_below(&r, NM), b = (int)dg_below(&r, NM), c = (int)dg_below(&r, NM);
+        while (c == a || c == b)
+            c = (c + 1) % NM;
+        p.a = mats[a];
+        p.b = mats[b];
+        p.c = mats[c];
+        p.alpha[0] = 1.0 / N;
+        p.beta[0] = dg_below(&r, 2) ? 0.5 : 0;
+        run_and_check(&p, 0, "evict");
+        if (dg_below(&r, 4) == 0) /* and now and then a host write */
+            ((double *)mats[dg_below(&r, NM)])[dg_below(&r, N * N)] = 0.125;
+    }
+    blasft_cache_stats s;
+    cache_stats(&s);
+    printf("evict: 40 GEMMs over %d matrices of %d KiB under 2 MiB: %llu evictions, %llu "
+           "write-backs, %llu reuses, %zu bytes held in %zu entries\n", NM, N * N * 8 / 1024,
+           (unsigned long long)s.evictions, (unsigned long long)s.write_backs,
+           (unsigned long long)s.reuses, s.used_bytes, s.entries);
+    CHECK(s.evictions > 0, "no eviction under a 2 MiB budget");
+    CHECK(s.used_bytes <= 2u << 20, "cache holds %zu bytes over its 2 MiB budget", s.used_bytes);
+    /* an operand larger than the budget: refused, C untouched */
+    problem big = base;
+    big.m = big.n = big.k = 600;
+    big.lda = big.ldb = big.ldc = 600;
+    big.a = malloc(8 * 600 * 600);
+    big.b = malloc(8 * 600 * 600);
+    big.c = malloc(8 * 600 * 600);
+    fill(&big, &r, big.a, 'N', 600, 600, 600);
+    fill(&big, &r, big.b, 'N', 600, 600, 600);
+    fill(&big, &r, big.c, 'N', 600, 600, 600);
+    void *c0 = malloc(8 * 600 * 600);
+    memcpy(c0, big.c, 8 * 600 * 600);
+    big.alpha[0] = 1;
+    blasft_gemm g = descriptor(&big);
+    CHECK(blasft_offload_gemm(&g, blasft_cfg()) == -1, "an operand over the budget was accepted");
+    CHECK(memcmp(c0, big.c, 8 * 600 * 600) == 0, "refused offload changed C");
+    free(big.a); free(big.b); free(big.c); free(c0);
+    for (int i = 0; i < NM; i++)
+        free(mats[i]);
+}
+
+/* ---- concurrent callers ----------------------------------------------------------------- */
+
+enum { TN = 4, TDIM = 150, TPHASES = 6, TPER = 5 };
+static double *shared_a, *shared_b;
+static pthread_barrier_t phase_barrier;
+
+static void *caller(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    dg_rng r;
+    dg_seed(&r, 1000 + (uint64_t)id);
+    problem p;
+    memset(&p, 0, sizeof p);
+    p.t = BLASFT_TYPE_D;
+    p.layout = 'C';
+    p.m = p.n = p.k = TDIM;
+    p.lda = p.ldb = p.ldc = TDIM + id;
+    double *own = malloc(8 * (size_t)p.lda * TDIM), *c = malloc(8 * (size_t)p.ldc * TDIM);
+    fill(&p, &r, own, 'N', TDIM, TDIM, p.lda);
+    for (int ph = 0; ph < TPHASES; ph++) {
+        pthread_barrier_wait(&phase_barrier);
+        if (id == 0) { /* rewrite the shared operands between phases */
+            for (int64_t e = 0; e < (int64_t)TDIM * TDIM; e += 7)
+                shared_a[e] = dg_range(&r, -1, 1);
+            memcpy(shared_b, shared_a, 8 * 100);
+        }
+        pthread_barrier_wait(&phase_barrier);
+        for (int it = 0; it < TPER; it++) {
+            fill(&p, &r, c, 'N', TDIM, TDIM, p.ldc);
+            problem q = p;
+            q.ta = dg_below(&r, 2) ? 'N' : 'T';
+            q.tb = dg_below(&r, 2) ? 'N' : 'T';
+            q.lda = q.ldb = TDIM;
+            q.a = dg_below(&r, 2) ? shared_a : own;
+            q.b = shared_b;
+            if (q.a == own)
+                q.lda = p.lda;
+            q.c = c;
+            q.alpha[0] = 1;
+            q.beta[0] = it % 2 ? 0.5 : 0;
+            run_and_check(&q, 0, "threads");
+            if (it == 2) /* own operand changed by this thread */
+                own[dg_below(&r, TDIM)] = 2.0;
+        }
+    }
+    free(own);
+    free(c);
+    return NULL;
+}
+
+static void part_threads(void)
+{
+    dg_rng r;
+    dg_seed(&r, 5);
+    problem p;
+    memset(&p, 0, sizeof p);
+    p.t = BLASFT_TYPE_D;
+    p.layout = 'C';
+    shared_a = malloc(8 * TDIM * TDIM);
+    shared_b = malloc(8 * TDIM * TDIM);
+    fill(&p, &r, shared_a, 'N', TDIM, TDIM, TDIM);
+    fill(&p, &r, shared_b, 'N', TDIM, TDIM, TDIM);
+    pthread_barrier_init(&phase_barrier, NULL, TN);
+    pthread_t th[TN];
+    for (int i = 0; i < TN; i++)
+        pthread_create(&th[i], NULL, caller, (void *)(intptr_t)i);
+    for (int i = 0; i < TN; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&phase_barrier);
+    blasft_cache_stats s;
+    cache_stats(&s);
+    printf("threads: %d callers x %d GEMMs: %llu reuses, %llu detached, %llu conflicts\n", TN,
+           TPHASES * TPER, (unsigned long long)s.reuses, (unsigned long long)s.detached,
+           (unsigned long long)s.conflicts);
+    CHECK(s.reuses > 0, "concurrent callers never shared a cached copy");
+    free(shared_a);
+    free(shared_b);
+}
+
+int main(int argc, char **argv)
+{
+    const char *part = argc > 1 ? argv[1] : "shapes";
+    /* the settings are read on first use: set before anything of the library runs */
+    setenv("BLASFT_CACHE", strcmp(part, "declared") ? "hash" : "declared", 1);
+    setenv("BLASFT_DEVICE", "gpu", 1);
+    if (strcmp(part, "threads")) /* halves of 512 KiB: larger operands go in tiles */
+        setenv("BLASFT_STAGING", "1M", 1);
+    if (!strcmp(part, "property") || !strcmp(part, "declared"))
+        setenv("BLASFT_DEVICE_MEM", "1M", 1);
+    if (!strcmp(part, "evict"))
+        setenv("BLASFT_DEVICE_MEM", "2M", 1);
+    if (!blasft_gpu_available()) {
+        printf("no usable GPU: skipped\n");
+        return 77;
+    }
+    if (!strcmp(part, "shapes"))
+        part_shapes();
+    else if (!strcmp(part, "property"))
+        part_property(0, argc > 2 ? atoi(argv[2]) : 1000);
+    else if (!strcmp(part, "declared"))
+        part_property(1, argc > 2 ? atoi(argv[2]) : 300);
+    else if (!strcmp(part, "evict"))
+        part_evict();
+    else if (!strcmp(part, "threads"))
+        part_threads();
+    else {
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|threads\n", argv[0]);
+        return 2;
+    }
+    printf("%s: %d checks, %d failures\n", part, checks, failures);
+    return failures ? 1 : 0;
+}
