@@ -1,8 +1,8 @@
 /* The CUDA device-memory backend of the consistency layer (src/consistency/devmem.h): cudaMalloc'ed
  * copies, transfers through persistent pinned staging buffers of bounded size (the caller's memory
  * is never pinned), split in two halves so that the host-side copy of one tile overlaps the DMA
- * of the other (cudaMemcpy2DAsync on two streams). Compiled with -Dcuda=enabled; NOT used by
- * default and not yet run on a GPU (docs/consistency.md). */
+ * of the other (cudaMemcpy2DAsync on two streams). Compiled with -Dcuda=enabled; used by
+ * blasft_offload_gemm when BLASFT_CACHE is not off; tested by tests/offload (docs/consistency.md). */
 #ifndef BLASFT_OFFLOAD_BACKEND_H
 #define BLASFT_OFFLOAD_BACKEND_H
 

@@ -4,7 +4,9 @@
 # host cores. One JSON line per configuration on stdout (tests/offload/bench_offload.c).
 #   scripts/bench_offload.sh <dir with bench_offload and libblas_ft.so.0.1.0> <OpenBLAS lib dir> [n...]
 # The OpenBLAS dir holds libopenblas.so.0 (and its libgfortran/libquadmath where the machine has
-# none); NVBLAS is taken from $CUDA_HOME/lib64 (default /usr/local/cuda).
+# none); NVBLAS is taken from $CUDA_HOME/lib64 (default /usr/local/cuda). OpenBLAS may not
+# recognise a virtual CPU (on the device machine it picks its generic Prescott kernels, 6x slower):
+# set OPENBLAS_CORETYPE (e.g. SkylakeX there) in the environment; it is passed to every run.
 set -u
 BIN=$1
 OBL=$2

@@ -485,7 +485,7 @@ static void part_property(int declared, int sequences)
 
 static void part_evict(void)
 {
-    enum { NM = 8, N = 180 };
+    enum { NM = 8, N = 200 }; /* 8 x 312.5 KiB: more than the 2 MiB budget holds */
     dg_rng r;
     dg_seed(&r, 0xe71c7);
     problem base;
