@@ -16,11 +16,11 @@ static void offload_init(void)
 {
     if (!blasft_gpu_available())
         return;
-    const blasft_cache_settings *s = blasft_cache_settings_get();
+    const blasft_config *s = blasft_cfg();
     backend = blasft_offload_backend_create(s->staging);
     if (!backend)
         return;
-    blasft_cache_opts o = {s->mode, s->device_mem, s->hash_threads, NULL};
+    blasft_cache_opts o = {s->cache, s->device_mem, s->hash_threads, NULL};
     cache = blasft_cache_create(backend, &o);
 }
 

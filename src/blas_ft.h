@@ -26,6 +26,14 @@ typedef enum {
 } blasft_weights;
 typedef enum { BLASFT_ON_ERROR_RECOMPUTE = 0, BLASFT_ON_ERROR_REPORT, BLASFT_ON_ERROR_ABORT } blasft_on_error;
 typedef enum {
+    BLASFT_CACHE_OFF = 0,  /* no device copies are kept: every use uploads */
+    BLASFT_CACHE_HASH,     /* kept; every reuse is verified by a hash of the host data, unless the
+                              program declared the buffer changed or unchanged since its last use */
+    BLASFT_CACHE_DECLARED  /* kept; reused without a check unless the program declared the buffer
+                              changed (blasft_cache_mark_changed): only for relinked programs that
+                              declare every host write to their operands */
+} blasft_cache_mode;
+typedef enum {
     BLASFT_LOG_OFF = 0, BLASFT_LOG_ERROR, BLASFT_LOG_WARN, BLASFT_LOG_INFO, BLASFT_LOG_DEBUG
 } blasft_log_level;
 
@@ -45,6 +53,10 @@ typedef struct blasft_config {
     double min_flops;          /* BLASFT_MIN_FLOPS: smallest GEMM (2mnk) offloaded in auto mode; <0: model */
     blasft_log_level log_level;/* BLASFT_LOG */
     int cublas;                /* BLASFT_CUBLAS: 1 on (protect cuBLAS GEMM calls), 0 off */
+    blasft_cache_mode cache;   /* BLASFT_CACHE */
+    uint64_t device_mem;       /* BLASFT_DEVICE_MEM: bytes for cached device copies; 0 = auto */
+    uint64_t staging;          /* BLASFT_STAGING: bytes of pinned host staging memory */
+    int hash_threads;          /* BLASFT_HASH_THREADS: threads of the change check */
     int gpu_pea_lists;         /* BLASFT_GPU_PEA_LISTS: 0 vector (per row/column), 1 block */
     int gpu_helper_priority;   /* BLASFT_GPU_HELPER_PRIORITY: 0 high, 1 low, 2 default */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */

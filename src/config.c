@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* Defaults, one place: README.md's table repeats them. */
 static const blasft_config config_defaults = {
@@ -22,7 +23,13 @@ static const blasft_config config_defaults = {
     .min_flops = -1.0,
     .log_level = BLASFT_LOG_WARN,
     .cublas = 1,
+    .cache = BLASFT_CACHE_OFF, /* until the CUDA backend is the default path */
+    .device_mem = 0,
+    .staging = 256u << 20,
+    .hash_threads = 0, /* filled in: the online cores */
 };
+
+#define MAX_STAGING ((uint64_t)512 << 20)
 
 static const char *const mode_names[] = {"correct", "detect", "off", NULL};
 static const char *const device_names[] = {"auto", "gpu", "host", NULL};
@@ -31,6 +38,7 @@ static const char *const weights_names[] = {"normal", "average", "periodic", "ex
                                             "linear", "mdr", NULL};
 static const char *const on_error_names[] = {"recompute", "report", "abort", NULL};
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
+static const char *const cache_names[] = {"off", "hash", "declared", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
@@ -41,6 +49,7 @@ const char *blasft_threshold_name(blasft_threshold t) { return threshold_names[t
 const char *blasft_weights_name(blasft_weights w) { return weights_names[w]; }
 const char *blasft_on_error_name(blasft_on_error e) { return on_error_names[e]; }
 const char *blasft_log_level_name(blasft_log_level l) { return log_names[l]; }
+const char *blasft_cache_mode_name(blasft_cache_mode m) { return cache_names[m]; }
 
 static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
 {
@@ -101,6 +110,43 @@ static double parse_double(const char *var, const char *value, double lo, double
     return v;
 }
 
+/* "<integer>[K|M|G|T][i][B]" (binary multiples) within [lo, hi]; returns 0 or -1. */
+static int parse_size(const char *value, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || end == value || value[0] == '-')
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'I')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    uint64_t bytes = (uint64_t)v << shift;
+    if (bytes < lo || bytes > hi)
+        return -1;
+    *out = bytes;
+    return 0;
+}
+
+static int online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
 static void copy_path(char *dst, const char *var, const char *value, int *bad)
 {
     if (strlen(value) >= BLASFT_PATH_MAX) {
@@ -149,6 +195,23 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
                                       "auto (\"auto\" or a number from 0 to 1e30)", &bad);
     if ((v = lookup("BLASFT_LOG", ctx)) && *v)
         cfg->log_level = (blasft_log_level)parse_choice("BLASFT_LOG", v, log_names, d->log_level, &bad);
+    cfg->hash_threads = online_cores();
+    if ((v = lookup("BLASFT_CACHE", ctx)) && *v)
+        cfg->cache = (blasft_cache_mode)parse_choice("BLASFT_CACHE", v, cache_names, d->cache, &bad);
+    if ((v = lookup("BLASFT_DEVICE_MEM", ctx)) && *v && strcasecmp(v, "auto") != 0 &&
+        parse_size(v, 1u << 20, UINT64_MAX, &cfg->device_mem) != 0) {
+        complain("BLASFT_DEVICE_MEM", v, "auto or a size of at least 1M (bytes, or with K, M, G, T)",
+                 "auto");
+        bad++;
+    }
+    if ((v = lookup("BLASFT_STAGING", ctx)) && *v &&
+        parse_size(v, 1u << 20, MAX_STAGING, &cfg->staging) != 0) {
+        complain("BLASFT_STAGING", v, "a size from 1M to 512M (bytes, or with K, M, G)", "256M");
+        bad++;
+    }
+    if ((v = lookup("BLASFT_HASH_THREADS", ctx)) && *v)
+        cfg->hash_threads =
+            (int)parse_int("BLASFT_HASH_THREADS", v, 1, 256, cfg->hash_threads, &bad);
     if ((v = lookup("BLASFT_CUBLAS", ctx)) && *v)
         cfg->cublas = parse_choice("BLASFT_CUBLAS", v, off_on_names, d->cublas, &bad);
     if ((v = lookup("BLASFT_GPU_PEA_LISTS", ctx)) && *v)

@@ -20,5 +20,6 @@ const char *blasft_threshold_name(blasft_threshold t);
 const char *blasft_weights_name(blasft_weights w);
 const char *blasft_on_error_name(blasft_on_error e);
 const char *blasft_log_level_name(blasft_log_level l);
+const char *blasft_cache_mode_name(blasft_cache_mode m);
 
 #endif

@@ -9,7 +9,6 @@
 #include "blasft_build_config.h"
 #if BLASFT_HAVE_CUDA
 #include "blasft_gpu.h"
-#include "consistency/cache_config.h"
 #include "offload.h"
 #endif
 
@@ -78,7 +77,7 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
         return -1;
     /* through the consistency layer's device cache when it is on (BLASFT_CACHE), else (or when
      * it cannot take this GEMM) the engine's uncached copies, else the host */
-    if (blasft_cache_settings_get()->mode != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0)
+    if (cfg->cache != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0)
         return 0;
     if (blasft_gpu_run_host_gemm(g, cfg) == 0)
         return 0;

@@ -149,6 +149,10 @@ static void write_config(FILE *f, const blasft_config *c)
         fprintf(f, "    \"min_flops\": %.17g,\n", c->min_flops);
     fprintf(f, "    \"log\": \"%s\",\n", blasft_log_level_name(c->log_level));
     fprintf(f, "    \"cublas\": \"%s\",\n", c->cublas ? "on" : "off");
+    fprintf(f, "    \"cache\": \"%s\",\n    \"device_mem\": %llu,\n    \"staging\": %llu,\n"
+               "    \"hash_threads\": %d,\n",
+            blasft_cache_mode_name(c->cache), (unsigned long long)c->device_mem,
+            (unsigned long long)c->staging, c->hash_threads);
     fprintf(f, "    \"gpu_pea_lists\": \"%s\",\n    \"gpu_helper_priority\": \"%s\",\n",
             c->gpu_pea_lists ? "block" : "vector",
             (const char *const[]){"high", "low", "default"}[c->gpu_helper_priority]);

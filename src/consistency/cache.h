@@ -18,7 +18,7 @@
 #ifndef BLASFT_CONSISTENCY_CACHE_H
 #define BLASFT_CONSISTENCY_CACHE_H
 
-#include "cache_config.h"
+#include "config.h"
 #include "devmem.h"
 #include "gemm.h"
 #include "hash.h"

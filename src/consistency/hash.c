@@ -1,6 +1,6 @@
 #include "hash.h"
 
-#include "cache_config.h"
+#include "config.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -138,7 +138,7 @@ static void *run_job(void *arg)
     return NULL;
 }
 
-int blasft_hash_default_threads(void) { return blasft_cache_settings_get()->hash_threads; }
+int blasft_hash_default_threads(void) { return blasft_cfg()->hash_threads; }
 
 #define MAX_THREADS 256
 

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "consistency/cache_config.h"
 #include "consistency/hash.h"
 #include "datagen.h"
 
@@ -125,50 +124,11 @@ static void test_empty_and_shapes(void **state)
     assert_false(blasft_hash_equal(h2d(a, 16, 4, 16, 1), h2d(a, 32, 2, 32, 1)));
 }
 
-typedef struct { const char *name, *value; } env_pair;
-
-static const char *lookup(const char *name, void *ctx)
-{
-    for (const env_pair *p = ctx; p->name; p++)
-        if (strcmp(p->name, name) == 0)
-            return p->value;
-    return NULL;
-}
-
-static void test_settings(void **state)
-{
-    (void)state;
-    blasft_cache_settings s;
-    env_pair none[] = {{NULL, NULL}};
-    assert_int_equal(blasft_cache_settings_parse(&s, lookup, none), 0);
-    assert_int_equal(s.mode, BLASFT_CACHE_OFF);
-    assert_int_equal(s.device_mem, 0);
-    assert_int_equal(s.staging, 256u << 20);
-    assert_true(s.hash_threads >= 1);
-    env_pair good[] = {{"BLASFT_CACHE", "Hash"}, {"BLASFT_DEVICE_MEM", "2G"},
-                       {"BLASFT_STAGING", "64MiB"}, {"BLASFT_HASH_THREADS", "3"}, {NULL, NULL}};
-    assert_int_equal(blasft_cache_settings_parse(&s, lookup, good), 0);
-    assert_int_equal(s.mode, BLASFT_CACHE_HASH);
-    assert_true(s.device_mem == (size_t)2 << 30);
-    assert_true(s.staging == (size_t)64 << 20);
-    assert_int_equal(s.hash_threads, 3);
-    env_pair bad[] = {{"BLASFT_CACHE", "lru"}, {"BLASFT_DEVICE_MEM", "12Q"},
-                      {"BLASFT_STAGING", "1G"}, {"BLASFT_HASH_THREADS", "0"}, {NULL, NULL}};
-    assert_int_equal(blasft_cache_settings_parse(&s, lookup, bad), 4);
-    assert_int_equal(s.mode, BLASFT_CACHE_OFF);
-    assert_int_equal(s.device_mem, 0);
-    assert_true(s.staging == (size_t)256 << 20);
-    env_pair decl[] = {{"BLASFT_CACHE", "declared"}, {"BLASFT_DEVICE_MEM", "auto"}, {NULL, NULL}};
-    assert_int_equal(blasft_cache_settings_parse(&s, lookup, decl), 0);
-    assert_int_equal(s.mode, BLASFT_CACHE_DECLARED);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bit_flip),  cmocka_unit_test(test_structured_changes),
         cmocka_unit_test(test_threads_agree),   cmocka_unit_test(test_empty_and_shapes),
-        cmocka_unit_test(test_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
