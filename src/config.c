@@ -50,6 +50,9 @@ const char *blasft_weights_name(blasft_weights w) { return weights_names[w]; }
 const char *blasft_on_error_name(blasft_on_error e) { return on_error_names[e]; }
 const char *blasft_log_level_name(blasft_log_level l) { return log_names[l]; }
 const char *blasft_cache_mode_name(blasft_cache_mode m) { return cache_names[m]; }
+const char *blasft_off_on_name(int on) { return off_on_names[on != 0]; }
+const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]; }
+const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 
 static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
 {

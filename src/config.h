@@ -21,5 +21,8 @@ const char *blasft_weights_name(blasft_weights w);
 const char *blasft_on_error_name(blasft_on_error e);
 const char *blasft_log_level_name(blasft_log_level l);
 const char *blasft_cache_mode_name(blasft_cache_mode m);
+const char *blasft_off_on_name(int on);
+const char *blasft_gpu_pea_lists_name(int lists);
+const char *blasft_gpu_helper_priority_name(int priority);
 
 #endif

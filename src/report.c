@@ -148,14 +148,14 @@ static void write_config(FILE *f, const blasft_config *c)
     else
         fprintf(f, "    \"min_flops\": %.17g,\n", c->min_flops);
     fprintf(f, "    \"log\": \"%s\",\n", blasft_log_level_name(c->log_level));
-    fprintf(f, "    \"cublas\": \"%s\",\n", c->cublas ? "on" : "off");
+    fprintf(f, "    \"cublas\": \"%s\",\n", blasft_off_on_name(c->cublas));
     fprintf(f, "    \"cache\": \"%s\",\n    \"device_mem\": %llu,\n    \"staging\": %llu,\n"
                "    \"hash_threads\": %d,\n",
             blasft_cache_mode_name(c->cache), (unsigned long long)c->device_mem,
             (unsigned long long)c->staging, c->hash_threads);
     fprintf(f, "    \"gpu_pea_lists\": \"%s\",\n    \"gpu_helper_priority\": \"%s\",\n",
-            c->gpu_pea_lists ? "block" : "vector",
-            (const char *const[]){"high", "low", "default"}[c->gpu_helper_priority]);
+            blasft_gpu_pea_lists_name(c->gpu_pea_lists),
+            blasft_gpu_helper_priority_name(c->gpu_helper_priority));
     fprintf(f, "    \"log_file\": ");
     json_string(f, c->log_file);
     fprintf(f, ",\n    \"host_blas\": ");
