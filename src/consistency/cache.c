@@ -10,6 +10,9 @@
  * a larger area). */
 #define MAX_RANGES 16
 #define BUCKETS 1024
+/* Bytes of a change-hash chunk (hash.c; a chunk's dense bytes are at most this): the upload
+ * statistics of a check that copied only changed chunks count this per chunk. */
+#define CHUNK_BYTES ((size_t)256 << 10)
 
 typedef struct range {
     size_t lo, hi; /* byte offsets from the key's host address, hi exclusive */
@@ -31,8 +34,10 @@ struct blasft_cache_entry {
     bool declared_unchanged; /* one use without the check */
     bool needs_check;        /* the memory was used through another entry since this one's last
                                 use: declarations of "unchanged" do not cover it */
-    bool hash_valid;         /* hash describes the host data as last synchronised */
-    blasft_hash128 hash;
+    bool hash_valid;         /* dig describes the host data as last synchronised */
+    blasft_hash128 *dig;     /* per chunk of the change hash (hash.h); mode hash only */
+    size_t nchunks;
+    bool last_check_same;    /* the last check found no change: the next one may be deferred */
     int pins;                /* users holding a ref */
     bool busy;               /* a thread synchronises it or writes it: others wait */
     bool detached;           /* not findable any more; freed at its last release */
@@ -139,6 +144,7 @@ static void entry_free(blasft_cache *c, blasft_cache_entry *e)
             c->dev->ops->free(c->dev, e->enc[s]);
             c->used -= e->enc_bytes[s];
         }
+    free(e->dig);
     free(e);
 }
 
@@ -151,10 +157,22 @@ static const char *host_at(const blasft_cache_entry *e, size_t off)
 
 static size_t ld_bytes(const blasft_cache_entry *e) { return (size_t)e->key.ld * type_bytes(e->key.type); }
 
-static int upload_all(blasft_cache *c, blasft_cache_entry *e)
+/* The whole region; with dig, each chunk's digest of what was uploaded (hashed in the same pass
+ * where the backend can). */
+static int upload_all(blasft_cache *c, blasft_cache_entry *e, blasft_hash128 *dig)
 {
-    return c->dev->ops->upload(c->dev, e->data, e->row_bytes, e->key.host, ld_bytes(e),
-                               e->row_bytes, (size_t)e->key.cols);
+    const blasft_devmem_ops *o = c->dev->ops;
+    if (o->upload_chunks) {
+        size_t copied;
+        return o->upload_chunks(c->dev, e->data, e->key.host, e->row_bytes, (size_t)e->key.cols,
+                                ld_bytes(e), NULL, dig, &copied, NULL);
+    }
+    int rc = o->upload(c->dev, e->data, e->row_bytes, e->key.host, ld_bytes(e), e->row_bytes,
+                       (size_t)e->key.cols);
+    if (rc == 0 && dig)
+        blasft_hash2d_chunks(e->key.host, e->row_bytes, (size_t)e->key.cols, ld_bytes(e),
+                             c->opts.hash_threads, dig);
+    return rc;
 }
 
 /* Applies fn to the parts of host byte range [lo, hi) that lie inside the region, as 2-D pieces:
@@ -348,10 +366,18 @@ void blasft_cache_destroy(blasft_cache *c)
 
 blasft_cache_mode blasft_cache_get_mode(const blasft_cache *c) { return c->opts.mode; }
 
-static blasft_hash128 hash_of(blasft_cache *c, const blasft_cache_entry *e)
+static void hash_into(blasft_cache *c, const blasft_cache_entry *e, blasft_hash128 *dig)
 {
-    return blasft_hash2d(e->key.host, e->row_bytes, (size_t)e->key.cols, ld_bytes(e),
-                         c->opts.hash_threads);
+    blasft_hash2d_chunks(e->key.host, e->row_bytes, (size_t)e->key.cols, ld_bytes(e),
+                         c->opts.hash_threads, dig);
+}
+
+static bool digests_equal(const blasft_hash128 *a, const blasft_hash128 *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!blasft_hash_equal(a[i], b[i]))
+            return false;
+    return true;
 }
 
 /* A new entry with device memory for its data (cache lock held); NULL if it does not fit. */
@@ -371,6 +397,14 @@ static blasft_cache_entry *entry_new(blasft_cache *c, const blasft_cache_key *k)
     }
     if (!e->data_bytes) /* counted as 1 byte above */
         e->data_bytes = 1;
+    if (c->opts.mode == BLASFT_CACHE_HASH) {
+        e->nchunks = blasft_hash_chunk_count(e->row_bytes, (size_t)k->cols);
+        e->dig = malloc(sizeof *e->dig * (e->nchunks ? e->nchunks : 1));
+        if (!e->dig) {
+            entry_free(c, e);
+            return NULL;
+        }
+    }
     return e;
 }
 
@@ -458,9 +492,9 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
     pthread_mutex_unlock(&c->lock);
 
     unsigned did = 0;
-    bool hashed = false;
-    blasft_hash128 h = {0, 0};
     const bool hash_mode = c->opts.mode == BLASFT_CACHE_HASH;
+    blasft_hash128 *known = NULL; /* the host data's chunk digests, when the check computed them */
+    bool deferred = false, fused = false;
     if (hash_mode && nr > 0 && !dev_changed) {
         /* a declaration says what changed, not that the rest did not: only mode declared trusts
          * that, mode hash uploads everything (the check would fail anyway) */
@@ -475,23 +509,55 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
                (!skip_check || !e->hash_valid)) {
         /* (a device copy written by a writer that did not load it is current by definition:
          * there is no host state to compare with until it is downloaded) */
-        h = hash_of(c, e);
-        hashed = true;
-        did |= BLASFT_CACHE_DID_CHECK;
-        if (!e->hash_valid || !blasft_hash_equal(h, e->hash)) {
-            all = true;
-            pthread_mutex_lock(&c->lock);
-            c->st.check_mismatches += e->hash_valid;
-            c->st.conflicts += e->hash_valid && dev_changed;
-            pthread_mutex_unlock(&c->lock);
-        }
         pthread_mutex_lock(&c->lock);
-        c->st.checks++;
-        c->st.check_bytes += e->data_bytes;
+        bool alone = e->pins == 1; /* busy: nobody can join until this thread is done */
         pthread_mutex_unlock(&c->lock);
+        bool in_place = alone && e->hash_valid && !dev_changed && c->dev->ops->upload_chunks;
+        if (in_place && (flags & BLASFT_CACHE_DEFER_CHECK) && !write && e->last_check_same) {
+            /* the caller starts on the copy and verifies it beside (blasft_cache_verify) */
+            deferred = true;
+            did |= BLASFT_CACHE_DID_DEFERRED;
+        } else if (in_place) {
+            /* check and upload in one pass: only chunks whose digest changed are copied */
+            size_t copied = 0;
+            rc = c->dev->ops->upload_chunks(c->dev, e->data, e->key.host, e->row_bytes,
+                                            (size_t)e->key.cols, ld_bytes(e), e->dig, e->dig,
+                                            &copied, NULL);
+            fused = true;
+            did |= BLASFT_CACHE_DID_CHECK | (copied ? BLASFT_CACHE_DID_UPLOAD : 0);
+            if (copied)
+                for (int s = 0; s < BLASFT_CACHE_SLOTS; s++)
+                    e->enc_valid[s] = false;
+            e->last_check_same = copied == 0;
+            e->hash_valid = e->loaded = rc == 0;
+            pthread_mutex_lock(&c->lock);
+            c->st.checks++;
+            c->st.check_bytes += e->data_bytes;
+            c->st.check_mismatches += copied > 0;
+            c->st.upload_bytes += copied == e->nchunks ? e->data_bytes : copied * CHUNK_BYTES;
+            pthread_mutex_unlock(&c->lock);
+        } else {
+            known = malloc(sizeof *known * (e->nchunks ? e->nchunks : 1));
+            if (!known) {
+                rc = -2;
+            } else {
+                hash_into(c, e, known);
+                did |= BLASFT_CACHE_DID_CHECK;
+                bool same = e->hash_valid && digests_equal(known, e->dig, e->nchunks);
+                e->last_check_same = same;
+                if (!same)
+                    all = true;
+                pthread_mutex_lock(&c->lock);
+                c->st.check_mismatches += e->hash_valid && !same;
+                c->st.conflicts += e->hash_valid && !same && dev_changed;
+                c->st.checks++;
+                c->st.check_bytes += e->data_bytes;
+                pthread_mutex_unlock(&c->lock);
+            }
+        }
     }
 
-    if (all || nr > 0) {
+    if (rc == 0 && !fused && !deferred && (all || nr > 0)) {
         /* the device copy changes: a copy that other threads still read must not */
         pthread_mutex_lock(&c->lock);
         if (e->pins > 1 && e->mapped) {
@@ -501,10 +567,10 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
                 unpin(c, e);
                 pthread_cond_broadcast(&c->idle);
                 pthread_mutex_unlock(&c->lock);
+                free(known);
                 return -1;
             }
-            fresh->hash = e->hash;
-            fresh->hash_valid = e->hash_valid;
+            fresh->last_check_same = e->last_check_same;
             e->busy = false;
             detach(c, e);
             unpin(c, e);
@@ -526,8 +592,11 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
             c->st.conflicts++;
             pthread_mutex_unlock(&c->lock);
         }
+        bool hashed = false;
         if (rc == 0 && all) {
-            rc = upload_all(c, e);
+            /* hashed in the upload's pass unless the check already did */
+            rc = upload_all(c, e, hash_mode && !known ? e->dig : NULL);
+            hashed = hash_mode && !known;
             __atomic_fetch_add(&c->st.upload_bytes, e->row_bytes * (size_t)e->key.cols,
                                __ATOMIC_RELAXED);
             did |= BLASFT_CACHE_DID_UPLOAD;
@@ -536,15 +605,17 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
                 rc = for_pieces(c, e, r[i].lo, r[i].hi, upload_piece);
             did |= BLASFT_CACHE_DID_PARTIAL;
         }
+        if (hash_mode && rc == 0 && !hashed) { /* the reference for the next check */
+            if (known)
+                memcpy(e->dig, known, sizeof *known * e->nchunks);
+            else
+                hash_into(c, e, e->dig);
+            hashed = true;
+        }
         for (int s = 0; s < BLASFT_CACHE_SLOTS; s++)
             e->enc_valid[s] = false;
         e->device_changed = false;
         e->loaded = rc == 0;
-        if (hash_mode && rc == 0 && !hashed) { /* the reference for the next check */
-            h = hash_of(c, e);
-            hashed = true;
-        }
-        e->hash = h;
         e->hash_valid = hashed && rc == 0;
     } else if (!load) {
         for (int s = 0; s < BLASFT_CACHE_SLOTS; s++)
@@ -552,6 +623,7 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
         e->hash_valid = false;
         e->loaded = true;
     }
+    free(known);
 
     for (int s = 0; s < BLASFT_CACHE_SLOTS && rc == 0; s++) {
         if (!(flags & BLASFT_CACHE_ENC(s)) || !c->opts.codec)
@@ -588,7 +660,7 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
     if (did & (BLASFT_CACHE_DID_UPLOAD | BLASFT_CACHE_DID_PARTIAL))
         c->st.uploads += !!(did & BLASFT_CACHE_DID_UPLOAD),
         c->st.partial_uploads += !!(did & BLASFT_CACHE_DID_PARTIAL);
-    else if (load && rc == 0)
+    else if (load && rc == 0 && !deferred) /* a deferred check counts when it is verified */
         c->st.reuses++;
     if (rc != 0) {
         /* nothing held; the copy's state is unknown, so it is dropped */
@@ -603,7 +675,8 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
         memset(ref, 0, sizeof *ref);
         return rc;
     }
-    if (!write) { /* readers share; a writer keeps it to itself until release */
+    if (!write && !deferred) { /* readers share; a writer (or a reader whose check is deferred)
+                                  keeps it to itself until release (verify) */
         e->busy = false;
         pthread_cond_broadcast(&c->idle);
     }
@@ -613,10 +686,12 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
     ref->ld = key->rows > 1 ? key->rows : 1;
     ref->did |= did;
     ref->writer = write;
+    ref->pending = deferred;
     return 0;
 }
 
-int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref)
+int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
+                                 const blasft_devmem_fence *fence)
 {
     blasft_cache_entry *e = ref->entry;
     pthread_mutex_lock(&c->lock);
@@ -625,25 +700,83 @@ int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref)
     range r[MAX_RANGES];
     memcpy(r, e->ranges, sizeof r);
     pthread_mutex_unlock(&c->lock);
+    const bool hash_mode = c->opts.mode == BLASFT_CACHE_HASH;
+    const blasft_devmem_ops *o = c->dev->ops;
     int rc = 0;
-    if (!all)
+    bool hashed = false;
+    if (!all && nr == 0 && o->download_chunks) {
+        /* the whole copy, its hash taken in the unpack pass */
+        rc = o->download_chunks(c->dev, (void *)e->key.host, ld_bytes(e), e->data, e->row_bytes,
+                                (size_t)e->key.cols, hash_mode ? e->dig : NULL, fence);
+        hashed = hash_mode;
+        __atomic_fetch_add(&c->st.download_bytes, e->row_bytes * (size_t)e->key.cols,
+                           __ATOMIC_RELAXED);
+    } else if (!all) {
         rc = download_except(c, e, r, nr);
+    }
     pthread_mutex_lock(&c->lock);
     c->st.downloads += !all;
     pthread_mutex_unlock(&c->lock);
     if (rc)
         return -2;
-    blasft_hash128 h = {0, 0};
-    bool hash_mode = c->opts.mode == BLASFT_CACHE_HASH;
-    if (hash_mode)
-        h = hash_of(c, e);
+    if (hash_mode && !hashed)
+        hash_into(c, e, e->dig);
     pthread_mutex_lock(&c->lock);
     e->device_changed = false;
-    e->hash = h;
     e->hash_valid = hash_mode;
+    /* a result is rewritten by every call that produces it: no prediction for its checks */
+    e->last_check_same = false;
     pthread_mutex_unlock(&c->lock);
     ref->downloaded = true;
     return 0;
+}
+
+int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref)
+{
+    return blasft_cache_download_fenced(c, ref, NULL);
+}
+
+int blasft_cache_verify(blasft_cache *c, blasft_cache_ref *ref,
+                        const blasft_devmem_hook *before_write)
+{
+    blasft_cache_entry *e = ref->entry;
+    if (!ref->pending)
+        return 0;
+    /* the entry is this thread's alone (busy) and read by nobody else (pins was 1 at the
+     * acquire), so changed chunks are written in place once the caller's kernel is done */
+    size_t copied = 0;
+    int rc = c->dev->ops->upload_chunks(c->dev, e->data, e->key.host, e->row_bytes,
+                                        (size_t)e->key.cols, ld_bytes(e), e->dig, e->dig, &copied,
+                                        before_write);
+    const blasft_cache_codec *cd = c->opts.codec;
+    if (rc == 0 && copied)
+        for (int s = 0; s < BLASFT_CACHE_SLOTS; s++) {
+            e->enc_valid[s] = false;
+            if (rc == 0 && ref->enc[s] && cd) {
+                rc = cd->encode(cd->ctx, s, e->key.type, e->key.rows, e->key.cols, e->data,
+                                e->enc[s]);
+                e->enc_valid[s] = rc == 0;
+            }
+        }
+    pthread_mutex_lock(&c->lock);
+    c->st.checks++;
+    c->st.check_bytes += e->data_bytes;
+    if (rc == 0 && copied) {
+        c->st.check_mismatches++;
+        c->st.uploads++;
+        c->st.upload_bytes += copied == e->nchunks ? e->data_bytes : copied * CHUNK_BYTES;
+    } else if (rc == 0) {
+        c->st.reuses++;
+    }
+    e->last_check_same = rc == 0 && copied == 0;
+    if (rc != 0) /* the copy's state is unknown: the next use uploads it all */
+        e->loaded = e->hash_valid = false;
+    ref->did |= BLASFT_CACHE_DID_CHECK | (copied ? BLASFT_CACHE_DID_UPLOAD : 0);
+    ref->pending = false;
+    e->busy = false; /* readers may share it now */
+    pthread_cond_broadcast(&c->idle);
+    pthread_mutex_unlock(&c->lock);
+    return rc != 0 ? -2 : copied > 0;
 }
 
 void blasft_cache_release(blasft_cache *c, blasft_cache_ref *ref, unsigned how)
@@ -657,8 +790,8 @@ void blasft_cache_release(blasft_cache *c, blasft_cache_ref *ref, unsigned how)
         for (int s = 0; s < BLASFT_CACHE_SLOTS; s++)
             e->enc_valid[s] = e->enc[s] && (ref->enc_written & (1u << s));
     }
-    if (ref->writer) {
-        /* the writer's exclusive hold ends */
+    if (ref->writer || ref->pending) {
+        /* the writer's (or an unverified reader's) exclusive hold ends */
         e->busy = false;
         pthread_cond_broadcast(&c->idle);
     }

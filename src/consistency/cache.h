@@ -69,6 +69,10 @@ blasft_cache_mode blasft_cache_get_mode(const blasft_cache *c);
 #define BLASFT_CACHE_ENC(slot) (1u << (slot)) /* the encoding of slot must be valid */
 #define BLASFT_CACHE_WRITE 0x100u   /* the caller writes the device copy (a GEMM's C) */
 #define BLASFT_CACHE_NO_LOAD 0x200u /* with WRITE: the old content is not needed (beta = 0) */
+/* For a reader: when the copy only needs its change check and the last check of it found no
+ * change, return at once (DID_DEFERRED) with the entry held alone; the caller may start reading
+ * the copy and must call blasft_cache_verify before it trusts what it computed. */
+#define BLASFT_CACHE_DEFER_CHECK 0x400u
 
 /* what an acquire did (ref.did) */
 #define BLASFT_CACHE_DID_CHECK 0x1u       /* hashed the host data */
@@ -77,6 +81,7 @@ blasft_cache_mode blasft_cache_get_mode(const blasft_cache *c);
 #define BLASFT_CACHE_DID_ENCODE 0x8u      /* made at least one encoding */
 #define BLASFT_CACHE_DID_DOWNLOAD 0x10u   /* downloaded device changes first (both changed) */
 #define BLASFT_CACHE_DID_UNCACHED 0x20u   /* a private copy that is freed on release (mode off) */
+#define BLASFT_CACHE_DID_DEFERRED 0x40u   /* the check is left to blasft_cache_verify */
 
 typedef struct blasft_cache_ref {
     blasft_cache_entry *entry;
@@ -89,6 +94,7 @@ typedef struct blasft_cache_ref {
     unsigned enc_written;
     bool writer;     /* acquired with BLASFT_CACHE_WRITE (internal) */
     bool downloaded; /* blasft_cache_download ran: the host has what the writer wrote */
+    bool pending;    /* acquired with a deferred check not yet verified (internal) */
 } blasft_cache_ref;
 
 /* A device copy equal to the host sub-matrix now (unless NO_LOAD), with the asked encodings.
@@ -100,6 +106,20 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
 /* For a writer: copies the device copy to the host now (host-changed ranges declared since the
  * acquire are kept, see above) and records its hash; 0 or -2. */
 int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref);
+
+/* The same, ordered after the device work named by fence (devmem.h), and with the hash of the
+ * host result taken in the unpack pass where the backend can. */
+int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
+                                 const blasft_devmem_fence *fence);
+
+/* For a reader acquired with DID_DEFERRED: the change check now. 0: the copy was current (what
+ * was computed from it stands); 1: the host data had changed, the copy is now updated (the
+ * changed chunks uploaded, encodings remade) and what was computed from the old copy must be
+ * redone; -2: a copy failed (redo without the cache). before_write (may be NULL) runs before the
+ * first write of the device copy: the caller waits there for its kernels that read the old one.
+ * Afterwards other readers may share the entry. No-op (0) for a ref without a deferred check. */
+int blasft_cache_verify(blasft_cache *c, blasft_cache_ref *ref,
+                        const blasft_devmem_hook *before_write);
 
 /* release flags */
 #define BLASFT_CACHE_DEVICE_WROTE 0x1u /* the device copy was written (deviceChanged, unless it

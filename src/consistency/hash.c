@@ -1,6 +1,7 @@
 #include "hash.h"
 
 #include "config.h"
+#include "pool.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -119,28 +120,92 @@ static blasft_hash128 hash_chunk(const region *r, size_t chunk)
     return (blasft_hash128){lo, hi};
 }
 
-typedef struct job {
-    const region *r;
-    size_t first, last; /* chunks [first, last) */
-    blasft_hash128 sum;
-} job;
-
-static void *run_job(void *arg)
+size_t blasft_hash_chunk_count(size_t row_bytes, size_t cols)
 {
-    job *j = arg;
-    blasft_hash128 s = {0, 0};
-    for (size_t c = j->first; c < j->last; c++) {
-        blasft_hash128 h = hash_chunk(j->r, c);
-        s.lo += h.lo;
-        s.hi += h.hi;
+    return ((row_bytes + 7) / 8 * cols + CHUNK_WORDS - 1) / CHUNK_WORDS;
+}
+
+/* The dense copy's byte offset of logical word p (a column's partial last word ends the column). */
+static size_t packed_offset(size_t row_bytes, size_t words_per_col, size_t p)
+{
+    size_t col = p / words_per_col, off = 8 * (p % words_per_col);
+    return col * row_bytes + (off < row_bytes ? off : row_bytes);
+}
+
+void blasft_hash_chunk_span(size_t row_bytes, size_t cols, size_t chunk, size_t *lo, size_t *hi)
+{
+    size_t wpc = (row_bytes + 7) / 8, words = wpc * cols;
+    size_t p0 = chunk * CHUNK_WORDS, p1 = p0 + CHUNK_WORDS;
+    if (p1 > words)
+        p1 = words;
+    *lo = wpc ? packed_offset(row_bytes, wpc, p0) : 0;
+    *hi = wpc ? (p1 == words ? row_bytes * cols : packed_offset(row_bytes, wpc, p1)) : 0;
+}
+
+blasft_hash128 blasft_hash_chunk(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                                 size_t chunk)
+{
+    pthread_once(&seed_once, seed_init);
+    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    r.words = r.words_per_col * cols;
+    return hash_chunk(&r, chunk);
+}
+
+blasft_hash128 blasft_hash_combine(const blasft_hash128 *digests, size_t chunks, size_t row_bytes,
+                                   size_t cols)
+{
+    blasft_hash128 total = {0, 0};
+    for (size_t c = 0; c < chunks; c++) {
+        total.lo += digests[c].lo;
+        total.hi += digests[c].hi;
     }
-    j->sum = s;
-    return NULL;
+    /* the shape, so that regions of different shapes never compare equal by their sums */
+    total.lo = fmix64(total.lo ^ fmix64(row_bytes + 0x9fb21c651e98df25ull * cols));
+    total.hi = fmix64(total.hi + cols);
+    return total;
 }
 
 int blasft_hash_default_threads(void) { return blasft_cfg()->hash_threads; }
 
-#define MAX_THREADS 256
+typedef struct chunk_pass {
+    const region *r;
+    blasft_hash128 *out;
+} chunk_pass;
+
+static void hash_one(void *arg, size_t c)
+{
+    chunk_pass *p = arg;
+    p->out[c] = hash_chunk(p->r, c);
+}
+
+void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                          int threads, blasft_hash128 *out)
+{
+    pthread_once(&seed_once, seed_init);
+    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    r.words = r.words_per_col * cols;
+    size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
+    if (row_bytes * cols < PARALLEL_MIN_BYTES)
+        threads = 1;
+    chunk_pass p = {&r, out};
+    blasft_pool_for(chunks, hash_one, &p, threads);
+}
+
+/* Chunk digests of one pool pass, kept on the stack (8 KiB): larger regions are hashed in slices
+ * of 128 MiB whose sums are added up. */
+#define SLICE_CHUNKS 512
+
+typedef struct sum_pass {
+    const region *r;
+    size_t first;
+    blasft_hash128 *out;
+} sum_pass;
+
+static void hash_slice_one(void *arg, size_t i)
+{
+    sum_pass *p = arg;
+    p->out[i] = hash_chunk(p->r, p->first + i);
+}
 
 blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
                              int threads)
@@ -148,35 +213,20 @@ blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, si
     pthread_once(&seed_once, seed_init);
     region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
     r.words = r.words_per_col * cols;
-    size_t chunks = (r.words + CHUNK_WORDS - 1) / CHUNK_WORDS;
-    if (threads <= 0)
-        threads = blasft_hash_default_threads();
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
+    size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     if (row_bytes * cols < PARALLEL_MIN_BYTES)
         threads = 1;
-    if ((size_t)threads > chunks)
-        threads = chunks > 0 ? (int)chunks : 1;
-
-    job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    bool started[MAX_THREADS] = {false};
-    for (int t = 0; t < threads; t++)
-        jobs[t] = (job){&r, chunks * t / threads, chunks * (t + 1) / threads, {0, 0}};
-    for (int t = 1; t < threads; t++)
-        started[t] = pthread_create(&tid[t], NULL, run_job, &jobs[t]) == 0;
-    for (int t = 0; t < threads; t++)
-        if (!started[t]) /* the caller's share, and that of a thread that could not start */
-            run_job(&jobs[t]);
-    blasft_hash128 total = {0, 0};
-    for (int t = 0; t < threads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        total.lo += jobs[t].sum.lo;
-        total.hi += jobs[t].sum.hi;
+    blasft_hash128 slice[SLICE_CHUNKS];
+    blasft_hash128 sum = {0, 0};
+    for (size_t first = 0; first < chunks; first += SLICE_CHUNKS) {
+        size_t n = chunks - first < SLICE_CHUNKS ? chunks - first : SLICE_CHUNKS;
+        sum_pass p = {&r, first, slice};
+        blasft_pool_for(n, hash_slice_one, &p, threads);
+        for (size_t i = 0; i < n; i++) {
+            sum.lo += slice[i].lo;
+            sum.hi += slice[i].hi;
+        }
     }
-    /* the shape, so that regions of different shapes never compare equal by their sums */
-    total.lo = fmix64(total.lo ^ fmix64(row_bytes + 0x9fb21c651e98df25ull * cols));
-    total.hi = fmix64(total.hi + cols);
-    return total;
+    blasft_hash128 one = sum;
+    return blasft_hash_combine(&one, 1, row_bytes, cols);
 }

@@ -30,6 +30,23 @@ static inline bool blasft_hash_equal(blasft_hash128 a, blasft_hash128 b)
 blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
                              int threads);
 
+/* The hash is the sum of independent chunk digests (chunks of 256 KiB of the region's word
+ * stream, fixed by the shape), so passes that move the data anyway (pack into staging, unpack of
+ * a result) can hash it chunk by chunk on the way: */
+/* Chunks of a region of cols columns of row_bytes bytes. */
+size_t blasft_hash_chunk_count(size_t row_bytes, size_t cols);
+/* Byte range [*lo, *hi) of chunk in the region's dense copy (column-major, ld = row_bytes). */
+void blasft_hash_chunk_span(size_t row_bytes, size_t cols, size_t chunk, size_t *lo, size_t *hi);
+/* The digest of one chunk. */
+blasft_hash128 blasft_hash_chunk(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                                 size_t chunk);
+/* Every chunk's digest into out[0 .. chunk_count), in parallel. */
+void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
+                          int threads, blasft_hash128 *out);
+/* The region's hash from all its chunk digests: equals blasft_hash2d of the same data. */
+blasft_hash128 blasft_hash_combine(const blasft_hash128 *digests, size_t chunks, size_t row_bytes,
+                                   size_t cols);
+
 /* The process's hash thread count: BLASFT_HASH_THREADS if set (1..256), else the online cores. */
 int blasft_hash_default_threads(void);
 
