@@ -2,6 +2,7 @@
 
 #include "abft/abft_engine.h"
 #include "config.h"
+#include "consistency/offload_model.h"
 #include "hostblas.h"
 #include "log.h"
 #include "report.h"
@@ -13,6 +14,14 @@
 #endif
 
 #include <stddef.h>
+#include <time.h>
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static int is_trans(blasft_trans t) { return t == 'N' || t == 'T' || t == 'C'; }
 
@@ -64,23 +73,32 @@ void blasft_host_gemm(const blasft_gemm *g)
        1);
 }
 
-/* The GPU runs a host-memory GEMM only when asked to (BLASFT_DEVICE=gpu), or in auto mode above
- * BLASFT_MIN_FLOPS when that is set: until the offload model of the consistency layer exists,
- * auto keeps GEMMs on the host. Returns 0 if the GEMM ran on the GPU. */
+/* Whether auto mode sends g to the GPU: above BLASFT_MIN_FLOPS when that is set, else when the
+ * offload model (consistency/offload_model.h) predicts it finishes sooner there. */
+static int auto_wants_gpu(const blasft_gemm *g, const blasft_config *cfg)
+{
+    if (cfg->min_flops >= 0)
+        return blasft_model_flops(g) >= cfg->min_flops;
+    return blasft_model_gpu_seconds(g) < blasft_model_host_seconds(g);
+}
+
+/* The GPU runs a host-memory GEMM when asked to (BLASFT_DEVICE=gpu) or when auto mode wants it.
+ * Returns 0 if the GEMM ran on the GPU. */
 static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
 {
 #if BLASFT_HAVE_CUDA
     if (cfg->device == BLASFT_DEVICE_HOST)
         return -1;
-    if (cfg->device == BLASFT_DEVICE_AUTO &&
-        (cfg->min_flops < 0 || 2.0 * (double)g->m * (double)g->n * (double)g->k < cfg->min_flops))
+    if (cfg->device == BLASFT_DEVICE_AUTO && !auto_wants_gpu(g, cfg))
         return -1;
+    double t0 = now_seconds();
     /* through the consistency layer's device cache when it is on (BLASFT_CACHE), else (or when
      * it cannot take this GEMM) the engine's uncached copies, else the host */
-    if (cfg->cache != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0)
+    if ((cfg->cache != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0) ||
+        blasft_gpu_run_host_gemm(g, cfg) == 0) {
+        blasft_model_gpu_ran(g, now_seconds() - t0);
         return 0;
-    if (blasft_gpu_run_host_gemm(g, cfg) == 0)
-        return 0;
+    }
     static int warned;
     blasft_log_once(&warned, BLASFT_LOG_WARN,
                     "a GEMM could not run on the GPU (no usable device, driver or cuBLAS, out of "
@@ -89,6 +107,7 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
     return -1;
 #else
     (void)g;
+    (void)auto_wants_gpu;
     if (cfg->device == BLASFT_DEVICE_GPU) {
         static int warned;
         blasft_log_once(&warned, BLASFT_LOG_WARN,
@@ -117,10 +136,16 @@ blasft_where blasft_gemm_run(const blasft_gemm *g)
         gemm_depth--;
         return BLASFT_WHERE_GPU;
     }
+    /* host GEMMs large enough to time feed the auto model's host rate */
+    int timed = cfg->device == BLASFT_DEVICE_AUTO &&
+                blasft_model_flops(g) >= BLASFT_MODEL_MIN_TIMED_FLOPS;
+    double t0 = timed ? now_seconds() : 0;
     if (blasft_abft_run(g, cfg, NULL, 0) != 0) {
         blasft_host_gemm(g);
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
     }
+    if (timed)
+        blasft_model_host_ran(g, now_seconds() - t0);
     gemm_depth--;
     return BLASFT_WHERE_HOST;
 }
