@@ -18,7 +18,8 @@ typedef enum { BLASFT_MODE_CORRECT = 0, BLASFT_MODE_DETECT, BLASFT_MODE_OFF } bl
 typedef enum { BLASFT_DEVICE_AUTO = 0, BLASFT_DEVICE_GPU, BLASFT_DEVICE_HOST } blasft_device;
 typedef enum {
     BLASFT_THRESHOLD_PEA = 0, BLASFT_THRESHOLD_SEA,
-    BLASFT_THRESHOLD_NORM /* Cauchy-Schwarz norms + Hoeffding, two tiers: docs/thresholds.md */
+    BLASFT_THRESHOLD_NORM, /* Cauchy-Schwarz norms + Hoeffding, two tiers: docs/thresholds.md */
+    BLASFT_THRESHOLD_PROJ  /* projected partial-sum energies, two tiers: docs/thresholds.md */
 } blasft_threshold;
 typedef enum {
     BLASFT_WEIGHTS_NORMAL = 0, BLASFT_WEIGHTS_AVERAGE, BLASFT_WEIGHTS_PERIODIC,

@@ -33,7 +33,7 @@ static const blasft_config config_defaults = {
 
 static const char *const mode_names[] = {"correct", "detect", "off", NULL};
 static const char *const device_names[] = {"auto", "gpu", "host", NULL};
-static const char *const threshold_names[] = {"pea", "sea", "norm", NULL};
+static const char *const threshold_names[] = {"pea", "sea", "norm", "proj", NULL};
 static const char *const weights_names[] = {"normal", "average", "periodic", "exponential",
                                             "linear", "mdr", NULL};
 static const char *const on_error_names[] = {"recompute", "report", "abort", NULL};

@@ -202,6 +202,38 @@ static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
     return (1.0 + g) * (1.0 + g);
 }
 
+/* PROJ thresholds (docs/thresholds.md). The syndrome's first-order rounding error is a sum of
+ * delta_t v_t over the BLAS's roundings, v_t a partial sum (times a checksum weight). Under the
+ * random-rounding model (each rounding error uniform within half an ulp, mean-independent of
+ * the earlier ones: |delta| <= u, sub-Gaussian with variance proxy u^2/3), the syndrome is
+ * sub-Gaussian with proxy V = (u^2/3) sum v_t^2 and P(|e| > w sqrt(V)) <= 2 exp(-w^2/2).
+ * The energy sum v_t^2 of a checksum element is estimated per block from the exact weighted mean
+ * walk plus BLASFT_PROJ_K random-sign projections of the deviation walks, the projected part
+ * divided by BLASFT_PROJ_C (a lower-tail allowance for the estimate), and maximised over
+ * accumulation with 1, 2, 4 and 8 interleaved lanes along k (BLASFT_PROJ_LANES_LOG2). */
+#define BLASFT_PROJ_FALSE_ALARM 1e-12
+#define BLASFT_PROJ_K 8
+#define BLASFT_PROJ_C 0.25
+#define BLASFT_PROJ_LANES_LOG2 3
+
+/* Multiplier w of sqrt(V) for two-sided false-alarm probability p: sqrt(2 ln(2/p)) (7.52 for
+ * 1e-12). */
+static inline BLASFT_HD double blasft_proj_omega(double p)
+{
+    return sqrt(2.0 * log(2.0 / p));
+}
+
+/* Random sign (+1 or -1) number idx of the projection stream `seed` (splitmix64 finalizer), so
+ * host and device draw the same signs from the same seed without shared state. */
+static inline BLASFT_HD double blasft_proj_sign(uint64_t seed, uint64_t idx)
+{
+    uint64_t z = seed + (idx + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (z >> 63) ? -1.0 : 1.0;
+}
+
 /* Correction rule (method.md 3): subtracting the syndrome keeps the element's precision only when
  * the error is small against the value; an exponent flip, Inf or NaN needs the element recomputed.
  * c is the faulty value, s = reference - recomputed (so c + s is the subtraction result). */

@@ -250,13 +250,66 @@ static void recompute_element(const abft_ctx *x, int64_t i, int64_t j)
         abft_st(x->g->c, x->g->type, i + j * x->g->ldc, part, v[part]);
 }
 
-/* NORM's second tier for element (i, j) of a flagged line: whether it is further from its
+/* PROJ's second tier for one real element: the exact value (compensated) and the element's own
+ * bound from its exact partial-sum energy, the same model as the checksum's first tier (largest
+ * over 1, 2, 4, 8 lanes, abft_threshold.c) without any estimate: (u^2/3) (sum_t s_t^2 + lane
+ * additions + sum_t (a_t b_t)^2 + 4 s_k^2) times alpha^2, the old C's scaling, plus the
+ * compensated sum's own error. */
+static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
+{
+    enum { H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
+    const blasft_gemm *g = x->g;
+    blasft_csum acc;
+    memset(&acc, 0, sizeof acc);
+    double lane[NL] = {0}, es[H] = {0}, ep = 0, sabs = 0;
+    for (int64_t kk = 0; kk < x->k; kk++) {
+        double a = abft_opa(x, i, kk, 0), b = abft_opb(x, kk, j, 0), p = a * b;
+        add_prod(&acc, a, b);
+        for (int h = 0; h < H; h++) {
+            int li = (1 << h) - 1 + (int)(kk & ((1 << h) - 1));
+            lane[li] += p;
+            es[h] += lane[li] * lane[li];
+        }
+        ep += p * p;
+        sabs += fabs(p);
+    }
+    double best = 0;
+    for (int h = 0; h < H; h++) {
+        double L = (double)(1 << h), sq = 0;
+        for (int l = 0; l < (1 << h); l++)
+            sq += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
+        best = fmax(best, es[h] + L * (L - 1.0) * sq);
+    }
+    double d = blasft_csum_value(&acc), old = 0;
+    v[0] = g->alpha[0] * d;
+    v[1] = 0;
+    if (!x->beta_zero) {
+        old = abft_ld(x->cold, g->type, i + x->m * j, 0);
+        v[0] += g->beta[0] * old;
+    }
+    const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE), nn = (double)x->k;
+    const double aa = fabs(g->alpha[0]), bb = fabs(g->beta[0]);
+    double var = u * u / 3.0 *
+                 (blasft_norm_second_order(nn, u) * aa * aa * (best + ep + 4.0 * lane[0] * lane[0]) +
+                  3.0 * bb * bb * old * old);
+    /* compensated dot product: u_d |result| + gamma_2n^2 sum |a b| (Ogita-Rump-Oishi), doubled */
+    double gn = 2.0 * nn * ur;
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * sqrt(var) +
+           2.0 * (ur * fabs(v[0]) + gn * gn * aa * sabs);
+}
+
+/* Second tier (NORM, PROJ) for element (i, j) of a flagged line: whether it is further from its
  * exact value than its own rounding bound; if so and `fix`, the exact value replaces it. */
 static int confirm_element(abft_ctx *x, const blockview *b, int64_t i, int64_t j, int fix)
 {
     const blasft_gemm *g = x->g;
-    double v[2], thr = abft_threshold_element(x, i, j), dmax = 0;
-    exact_element(x, i, j, v);
+    double v[2], thr, dmax = 0;
+    if (x->cfg->threshold == BLASFT_THRESHOLD_PROJ && x->P == 1)
+        thr = proj_element(x, i, j, v);
+    else {
+        thr = abft_threshold_element(x, i, j);
+        exact_element(x, i, j, v);
+    }
     int bad = 0;
     for (int part = 0; part < x->P; part++) {
         double d = fabs(abft_ld(g->c, g->type, i + j * g->ldc, part) - v[part]);
@@ -378,7 +431,7 @@ static int verify(abft_ctx *x, blockview *b);
 static void handle_block(abft_ctx *x, blockview *b, outcome *o)
 {
     const blasft_config *cfg = x->cfg;
-    if (cfg->threshold == BLASFT_THRESHOLD_NORM) {
+    if (cfg->threshold == BLASFT_THRESHOLD_NORM || cfg->threshold == BLASFT_THRESHOLD_PROJ) {
         int fix = cfg->mode != BLASFT_MODE_DETECT;
         uint64_t found = confirm_lines(x, b, fix);
         if (found == 0) {

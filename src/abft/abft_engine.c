@@ -40,7 +40,7 @@ static void ctx_free(abft_ctx *x)
     double **arrays[] = {&x->ac, &x->bc, &x->ad, &x->bd, &x->refc, &x->refr, &x->oldc, &x->oldr,
                          &x->osqc, &x->osqr, &x->oabsc, &x->oabsr, &x->recc, &x->recr, &x->sqc,
                          &x->sqr, &x->absc, &x->absr, &x->vdc, &x->vdr, &x->c2c, &x->c2r,
-                         &x->na2, &x->nb2, &x->scratch};
+                         &x->na2, &x->nb2, &x->encc, &x->encr, &x->scratch};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
         free(*arrays[i]);
         *arrays[i] = NULL;

@@ -35,6 +35,8 @@ typedef struct abft_ctx {
     double *c2c, *c2r;       /* PEA: bound of sum (w d)^2 from the operands, d = op(A) op(B): the
                                 threshold must never grow with the (possibly faulty) new C */
     double *na2, *nb2;       /* NORM: squared norms of op(A)'s rows and op(B)'s columns */
+    double *encc, *encr;     /* PROJ: sum_k (s_k x_k)^2 of the encoded vector s against the data
+                                vector x: the energy of the encoding's own rounding */
     uint8_t *exc, *exr;      /* reference refined to compensated accuracy (flagged once) */
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */

@@ -358,11 +358,210 @@ static int prepare_norm(abft_ctx *x)
     return 0;
 }
 
+/* PROJ (docs/thresholds.md). Per checksum vector (block I of op(A)'s rows with weights w, or of
+ * op(B)'s columns) the walks of the element partial sums s_it = sum_{kk<=t} a_i,kk x_kk against a
+ * data vector x are split exactly into the w^2-weighted mean walk and the deviations from it:
+ *   sum_i w_i^2 s_it^2 = W m_t^2 + sum_i w_i^2 (s_it - m_t)^2,  W = sum w_i^2,
+ * (the cross term vanishes by the mean's definition). m_t is computed exactly; the deviation
+ * energy is estimated by K random-sign projections y_q,t = sum_i r_qi w_i (s_it - m_t), unbiased
+ * for it, and divided by C. One scan along k per data vector and checksum vector gives the
+ * energy sum_t e_t, the last e_t (alpha, final addition), the products' energy (no FMA) and the
+ * reference checksum's own walk (its rounding in double). */
+typedef struct proj_vec {
+    double W;
+    double *mean, *g, *pe, *cs; /* k each; g is K x k */
+} proj_vec;
+
+typedef struct proj_energy {
+    double e, last, prod; /* the BLAS's C: sum of e_t (largest over the lane counts), e_k, products */
+    double ref, enc;      /* the double reference's walk (same), the encoding's (s_k x_k)^2 */
+} proj_energy;
+
+/* Accumulation with L = 2^h lanes (lane t mod L sums every L-th product, the lanes are added at
+ * the end): the rounding at step t is of lane (t mod L)'s partial sum, and adding the lanes rounds
+ * L - 1 more times, each partial result at most L times the lanes' sum of squares
+ * (Cauchy-Schwarz). h = 0 is the sequential sum. The largest over h = 0..LANES_LOG2 is used. */
+static void proj_scan(const proj_vec *v, const double *x, int64_t k, proj_energy *o)
+{
+    enum { K = BLASFT_PROJ_K, H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
+    const double ck = 1.0 / ((double)K * BLASFT_PROJ_C);
+    double y[NL][K], m[NL], r[NL], e[H], er[H], ep = 0, en = 0;
+    memset(y, 0, sizeof y);
+    memset(m, 0, sizeof m);
+    memset(r, 0, sizeof r);
+    memset(e, 0, sizeof e);
+    memset(er, 0, sizeof er);
+    for (int64_t t = 0; t < k; t++) {
+        const double xv = x[t], mx = v->mean[t] * xv, p = v->cs[t] * xv;
+        for (int h = 0; h < H; h++) {
+            int li = (1 << h) - 1 + (int)(t & ((1 << h) - 1));
+            double dev = 0;
+            for (int q = 0; q < K; q++) {
+                y[li][q] += v->g[q * k + t] * xv;
+                dev += y[li][q] * y[li][q];
+            }
+            m[li] += mx;
+            r[li] += p;
+            e[h] += v->W * m[li] * m[li] + dev * ck;
+            er[h] += r[li] * r[li];
+        }
+        ep += v->pe[t] * xv * xv;
+        en += p * p;
+    }
+    double best = 0, bestr = 0;
+    for (int h = 0; h < H; h++) {
+        double L = (double)(1 << h), lanes = 0, lanesr = 0;
+        for (int l = 0; l < (1 << h); l++) {
+            int li = (1 << h) - 1 + l;
+            double dev = 0;
+            for (int q = 0; q < K; q++)
+                dev += y[li][q] * y[li][q];
+            lanes += v->W * m[li] * m[li] + dev * ck;
+            lanesr += r[li] * r[li];
+        }
+        best = fmax(best, e[h] + L * (L - 1.0) * lanes);
+        bestr = fmax(bestr, er[h] + L * (L - 1.0) * lanesr);
+    }
+    double dev = 0;
+    for (int q = 0; q < K; q++)
+        dev += y[0][q] * y[0][q];
+    o->e = best;
+    o->last = v->W * m[0] * m[0] + dev * ck;
+    o->prod = ep;
+    o->ref = bestr + 4.0 * r[0] * r[0];
+    o->enc = en;
+}
+
+/* Builds the checksum vector's mean, projections and product weights from its bs data vectors:
+ * at(x, i, kk) is element kk of data vector i0 + i (a row of op(A) or a column of op(B)). */
+static void proj_build(const abft_ctx *x, proj_vec *v, int r, int64_t i0, int64_t len,
+                       double (*at)(const abft_ctx *, int64_t, int64_t), const double *cs,
+                       int64_t cs_stride, uint64_t seed)
+{
+    enum { K = BLASFT_PROJ_K };
+    const int64_t k = x->k;
+    const double *w = x->w[r];
+    double W = 0, sg[K][1024];
+    for (int64_t i = 0; i < len; i++) {
+        W += w[i] * w[i];
+        for (int q = 0; q < K; q++)
+            sg[q][i] = blasft_proj_sign(seed, (uint64_t)(q * 1024 + i)) * w[i];
+    }
+    v->W = W;
+    for (int64_t kk = 0; kk < k; kk++) {
+        double sm = 0, sp = 0, col[1024];
+        for (int64_t i = 0; i < len; i++) {
+            col[i] = at(x, i0 + i, kk);
+            sm += w[i] * w[i] * col[i];
+            sp += w[i] * w[i] * col[i] * col[i];
+        }
+        double mean = W > 0 ? sm / W : 0.0;
+        v->mean[kk] = mean;
+        v->pe[kk] = sp;
+        v->cs[kk] = cs[kk * cs_stride];
+        for (int q = 0; q < K; q++) {
+            double g = 0;
+            for (int64_t i = 0; i < len; i++)
+                g += sg[q][i] * (col[i] - mean);
+            v->g[q * k + kk] = g;
+        }
+    }
+}
+
+static double proj_opa(const abft_ctx *x, int64_t i, int64_t kk) { return abft_opa(x, i, kk, 0); }
+static double proj_opb(const abft_ctx *x, int64_t j, int64_t kk) { return abft_opb(x, kk, j, 0); }
+
+/* Fresh signs per GEMM: a bad draw must not repeat on every call with the same data. */
+static uint64_t proj_next_seed(void)
+{
+    static uint64_t counter;
+    return __atomic_add_fetch(&counter, 0x632be59bd9b4e019ULL, __ATOMIC_RELAXED);
+}
+
+/* Energies of one side: nvec checksum vectors (R per block of vectors of length total), data
+ * vectors `ndata` (loaded by load into a k-array), results into vd/c2/enc at idx(s, d). The NORM
+ * values already in vd/c2 (per-term bounds) times the term count cap the estimates: both bound
+ * the same sum of squares, the NORM one deterministically. */
+static int proj_side(abft_ctx *x, int64_t nblk, int64_t total,
+                     double (*at)(const abft_ctx *, int64_t, int64_t), const double *cs,
+                     int64_t cs_vstride, int64_t cs_kstride, int64_t ndata,
+                     double (*load)(const abft_ctx *, int64_t, int64_t), int64_t (*idx)(const abft_ctx *, int64_t, int, int64_t),
+                     double *vd, double *c2, double *enc)
+{
+    enum { K = BLASFT_PROJ_K };
+    const int R = x->R;
+    const int64_t k = x->k, nvec = nblk * R;
+    const double terms = blasft_norm_terms((double)k, 1);
+    proj_vec *v = calloc((size_t)(nvec + 1), sizeof *v);
+    double *mem = malloc((size_t)((nvec * (K + 3) + 1) * (k + 1)) * sizeof *mem);
+    double *xv = malloc((size_t)(k + 1) * sizeof *xv);
+    if (!v || !mem || !xv) {
+        free(v); free(mem); free(xv);
+        return -1;
+    }
+    uint64_t seed = proj_next_seed();
+    for (int64_t b = 0; b < nblk; b++)
+        for (int r = 0; r < R; r++) {
+            int64_t s = b * R + r;
+            double *base = mem + s * (K + 3) * k;
+            v[s].mean = base;
+            v[s].pe = base + k;
+            v[s].cs = base + 2 * k;
+            v[s].g = base + 3 * k;
+            proj_build(x, &v[s], r, b * x->bs, abft_len(total, b, x->bs), at, cs + s * cs_vstride,
+                       cs_kstride, seed + (uint64_t)s * 0x2545f4914f6cdd1dULL);
+        }
+    for (int64_t d = 0; d < ndata; d++) {
+        for (int64_t kk = 0; kk < k; kk++)
+            xv[kk] = load(x, d, kk);
+        for (int64_t b = 0; b < nblk; b++)
+            for (int r = 0; r < R; r++) {
+                proj_energy o;
+                proj_scan(&v[b * R + r], xv, k, &o);
+                int64_t e = idx(x, b, r, d);
+                /* partial sums, products (no FMA), the alpha scaling and final additions */
+                double ec = o.e + o.prod + 4.0 * o.last;
+                double er = o.ref + o.enc;
+                vd[e] = fmin(ec, terms * vd[e]);
+                c2[e] = fmin(er, terms * c2[e]);
+                enc[e] = o.enc;
+            }
+    }
+    free(v);
+    free(mem);
+    free(xv);
+    return 0;
+}
+
+static int64_t proj_ci(const abft_ctx *x, int64_t b, int r, int64_t j) { return abft_ci(x, b, r, j); }
+static int64_t proj_ri(const abft_ctx *x, int64_t b, int r, int64_t i) { return abft_ri(x, i, b, r); }
+
+/* Complex data keeps NORM's bounds (the projections are for real walks). */
+static int prepare_proj(abft_ctx *x)
+{
+    if (prepare_norm(x) != 0)
+        return -1;
+    if (x->P != 1)
+        return 0;
+    x->encc = calloc((size_t)(abft_nc(x) + 1), sizeof *x->encc);
+    x->encr = calloc((size_t)(abft_nr(x) + 1), sizeof *x->encr);
+    if (!x->encc || !x->encr)
+        return -1;
+    /* column checksums: vectors are op(A)'s rows in row blocks, data vectors op(B)'s columns;
+     * row checksums: op(B)'s columns in column blocks against op(A)'s rows */
+    if (proj_side(x, x->nbr, x->m, proj_opa, x->ac, 1, x->R * x->nbr, x->n, proj_opb, proj_ci,
+                  x->vdc, x->c2c, x->encc) != 0)
+        return -1;
+    return proj_side(x, x->nbc, x->n, proj_opb, x->bc, x->k, 1, x->m, proj_opa, proj_ri, x->vdr,
+                     x->c2r, x->encr);
+}
+
 int abft_threshold_prepare(abft_ctx *x)
 {
     switch (x->cfg->threshold) {
     case BLASFT_THRESHOLD_SEA: return prepare_sea(x);
     case BLASFT_THRESHOLD_NORM: return prepare_norm(x);
+    case BLASFT_THRESHOLD_PROJ: return prepare_proj(x);
     default: return prepare_pea(x);
     }
 }
@@ -414,6 +613,23 @@ double abft_threshold_element(const abft_ctx *x, int64_t i, int64_t j)
            4.0 * ur * (aa * sqrt(n2) + bb * sqrt(osq));
 }
 
+/* PROJ's threshold: omega(1e-12) times the square root of the variance proxy (u^2/3) sum v^2 of
+ * the roundings the syndrome carries: the BLAS's (vd, estimated), the old C's scaling, while the
+ * reference is the double GEMM's product its own walk (c2, exact), and the encoded vector's
+ * rounding (enc, exact); plus our compensated sums (2 u_d |checksum|). */
+static double finish_proj(const abft_ctx *x, double vd, double c2, double enc, double osq,
+                          const double *ref, int exact)
+{
+    const blasft_gemm *g = x->g;
+    const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE), nn = (double)x->k;
+    double aa = fabs(g->alpha[0]), bb = fabs(g->beta[0]);
+    double var = u * u / 3.0 * (blasft_norm_second_order(nn, u) * aa * aa * vd + 3.0 * bb * bb * osq);
+    var += ur * ur / 3.0 * aa * aa * enc;
+    if (!exact)
+        var += ur * ur / 3.0 * blasft_norm_second_order(nn, ur) * aa * aa * c2;
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * sqrt(var) + 2.0 * ur * fabs(ref[0]);
+}
+
 /* eps from the base vd, the operand bound c2 of sum (w d)^2, the old C's sums (osq, oab) and
  * the reference. Nothing here depends on the new C: a fault must not raise its own threshold. */
 static double finish(const abft_ctx *x, double vd, double c2, double osq, double oab,
@@ -427,7 +643,7 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
     int scaled = !(g->alpha[0] == 1.0 && g->alpha[1] == 0.0) ||
                  !(x->beta_zero || (g->beta[0] == 1.0 && g->beta[1] == 0.0));
     double rr = 2.0 * sqr_parts(ref, x->P); /* our own compensated sums and double products */
-    if (x->cfg->threshold == BLASFT_THRESHOLD_NORM)
+    if (x->cfg->threshold == BLASFT_THRESHOLD_NORM || x->cfg->threshold == BLASFT_THRESHOLD_PROJ)
         return finish_norm(x, vd, c2, osq, ref, exact);
     if (x->cfg->threshold == BLASFT_THRESHOLD_SEA)
         /* vd already holds (n+2BS-2) u |b| sum|w||a_i| >= the alpha-scaling's share */
@@ -445,12 +661,18 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
 
 double abft_threshold_col(const abft_ctx *x, int64_t e)
 {
+    if (x->encc)
+        return finish_proj(x, x->vdc[e], x->c2c[e], x->encc[e], x->beta_zero ? 0 : x->osqc[e],
+                           x->refc + e, x->exc[e]);
     return finish(x, x->vdc[e], x->c2c ? x->c2c[e] : 0, x->beta_zero ? 0 : x->osqc[e],
                   x->beta_zero ? 0 : x->oabsc[e], x->refc + e * x->P, x->exc[e]);
 }
 
 double abft_threshold_row(const abft_ctx *x, int64_t e)
 {
+    if (x->encr)
+        return finish_proj(x, x->vdr[e], x->c2r[e], x->encr[e], x->beta_zero ? 0 : x->osqr[e],
+                           x->refr + e, x->exr[e]);
     return finish(x, x->vdr[e], x->c2r ? x->c2r[e] : 0, x->beta_zero ? 0 : x->osqr[e],
                   x->beta_zero ? 0 : x->oabsr[e], x->refr + e * x->P, x->exr[e]);
 }

@@ -51,7 +51,7 @@ static void usage(void)
             "usage: campaign --series pos|full|orth|heavy|cauchy|cancel [--param P] [--n N]\n"
             "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
             "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
-            "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm]\n"
+            "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm|proj]\n"
             "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1]\n"
             "param: the exponent i of pos/full (range 10^i), kappa of orth, decades of heavy,\n"
             "cancel decades of cancel. Bits default to the whole word (all 32 or 64).\n");
@@ -108,6 +108,7 @@ static void parse(int argc, char **argv, opts *o)
         } else if (!strcmp(k, "--threshold"))
             o->threshold = !strcmp(v, "sea")    ? BLASFT_THRESHOLD_SEA
                            : !strcmp(v, "norm") ? BLASFT_THRESHOLD_NORM
+                           : !strcmp(v, "proj") ? BLASFT_THRESHOLD_PROJ
                                                 : BLASFT_THRESHOLD_PEA;
         else if (!strcmp(k, "--omega"))
             o->omega = atof(v);
