@@ -30,7 +30,8 @@
 typedef struct opts {
     dg_series series;
     double param; /* i of pos/full, kappa of orth, decades of heavy, cancel decades of cancel */
-    int64_t n;
+    int64_t n, m, k; /* C is m x n, the inner dimension k (m, k default to n) */
+    double beta;      /* != 0: C_old uniform in [-1, 1] times the typical |alpha A B| */
     char types[8];
     int bs[16], nbs;
     int inject;
@@ -49,6 +50,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: campaign --series pos|full|orth|heavy|cauchy|cancel [--param P] [--n N]\n"
+            "       [--m M] [--k K] [--beta B]\n"
             "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
             "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
             "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm|proj]\n"
@@ -62,7 +64,7 @@ static const char *const weight_names[] = {"normal", "average", "periodic", "exp
 
 static void parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.series = DG_FULL, .param = 0, .n = 256, .types = "sd", .nbs = 0, .inject = 0,
+    *o = (opts){.series = DG_FULL, .param = 0, .n = 256, .m = 0, .k = 0, .beta = 0, .types = "sd", .nbs = 0, .inject = 0,
                 .sites = 3, .bit_lo = -1, .bit_hi = -1, .seed = 1, .alpha = 1.0, .checksums = -1,
                 .weights = -1, .threshold = -1, .pea_p = -1, .omega = -1, .faultblas = CAMPAIGN_FAULTBLAS};
     for (int i = 1; i < argc; i++) {
@@ -79,6 +81,12 @@ static void parse(int argc, char **argv, opts *o)
             o->param = atof(v);
         else if (!strcmp(k, "--n"))
             o->n = atoll(v);
+        else if (!strcmp(k, "--m"))
+            o->m = atoll(v);
+        else if (!strcmp(k, "--k"))
+            o->k = atoll(v);
+        else if (!strcmp(k, "--beta"))
+            o->beta = atof(v);
         else if (!strcmp(k, "--types"))
             snprintf(o->types, sizeof o->types, "%s", v);
         else if (!strcmp(k, "--bs")) {
@@ -123,7 +131,11 @@ static void parse(int argc, char **argv, opts *o)
     }
     if (o->nbs == 0)
         o->bs[o->nbs++] = 128;
-    if (o->n < 1)
+    if (o->m == 0)
+        o->m = o->n;
+    if (o->k == 0)
+        o->k = o->n;
+    if (o->n < 1 || o->m < 1 || o->k < 1)
         usage();
 }
 
@@ -139,9 +151,10 @@ static const char *no_env(const char *name, void *ctx)
 typedef struct problem {
     blasft_type type;
     int single, t; /* float?, mantissa bits */
-    int64_t n;
-    void *a, *b, *c, *cff; /* A, B (n x n), C, fault-free C */
-    double alpha;
+    int64_t m, n, k;
+    void *a, *b, *c, *cff; /* A (m x k), B (k x n), C (m x n), fault-free C */
+    void *cold;            /* C before the GEMM (beta != 0) */
+    double alpha, beta;
 } problem;
 
 static double elem(const problem *p, const void *base, int64_t idx)
@@ -151,8 +164,12 @@ static double elem(const problem *p, const void *base, int64_t idx)
 
 static void fill_nan(const problem *p, void *c)
 {
+    if (p->beta != 0.0) {
+        memcpy(c, p->cold, (size_t)(p->m * p->n) * (p->single ? 4 : 8));
+        return;
+    }
     /* beta = 0: C is never read, so a C full of NaN must not leak into the result */
-    for (int64_t i = 0; i < p->n * p->n; i++) {
+    for (int64_t i = 0; i < p->m * p->n; i++) {
         if (p->single)
             ((float *)c)[i] = NAN;
         else
@@ -162,9 +179,9 @@ static void fill_nan(const problem *p, void *c)
 
 static blasft_gemm gemm_of(const problem *p)
 {
-    blasft_gemm g = {.type = p->type, .transa = 'N', .transb = 'N', .m = p->n, .n = p->n, .k = p->n,
-                     .a = p->a, .lda = p->n, .b = p->b, .ldb = p->n, .c = p->c, .ldc = p->n,
-                     .alpha = {p->alpha, 0}, .beta = {0, 0}, .routine = "campaign"};
+    blasft_gemm g = {.type = p->type, .transa = 'N', .transb = 'N', .m = p->m, .n = p->n, .k = p->k,
+                     .a = p->a, .lda = p->m, .b = p->b, .ldb = p->k, .c = p->c, .ldc = p->m,
+                     .alpha = {p->alpha, 0}, .beta = {p->beta, 0}, .routine = "campaign"};
     return g;
 }
 
@@ -220,21 +237,24 @@ static void qh_print(const char *key, const qhist *h)
 
 static void header(const opts *o, const problem *p, int bs, const blasft_config *cfg, const char *kind)
 {
-    printf("{\"kind\":\"%s\",\"series\":\"%s\",\"param\":%g,\"n\":%lld,\"type\":\"%c\",\"bs\":%d,"
+    printf("{\"kind\":\"%s\",\"series\":\"%s\",\"param\":%g,\"n\":%lld,\"m\":%lld,\"k\":%lld,"
+           "\"type\":\"%c\",\"bs\":%d,"
            "\"checksums\":%d,\"weights\":\"%s\",\"threshold\":\"%s\",\"omega\":%g,\"pea_p\":%d,"
-           "\"alpha\":%g,\"seed\":%llu,",
-           kind, dg_series_name(o->series), o->param, (long long)p->n, blasft_type_letter(p->type), bs,
+           "\"alpha\":%g,\"beta\":%g,\"seed\":%llu,",
+           kind, dg_series_name(o->series), o->param, (long long)p->n, (long long)p->m, (long long)p->k,
+           blasft_type_letter(p->type), bs,
            cfg->checksums, weight_names[cfg->weights], blasft_threshold_name(cfg->threshold),
-           cfg->omega, cfg->pea_p, p->alpha, (unsigned long long)o->seed);
+           cfg->omega, cfg->pea_p, p->alpha, p->beta, (unsigned long long)o->seed);
 }
 
 /* ---- true checksum values ------------------------------------------------------------------- */
 
 typedef struct truth {
     int R, bs;
-    int64_t nb;
-    hp_dd *acs; /* exact column checksums of A: (bi*R + r) + R*nb*kk */
-    hp_dd *brs; /* exact row checksums of B: kk + n*(bj*R + r) */
+    int64_t nbr, nbc;
+    hp_dd *acs;  /* exact column checksums of A: (bi*R + r) + R*nbr*kk */
+    hp_dd *brs;  /* exact row checksums of B: kk + k*(bj*R + r) */
+    hp_dd *occ, *ocr; /* beta != 0: exact checksums of C_old, as the engine's column/row layout */
 } truth;
 
 static double weight(const blasft_config *cfg, int r, int pos, int bs)
@@ -242,51 +262,80 @@ static double weight(const blasft_config *cfg, int r, int pos, int bs)
     return r == 0 ? 1.0 : blasft_weight((int)cfg->weights, pos, bs);
 }
 
+static int64_t blen(int64_t total, int64_t b, int bs)
+{
+    return total - b * bs < bs ? total - b * bs : bs;
+}
+
 static void truth_build(truth *tr, const problem *p, const blasft_config *cfg)
 {
-    int64_t n = p->n;
+    const int64_t m = p->m, n = p->n, k = p->k;
     tr->R = cfg->checksums;
     tr->bs = cfg->block_size;
-    tr->nb = (n + tr->bs - 1) / tr->bs;
-    int64_t rows = tr->R * tr->nb;
-    tr->acs = calloc((size_t)(rows * n), sizeof *tr->acs);
-    tr->brs = calloc((size_t)(rows * n), sizeof *tr->brs);
-    for (int64_t kk = 0; kk < n; kk++)
-        for (int64_t b = 0; b < tr->nb; b++)
-            for (int r = 0; r < tr->R; r++) {
-                hp_dd sa = {0, 0}, sb = {0, 0};
-                int64_t len = n - b * tr->bs < tr->bs ? n - b * tr->bs : tr->bs;
-                for (int64_t q = 0; q < len; q++) {
-                    double w = weight(cfg, r, (int)q, tr->bs);
-                    sa = hp_add_prod(sa, w, elem(p, p->a, (b * tr->bs + q) + kk * n)); /* A(i, kk) */
-                    sb = hp_add_prod(sb, w, elem(p, p->b, kk + (b * tr->bs + q) * n)); /* B(kk, j) */
-                }
+    tr->nbr = (m + tr->bs - 1) / tr->bs;
+    tr->nbc = (n + tr->bs - 1) / tr->bs;
+    int64_t rows = tr->R * tr->nbr;
+    tr->acs = calloc((size_t)(rows * k), sizeof *tr->acs);
+    tr->brs = calloc((size_t)(tr->R * tr->nbc * k), sizeof *tr->brs);
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int r = 0; r < tr->R; r++) {
+            for (int64_t b = 0; b < tr->nbr; b++) {
+                hp_dd sa = {0, 0};
+                for (int64_t q = 0; q < blen(m, b, tr->bs); q++)
+                    sa = hp_add_prod(sa, weight(cfg, r, (int)q, tr->bs), elem(p, p->a, (b * tr->bs + q) + kk * m));
                 tr->acs[(b * tr->R + r) + rows * kk] = sa;
-                tr->brs[kk + n * (b * tr->R + r)] = sb;
             }
+            for (int64_t b = 0; b < tr->nbc; b++) {
+                hp_dd sb = {0, 0};
+                for (int64_t q = 0; q < blen(n, b, tr->bs); q++)
+                    sb = hp_add_prod(sb, weight(cfg, r, (int)q, tr->bs), elem(p, p->b, kk + (b * tr->bs + q) * k));
+                tr->brs[kk + k * (b * tr->R + r)] = sb;
+            }
+        }
+    tr->occ = tr->ocr = NULL;
+    if (p->beta != 0.0) {
+        /* beta C_old's share of every checksum, exactly: column (b, r, j), row (i, b, r) */
+        tr->occ = calloc((size_t)(rows * n), sizeof *tr->occ);
+        tr->ocr = calloc((size_t)(m * tr->R * tr->nbc), sizeof *tr->ocr);
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++)
+                for (int r = 0; r < tr->R; r++) {
+                    double v = elem(p, p->cold, i + j * m);
+                    hp_dd *cc = &tr->occ[(i / tr->bs) * tr->R + r + rows * j];
+                    hp_dd *cr = &tr->ocr[i + m * ((j / tr->bs) * tr->R + r)];
+                    *cc = hp_add_prod(*cc, weight(cfg, r, (int)(i % tr->bs), tr->bs), v);
+                    *cr = hp_add_prod(*cr, weight(cfg, r, (int)(j % tr->bs), tr->bs), v);
+                }
+    }
 }
 
 static void truth_free(truth *tr)
 {
     free(tr->acs);
     free(tr->brs);
+    free(tr->occ);
+    free(tr->ocr);
 }
 
-/* True alpha * (checksum of A B) of a recorded element. */
+/* True alpha * (checksum of A B) + beta * (checksum of C_old) of a recorded element. */
 static hp_dd truth_of(const truth *tr, const problem *p, const blasft_abft_check *c)
 {
-    int64_t n = p->n, rows = tr->R * tr->nb;
-    hp_dd v;
+    int64_t m = p->m, k = p->k, rows = tr->R * tr->nbr;
+    hp_dd v, o = {0, 0};
     if (c->side == 0) { /* column checksum: sum_kk acs(block_row, r, kk) * B(kk, j) */
         const hp_dd *row = tr->acs + (c->block_row * tr->R + c->weighted);
-        v = p->single ? hp_dot_sdd(n, (const float *)p->b + c->index * n, 1, row, rows)
-                      : hp_dot_dd(n, (const double *)p->b + c->index * n, 1, row, rows);
+        v = p->single ? hp_dot_sdd(k, (const float *)p->b + c->index * k, 1, row, rows)
+                      : hp_dot_dd(k, (const double *)p->b + c->index * k, 1, row, rows);
+        if (tr->occ)
+            o = tr->occ[c->block_row * tr->R + c->weighted + rows * c->index];
     } else { /* row checksum: sum_kk A(i, kk) * brs(kk, block_col, r) */
-        const hp_dd *col = tr->brs + n * (c->block_col * tr->R + c->weighted);
-        v = p->single ? hp_dot_sdd(n, (const float *)p->a + c->index, n, col, 1)
-                      : hp_dot_dd(n, (const double *)p->a + c->index, n, col, 1);
+        const hp_dd *col = tr->brs + k * (c->block_col * tr->R + c->weighted);
+        v = p->single ? hp_dot_sdd(k, (const float *)p->a + c->index, m, col, 1)
+                      : hp_dot_dd(k, (const double *)p->a + c->index, m, col, 1);
+        if (tr->ocr)
+            o = tr->ocr[c->index + m * (c->block_col * tr->R + c->weighted)];
     }
-    return hp_mul_d(v, p->alpha);
+    return hp_add(hp_mul_d(v, p->alpha), hp_mul_d(o, p->beta));
 }
 
 /* ---- one element of C: exact value and the three rounding-error bounds ------------------- */
@@ -300,12 +349,12 @@ typedef struct elem_ref {
 
 static elem_ref element_ref(const problem *p, int64_t i, int64_t j)
 {
-    int64_t n = p->n;
+    int64_t m = p->m, k = p->k;
     elem_ref e;
     hp_dd s = {0, 0};
     double sq_partial = 0, sq_prod = 0, y = 0;
-    for (int64_t kk = 0; kk < n; kk++) {
-        double x = elem(p, p->a, i + kk * n), z = elem(p, p->b, kk + j * n);
+    for (int64_t kk = 0; kk < k; kk++) {
+        double x = elem(p, p->a, i + kk * m), z = elem(p, p->b, kk + j * k);
         s = hp_add_prod(s, x, z);
         double prod = fabs(p->alpha * x * z), part = p->alpha * hp_to_double(s);
         sq_prod += prod * prod;
@@ -315,11 +364,13 @@ static elem_ref element_ref(const problem *p, int64_t i, int64_t j)
             y = prod;
     }
     e.exact = hp_mul_d(s, p->alpha);
-    e.err_abs = hp_dist(elem(p, p->cff, i + j * n), e.exact);
+    if (p->beta != 0.0)
+        e.exact = hp_add_prod(e.exact, p->beta, elem(p, p->cold, i + j * m));
+    e.err_abs = hp_dist(elem(p, p->cff, i + j * m), e.exact);
     /* Var <= (1/8) 2^-2t (sum of squared products + sum of squared partial sums): eq. 5.17/5.18
      * for the additions, the same bound for the rounded products (no FMA assumed). */
     e.err_erw = ldexp(1.0, -p->t) * sqrt(0.125 * (sq_prod + sq_partial));
-    e.err_prob = blasft_pea_sigma((double)n, y, p->t, 1);
+    e.err_prob = blasft_pea_sigma((double)k, y, p->t, 1);
     return e;
 }
 
@@ -335,7 +386,7 @@ static int clean_run(const opts *o, problem *p, const blasft_config *cfg, truth 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = blasft_abft_run(&g, cfg, &d, 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    memcpy(p->cff, p->c, (size_t)(p->n * p->n) * (p->single ? 4 : 8));
+    memcpy(p->cff, p->c, (size_t)(p->m * p->n) * (p->single ? 4 : 8));
     header(o, p, cfg->block_size, cfg, "clean");
     if (rc != 0) {
         printf("\"rc\":%d}\n", rc);
@@ -358,7 +409,7 @@ static int clean_run(const opts *o, problem *p, const blasft_config *cfg, truth 
         if (c->threshold > 0 && syn / c->threshold > worst_ratio)
             worst_ratio = syn / c->threshold;
     }
-    for (int64_t i = 0; i < p->n * p->n; i++)
+    for (int64_t i = 0; i < p->m * p->n; i++)
         nan_in_c += isnan(elem(p, p->c, i));
     printf("\"rc\":0,\"checks\":%zu,\"flagged\":%llu,\"false_alarms\":%llu,\"detected\":%llu,"
            "\"corrected\":%llu,\"blocks_recomputed\":%llu,\"encoder_faults\":%llu,\"nan_in_c\":%llu,",
@@ -412,21 +463,21 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
         blasft_abft_diag_free(&d);
         return 1;
     }
-    int64_t i = plan->row, j = plan->col, n = p->n;
+    int64_t i = plan->row, j = plan->col, m = p->m, mn = p->m * p->n;
     elem_ref e = element_ref(p, i, j);
     double effect = fabs(plan->after - plan->before);
     if (isnan(plan->after))
         effect = INFINITY;
-    double cfin = elem(p, p->c, i + j * n);
+    double cfin = elem(p, p->c, i + j * m);
     double residual = isfinite(cfin) ? hp_dist(cfin, e.exact) : INFINITY;
     /* every other element must be as the fault-free run left it (up to the rounding of a block
      * recomputed by a differently blocked GEMM): largest change relative to max |C| */
     double cmax = 0, other = 0;
-    for (int64_t q = 0; q < n * n; q++) {
+    for (int64_t q = 0; q < mn; q++) {
         double ff = elem(p, p->cff, q);
         if (fabs(ff) > cmax)
             cmax = fabs(ff);
-        if (q != i + j * n) {
+        if (q != i + j * m) {
             double dv = fabs(elem(p, p->c, q) - ff);
             if (!(dv <= other))
                 other = dv;
@@ -478,7 +529,7 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
 
 /* ---- data --------------------------------------------------------------------------------- */
 
-static void make_data(const opts *o, int64_t n, double *a, double *b)
+static void make_data(const opts *o, double *a, double *b)
 {
     dg_rng r;
     dg_seed(&r, o->seed * 1000003ULL + (uint64_t)o->series * 7919ULL + (uint64_t)(o->param * 16));
@@ -493,10 +544,30 @@ static void make_data(const opts *o, int64_t n, double *a, double *b)
     }
     dg_params pb = pa;
     pb.role = DG_RIGHT;
-    if (dg_fill(&r, DG_D, &pa, n, n, a, n) || dg_fill(&r, DG_D, &pb, n, n, b, n)) {
+    if (dg_fill(&r, DG_D, &pa, o->m, o->k, a, o->m) || dg_fill(&r, DG_D, &pb, o->k, o->n, b, o->k)) {
         fprintf(stderr, "campaign: data generation failed\n");
         exit(1);
     }
+}
+
+/* C_old for beta != 0: uniform in [-1, 1] times the typical |alpha (A B)_ij| (estimated from the
+ * first column), so the old C and the product are of the same order. */
+static void make_old_c(const opts *o, const double *a, const double *b, double *c)
+{
+    dg_rng r;
+    dg_seed(&r, o->seed * 2654435761ULL + 17);
+    double s2 = 0;
+    for (int64_t i = 0; i < o->m; i++) {
+        double d = 0;
+        for (int64_t kk = 0; kk < o->k; kk++)
+            d += a[i + kk * o->m] * b[kk];
+        s2 += d * d;
+    }
+    double scale = fabs(o->alpha) * sqrt(s2 / (double)o->m);
+    if (!(scale > 0))
+        scale = 1;
+    for (int64_t q = 0; q < o->m * o->n; q++)
+        c[q] = scale * dg_range(&r, -1.0, 1.0);
 }
 
 int main(int argc, char **argv)
@@ -516,26 +587,39 @@ int main(int argc, char **argv)
     }
     campaign_fault *plan = get_plan();
 
-    int64_t n = o.n;
-    double *ad = malloc((size_t)(n * n) * sizeof *ad), *bd = malloc((size_t)(n * n) * sizeof *bd);
-    make_data(&o, n, ad, bd);
+    const int64_t m = o.m, n = o.n, k = o.k;
+    double *ad = malloc((size_t)(m * k) * sizeof *ad), *bd = malloc((size_t)(k * n) * sizeof *bd);
+    double *cd = o.beta != 0.0 ? malloc((size_t)(m * n) * sizeof *cd) : NULL;
+    make_data(&o, ad, bd);
+    if (cd)
+        make_old_c(&o, ad, bd, cd);
     int status = 0;
     for (const char *tc = o.types; *tc; tc++) {
-        problem p = {.single = (*tc == 's'), .n = n, .alpha = o.alpha};
+        problem p = {.single = (*tc == 's'), .m = m, .n = n, .k = k, .alpha = o.alpha, .beta = o.beta};
         if (*tc != 's' && *tc != 'd')
             continue;
         p.type = p.single ? BLASFT_TYPE_S : BLASFT_TYPE_D;
         p.t = p.single ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE;
-        size_t es = p.single ? 4 : 8, bytes = (size_t)(n * n) * es;
-        p.a = malloc(bytes), p.b = malloc(bytes), p.c = malloc(bytes), p.cff = malloc(bytes);
-        for (int64_t q = 0; q < n * n; q++) {
-            if (p.single) {
+        size_t es = p.single ? 4 : 8, cbytes = (size_t)(m * n) * es;
+        p.a = malloc((size_t)(m * k) * es), p.b = malloc((size_t)(k * n) * es);
+        p.c = malloc(cbytes), p.cff = malloc(cbytes), p.cold = cd ? malloc(cbytes) : NULL;
+        for (int64_t q = 0; q < m * k; q++) {
+            if (p.single)
                 ((float *)p.a)[q] = (float)ad[q];
-                ((float *)p.b)[q] = (float)bd[q];
-            } else {
+            else
                 ((double *)p.a)[q] = ad[q];
+        }
+        for (int64_t q = 0; q < k * n; q++) {
+            if (p.single)
+                ((float *)p.b)[q] = (float)bd[q];
+            else
                 ((double *)p.b)[q] = bd[q];
-            }
+        }
+        for (int64_t q = 0; cd && q < m * n; q++) {
+            if (p.single)
+                ((float *)p.cold)[q] = (float)cd[q];
+            else
+                ((double *)p.cold)[q] = cd[q];
         }
         for (int bi = 0; bi < o.nbs; bi++) {
             blasft_config cfg;
@@ -579,9 +663,10 @@ int main(int argc, char **argv)
             }
             fflush(stdout);
         }
-        free(p.a), free(p.b), free(p.c), free(p.cff);
+        free(p.a), free(p.b), free(p.c), free(p.cff), free(p.cold);
     }
     free(ad);
     free(bd);
+    free(cd);
     return status;
 }
