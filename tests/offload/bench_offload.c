@@ -1,9 +1,9 @@
-/* Host-memory DGEMM timing for the offload benchmark (scripts/bench_offload.sh): a plain program
+/* Host-memory DGEMM / SGEMM timing for the offload benchmark (scripts/bench_offload.sh): a plain program
  * that calls the Fortran dgemm_ of whatever BLAS the loader gives it (linked against OpenBLAS;
  * LD_PRELOAD=libblas_ft.so or libnvblas.so puts those in front), so every contender is measured
  * the same way: wall time of one dgemm_ call from host operands to the host result.
  *
- *   bench_offload <label> <n> <reps> fresh|repeat
+ *   bench_offload <label> <n> <reps> fresh|repeat [d|s]
  * fresh: A and B are rewritten (every element) before each call, outside the timed region;
  * repeat: A and B stay unchanged between calls. C is overwritten (beta = 0) every time.
  * One warm-up call first (library start, CUDA initialisation, workspaces). Prints one JSON line
@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+void sgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
+            const float *alpha, const float *a, const int *lda, const float *b, const int *ldb,
+            const float *beta, float *c, const int *ldc, size_t lta, size_t ltb);
 void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
             const double *alpha, const double *a, const int *lda, const double *b, const int *ldb,
             const double *beta, double *c, const int *ldc, size_t lta, size_t ltb);
@@ -42,6 +45,7 @@ static void rewrite(double *x, size_t count, double shift)
         x[i] = x[i] * 0.5 + shift;
 }
 
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -50,31 +54,47 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s label n reps fresh|repeat\n", argv[0]);
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: %s label n reps fresh|repeat [d|s]\n", argv[0]);
         return 2;
     }
+    int single = argc == 6 && argv[5][0] == 's';
     const char *label = argv[1];
     int n = atoi(argv[2]), reps = atoi(argv[3]);
     int fresh = strcmp(argv[4], "fresh") == 0;
     size_t nn = (size_t)n * (size_t)n;
     double *a = aligned_alloc(4096, nn * 8), *b = aligned_alloc(4096, nn * 8),
            *c = aligned_alloc(4096, nn * 8);
+    /* FP32: the same values rounded, in buffers of their own (what sgemm_ sees) */
+    float *as = single ? aligned_alloc(4096, nn * 4) : NULL, *bs = single ? aligned_alloc(4096, nn * 4) : NULL,
+          *cs = single ? aligned_alloc(4096, nn * 4) : NULL;
     for (size_t i = 0; i < nn; i++) {
         a[i] = uniform();
         b[i] = uniform();
         c[i] = 0;
     }
     double alpha = 1.0, beta = 0.0;
+    float alpha_s = 1.0f, beta_s = 0.0f;
     double *t = malloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
     int bad = 0;
     for (int r = -1; r < reps; r++) {
-        if (fresh) {
+        if (fresh || r == -1) {
             rewrite(a, nn, 1e-3 * (r + 2));
             rewrite(b, nn, -1e-3 * (r + 2));
+            if (single) { /* the reference below uses the rounded values */
+                for (size_t i = 0; i < nn; i++) {
+                    as[i] = (float)a[i];
+                    bs[i] = (float)b[i];
+                    a[i] = as[i];
+                    b[i] = bs[i];
+                }
+            }
         }
         double t0 = now();
-        dgemm_("N", "N", &n, &n, &n, &alpha, a, &n, b, &n, &beta, c, &n, 1, 1);
+        if (single)
+            sgemm_("N", "N", &n, &n, &n, &alpha_s, as, &n, bs, &n, &beta_s, cs, &n, 1, 1);
+        else
+            dgemm_("N", "N", &n, &n, &n, &alpha, a, &n, b, &n, &beta, c, &n, 1, 1);
         double t1 = now();
         if (r >= 0)
             t[r] = t1 - t0;
@@ -86,17 +106,21 @@ int main(int argc, char **argv)
                 ref += a[i + (size_t)l * n] * b[l + j * (size_t)n];
                 mag += fabs(a[i + (size_t)l * n] * b[l + j * (size_t)n]);
             }
-            if (!(fabs(c[i + j * (size_t)n] - ref) <= 1e-12 * mag + 1e-300))
+            double got = single ? cs[i + j * (size_t)n] : c[i + j * (size_t)n];
+            if (!(fabs(got - ref) <= (single ? 1e-5 : 1e-12) * mag + 1e-300))
                 bad++;
         }
     }
     qsort(t, (size_t)reps, sizeof *t, cmp);
     double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-    printf("{\"label\": \"%s\", \"n\": %d, \"operands\": \"%s\", \"reps\": %d, \"median_ms\": %.2f, "
+    printf("{\"label\": \"%s\", \"type\": \"%s\", \"n\": %d, \"operands\": \"%s\", \"reps\": %d, \"median_ms\": %.2f, "
            "\"min_ms\": %.2f, \"gflops_median\": %.1f, \"wrong_samples\": %d}\n",
-           label, n, fresh ? "fresh" : "repeat", reps, 1e3 * med, 1e3 * t[0],
+           label, single ? "s" : "d", n, fresh ? "fresh" : "repeat", reps, 1e3 * med, 1e3 * t[0],
            2.0 * (double)n * n * n / med * 1e-9, bad);
     free(t);
+    free(as);
+    free(bs);
+    free(cs);
     free(a);
     free(b);
     free(c);

@@ -12,6 +12,7 @@
  *   evict     more operands than a 2 MiB budget holds: evictions happen, results stay right; an
  *             operand over the budget is refused (-1) with C untouched
  *   threads   concurrent callers on shared and own operands, shared ones rewritten between phases
+ *   speculate the deferred check: GEMM started on the cached copies, redone after a change
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft_cache.h"
 #include "blasft_gpu.h"
@@ -622,13 +623,126 @@ static void part_threads(void)
     free(shared_b);
 }
 
+/* ---- speculate ------------------------------------------------------------------------- */
+
+/* Sampled check of a large column-major D GEMM with beta = 0: C(i, j) against a long double dot
+ * product for the rows in must_rows and random others, bound 4 k u sum |a b|. */
+static int64_t sampled_errors(const blasft_gemm *g, const int64_t *must_rows, int nmust,
+                              dg_rng *r)
+{
+    const double *A = g->a, *B = g->b, *C = g->c;
+    int64_t bad = 0;
+    for (int s = 0; s < 256; s++) {
+        int64_t i = s < nmust ? must_rows[s] : (int64_t)dg_below(r, (uint64_t)g->m);
+        int64_t j = (int64_t)dg_below(r, (uint64_t)g->n);
+        long double ref = 0, mag = 0;
+        for (int64_t l = 0; l < g->k; l++) {
+            double a = g->transa == 'N' ? A[i + l * g->lda] : A[l + i * g->lda];
+            double b = g->transb == 'N' ? B[l + j * g->ldb] : B[j + l * g->ldb];
+            ref += (long double)a * b;
+            mag += fabsl((long double)a * b);
+        }
+        double got = C[i + j * g->ldc];
+        if (!(fabsl(got - g->alpha[0] * ref) <= 4.0L * g->k * 0x1p-53L * fabs(g->alpha[0]) * mag))
+            bad++;
+    }
+    return bad;
+}
+
+/* The deferred check: repeated unchanged operands start the GEMM before their check (no
+ * redo), a one-element change in A or B found by that check makes the GEMM run again on the
+ * updated copy (only the changed chunk uploaded), operands shared by A and B are not deferred
+ * (no deadlock), and beta != 0 is not speculated. Large enough for several hash chunks, staging
+ * tiles and GEMM panels. */
+static void part_speculate(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0x5bec);
+    const int64_t m = 3001, n = 4500, k = 2500;
+    for (int tb = 0; tb < 2; tb++) {
+        blasft_gemm g;
+        memset(&g, 0, sizeof g);
+        g.type = BLASFT_TYPE_D;
+        g.transa = 'N';
+        g.transb = tb ? 'T' : 'N';
+        g.m = m; g.n = n; g.k = k;
+        g.lda = m + 3;
+        g.ldb = (tb ? n : k) + 1;
+        g.ldc = m + 2;
+        g.alpha[0] = 1.5;
+        g.routine = "test_offload";
+        size_t na = (size_t)(g.lda * k), nb = (size_t)(g.ldb * (tb ? k : n)),
+               nc = (size_t)(g.ldc * n);
+        double *A = malloc(8 * na), *B = malloc(8 * nb), *C = malloc(8 * nc);
+        for (size_t e = 0; e < na; e++)
+            A[e] = dg_range(&r, -1, 1);
+        for (size_t e = 0; e < nb; e++)
+            B[e] = dg_range(&r, -1, 1);
+        for (size_t e = 0; e < nc; e++)
+            C[e] = NAN;
+        g.a = A; g.b = B; g.c = C;
+        blasft_cache_stats s0, s1;
+        for (int step = 0; step < 6; step++) {
+            int64_t rows[1] = {0};
+            int nrows = 0;
+            if (step == 3 || step == 5) { /* one element of A (after 2 unchanged uses) */
+                int64_t i = (int64_t)dg_below(&r, (uint64_t)m), l = (int64_t)dg_below(&r, (uint64_t)k);
+                A[i + l * g.lda] = 7.0;
+                rows[0] = i;
+                nrows = 1;
+            }
+            if (step == 4) { /* one element of B */
+                size_t e = (size_t)dg_below(&r, (uint64_t)nb);
+                B[e] = -9.0;
+            }
+            cache_stats(&s0);
+            int rc = blasft_offload_gemm(&g, blasft_cfg());
+            cache_stats(&s1);
+            CHECK(rc == 0, "speculate tb=%d step %d: not run on the GPU", tb, step);
+            int64_t bad = sampled_errors(&g, rows, nrows, &r);
+            CHECK(bad == 0, "speculate tb=%d step %d: %lld of 256 sampled elements wrong", tb,
+                  step, (long long)bad);
+            uint64_t mism = s1.check_mismatches - s0.check_mismatches;
+            if (step == 2)
+                CHECK(mism == 0 && s1.reuses >= s0.reuses + 2,
+                      "speculate tb=%d: unchanged operands not reused (%llu mismatches)", tb,
+                      (unsigned long long)mism);
+            if (step >= 3) {
+                CHECK(mism == 1, "speculate tb=%d step %d: %llu check mismatches, want 1", tb,
+                      step, (unsigned long long)mism);
+                /* a one-element change uploads its chunk, not the operand */
+                uint64_t up = s1.upload_bytes - s0.upload_bytes;
+                CHECK(up > 0 && up <= ((uint64_t)1 << 20),
+                      "speculate tb=%d step %d: %llu bytes uploaded for one element", tb, step,
+                      (unsigned long long)up);
+            }
+        }
+        /* A and B the same matrix (C = A A^T): shared entry, not deferred */
+        blasft_gemm h = g;
+        h.transb = 'T';
+        h.n = m;
+        h.b = A;
+        h.ldb = g.lda;
+        for (int step = 0; step < 3; step++) {
+            if (step == 2)
+                A[5] = -2.0;
+            int rc = blasft_offload_gemm(&h, blasft_cfg());
+            CHECK(rc == 0, "speculate A A^T step %d: not run on the GPU", step);
+            int64_t rows[1] = {5};
+            CHECK(sampled_errors(&h, rows, 1, &r) == 0, "speculate A A^T step %d: wrong", step);
+        }
+        free(A); free(B); free(C);
+    }
+    printf("speculate: done\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
     /* the settings are read on first use: set before anything of the library runs */
     setenv("BLASFT_CACHE", strcmp(part, "declared") ? "hash" : "declared", 1);
     setenv("BLASFT_DEVICE", "gpu", 1);
-    if (strcmp(part, "threads")) /* halves of 512 KiB: larger operands go in tiles */
+    if (strcmp(part, "threads") && strcmp(part, "speculate")) /* small tiles: operands in many */
         setenv("BLASFT_STAGING", "1M", 1);
     if (!strcmp(part, "property") || !strcmp(part, "declared"))
         setenv("BLASFT_DEVICE_MEM", "1M", 1);
@@ -648,8 +762,10 @@ int main(int argc, char **argv)
         part_evict();
     else if (!strcmp(part, "threads"))
         part_threads();
+    else if (!strcmp(part, "speculate"))
+        part_speculate();
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|threads\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|threads|speculate\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
