@@ -92,10 +92,10 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
     if (cfg->device == BLASFT_DEVICE_AUTO && !auto_wants_gpu(g, cfg))
         return -1;
     double t0 = now_seconds();
-    /* through the consistency layer's device cache when it is on (BLASFT_CACHE), else (or when
-     * it cannot take this GEMM) the engine's uncached copies, else the host */
-    if ((cfg->cache != BLASFT_CACHE_OFF && blasft_offload_gemm(g, cfg) == 0) ||
-        blasft_gpu_run_host_gemm(g, cfg) == 0) {
+    /* through the consistency layer (its pipelined copies; device copies kept unless
+     * BLASFT_CACHE=off), else (when it cannot take this GEMM) the engine's plain copies, else the
+     * host */
+    if (blasft_offload_gemm(g, cfg) == 0 || blasft_gpu_run_host_gemm(g, cfg) == 0) {
         blasft_model_gpu_ran(g, now_seconds() - t0);
         return 0;
     }
