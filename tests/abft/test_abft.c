@@ -274,6 +274,7 @@ static void run_shape(blasft_type t, char ta, char tb, int64_t m, int64_t n, int
     assert_int_equal(rc, 0);
     assert_int_equal(d.protected_run, 1);
     assert_int_equal(d.detected, 0);
+    assert_int_equal(d.false_alarms, 0); /* two-tier methods: not even the first tier flagged */
     assert_int_equal(d.corrected + d.blocks_recomputed + d.uncorrectable, 0);
     assert_int_equal(compare_oracle(&x, 2.0), 0);
     drop(&x);
@@ -562,6 +563,170 @@ static void test_norm_threshold(void **state)
     planted_threshold = BLASFT_THRESHOLD_PEA;
 }
 
+/* PROJ: data of one kind for A (m x k, lda) and B (k x n, ldb), real types: 0 uniform [-1, 1],
+ * 1 uniform [0, 1], 2 heavy-tailed (12 decades, random sign), 3 cancelling pairs along k (A has
+ * x, -x(1+d) in adjacent columns, B y, y(1+d') in adjacent rows). */
+static double kind_value(int kind)
+{
+    if (kind == 0)
+        return 2.0 * urand() - 1.0;
+    if (kind == 1)
+        return urand();
+    if (kind == 2)
+        return (urand() < 0.5 ? -1 : 1) * pow(10.0, 12.0 * urand() - 6.0);
+    return (urand() < 0.5 ? -1 : 1) * (0.5 + urand());
+}
+
+static void fill_pairs(tgemm *x, int kind)
+{
+    blasft_gemm *g = &x->g;
+    for (int64_t kk = 0; kk < g->k; kk++)
+        for (int64_t i = 0; i < g->m; i++) {
+            double v = kind == 3 && (kk & 1) ? -ld_el(x->a, g->type, i + (kk - 1) * g->lda, 0) *
+                                                   (1.0 + pow(10.0, -3.0 - 3.0 * urand()))
+                                             : kind_value(kind);
+            if (g->type == BLASFT_TYPE_S)
+                ((float *)x->a)[i + kk * g->lda] = (float)v;
+            else
+                ((double *)x->a)[i + kk * g->lda] = v;
+        }
+    for (int64_t j = 0; j < g->n; j++)
+        for (int64_t kk = 0; kk < g->k; kk++) {
+            double v = kind == 3 && (kk & 1) ? ld_el(x->b, g->type, kk - 1 + j * g->ldb, 0) *
+                                                   (1.0 + pow(10.0, -3.0 - 3.0 * urand()))
+                                             : kind_value(kind);
+            if (g->type == BLASFT_TYPE_S)
+                ((float *)x->b)[kk + j * g->ldb] = (float)v;
+            else
+                ((double *)x->b)[kk + j * g->ldb] = v;
+        }
+}
+
+/* Oracle of the C side of a PROJ column-checksum threshold, in long double, by definition: for
+ * the block's rows i with weights w, the exact partial sums of each element accumulated in 1, 2,
+ * 4 and 8 lanes along k; energy = largest over the lane counts of sum_i w_i^2 (sum_t lane
+ * partial^2 + L(L-1) sum_lanes end^2), plus sum_i w_i^2 (sum_t products^2 + 4 c_i^2); the
+ * threshold omega sqrt(u^2/3 energy). */
+static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const double *w, int64_t j)
+{
+    const blasft_gemm *g = &x->g;
+    long double eh[4] = {0}, rest = 0;
+    for (int64_t i = i0; i < i0 + len; i++) {
+        long double lane[15] = {0}, el[4] = {0}, pr = 0, full = 0, w2 = (long double)w[i - i0] * w[i - i0];
+        for (int64_t kk = 0; kk < g->k; kk++) {
+            long double p = (long double)ld_el(x->a, g->type, i + kk * g->lda, 0) *
+                            ld_el(x->b, g->type, kk + j * g->ldb, 0);
+            pr += p * p;
+            full += p;
+            for (int h = 0; h < 4; h++) {
+                int li = (1 << h) - 1 + (int)(kk & ((1 << h) - 1));
+                lane[li] += p;
+                el[h] += lane[li] * lane[li];
+            }
+        }
+        for (int h = 0; h < 4; h++) {
+            long double L = 1 << h, ends = 0;
+            for (int l = 0; l < (1 << h); l++)
+                ends += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
+            eh[h] += w2 * (el[h] + L * (L - 1) * ends);
+        }
+        rest += w2 * (pr + 4 * full * full);
+    }
+    long double best = eh[0];
+    for (int h = 1; h < 4; h++)
+        if (eh[h] > best)
+            best = eh[h];
+    double u = g->type == BLASFT_TYPE_S ? 0x1p-24 : 0x1p-53;
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * u * sqrt((double)((best + rest) / 3));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* PROJ: random shapes, transposes, padding, alpha/beta, every type (complex keeps NORM's bounds)
+ * without a single first-tier flag; the estimated energies against the long-double oracle (FP32,
+ * where the double reference's share is 2^-58 of the threshold): the threshold over the oracle's
+ * is about 1/sqrt(C) = 2 and below 1 only rarely; adversarial data never flags, planted faults are
+ * found by the exact second tier. */
+static void test_proj_threshold(void **state)
+{
+    (void)state;
+    const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
+    const char tr[] = {'N', 'T', 'C'};
+    const int bss[] = {2, 3, 8, 32, 128, 1024};
+    const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
+    for (int trial = 0; trial < 200; trial++) {
+        int ai = (int)(urand() * 5);
+        run_shape((blasft_type)(trial % 4), tr[(int)(urand() * 3)], tr[(int)(urand() * 3)],
+                  dims[(int)(urand() * 8)], dims[(int)(urand() * 8)], dims[(int)(urand() * 8)],
+                  (int64_t)(urand() * 3), ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)],
+                  1 + (trial / 4) % 2, BLASFT_THRESHOLD_PROJ, (blasft_weights)(int)(urand() * 6),
+                  urand() < 0.5 ? 0.0 : -1.0);
+    }
+    run_shape(BLASFT_TYPE_S, 'T', 'N', 301, 257, 1031, 1, 1, 0, 32, 2, BLASFT_THRESHOLD_PROJ, BLASFT_WEIGHTS_LINEAR, -1);
+    run_shape(BLASFT_TYPE_D, 'N', 'T', 263, 300, 997, 2, -1.5, 0.75, 64, 1, BLASFT_THRESHOLD_PROJ, BLASFT_WEIGHTS_NORMAL, 0);
+
+    /* estimate against the oracle, and no flags, on every kind of data */
+    double *ratio = malloc(sizeof(double) * 4 * 2 * 3 * 256);
+    size_t nr = 0, below = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (int ti = 0; ti < 2; ti++) {
+            blasft_type t = ti ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+            const int64_t m = 97, n = 61, k = 1501;
+            tgemm x = make(t, 'N', 'N', m, n, k, 3, 1.0, 0.0, 0.0, 1.0);
+            fill_pairs(&x, kind);
+            blasft_config cfg = base_cfg(32, 2);
+            cfg.threshold = BLASFT_THRESHOLD_PROJ;
+            blasft_abft_diag d;
+            assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
+            for (size_t q = 0; q < d.count; q++) {
+                const blasft_abft_check *c = &d.checks_list[q];
+                assert_int_equal(c->flagged, 0);
+                assert_true(fabs(c->reference - c->recomputed) <= c->threshold);
+                if (t == BLASFT_TYPE_S && c->side == 0) {
+                    double w[32];
+                    int64_t i0 = c->block_row * 32, len = m - i0 < 32 ? m - i0 : 32;
+                    for (int i = 0; i < len; i++)
+                        w[i] = c->weighted ? blasft_weight(BLASFT_W_LINEAR, i, 32) : 1.0;
+                    double r = c->threshold / proj_oracle_col(&x, i0, len, w, c->index);
+                    assert_true(r >= 0.5); /* the estimate is never far below the truth */
+                    below += r < 1.0;
+                    ratio[nr++] = r;
+                }
+            }
+            assert_int_equal(d.detected + d.false_alarms + d.corrected, 0);
+            blasft_abft_diag_free(&d);
+            drop(&x);
+        }
+    qsort(ratio, nr, sizeof *ratio, cmp_double);
+    fprintf(stderr, "proj/oracle over %zu FP32 column checks: min %.3f median %.3f max %.3f, %zu below 1\n",
+            nr, ratio[0], ratio[nr / 2], ratio[nr - 1], below);
+    assert_true(nr == 4 * 4 * 61 * 2);
+    assert_true(below * 50 <= nr);                       /* at most 2 % under the truth */
+    assert_true(ratio[nr / 2] >= 1.2 && ratio[nr / 2] <= 3.0); /* about 1/sqrt(C) = 2 */
+    free(ratio);
+
+    planted_threshold = BLASFT_THRESHOLD_PROJ;
+    for (int t = 0; t < 4; t++) {
+        double values[] = {0, 0, 0, NAN, INFINITY};
+        double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
+        for (int v = 0; v < 5; v++) {
+            plant p = one(9, 20, values[v], muls[v]);
+            p.part[0] = t >= 2 ? v % 2 : 0;
+            blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
+                                             BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+            assert_int_equal(d.detected, 1);
+            assert_int_equal(d.corrected, 1);
+            assert_int_equal(d.false_alarms, 0);
+            assert_int_equal(d.blocks_recomputed, 0);
+        }
+    }
+    planted_threshold = BLASFT_THRESHOLD_PEA;
+}
+
 static void test_two_errors_one_row(void **state)
 {
     (void)state;
@@ -804,6 +969,7 @@ int main(void)
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
         cmocka_unit_test(test_norm_threshold),
+        cmocka_unit_test(test_proj_threshold),
         cmocka_unit_test(test_one_sided_error_line_recomputed),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
