@@ -42,6 +42,8 @@ typedef struct opts {
     int checksums, weights, threshold, pea_p;
     double omega;
     const char *faultblas;
+    int truth;  /* 0: no true values (no q, only flags and syndrome/threshold): the fast count of
+                 * false positives */
     int strict; /* exit 1 on a false positive, a leaked NaN, a fault that did not fire, a missed
                  * sign/exponent flip, or a correction that made the element worse */
 } opts;
@@ -54,7 +56,7 @@ static void usage(void)
             "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
             "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
             "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm|proj]\n"
-            "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1]\n"
+            "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1] [--truth 0|1]\n"
             "param: the exponent i of pos/full (range 10^i), kappa of orth, decades of heavy,\n"
             "cancel decades of cancel. Bits default to the whole word (all 32 or 64).\n");
     exit(2);
@@ -65,7 +67,7 @@ static const char *const weight_names[] = {"normal", "average", "periodic", "exp
 static void parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.series = DG_FULL, .param = 0, .n = 256, .m = 0, .k = 0, .beta = 0, .types = "sd", .nbs = 0, .inject = 0,
-                .sites = 3, .bit_lo = -1, .bit_hi = -1, .seed = 1, .alpha = 1.0, .checksums = -1,
+                .sites = 3, .bit_lo = -1, .bit_hi = -1, .seed = 1, .alpha = 1.0, .checksums = -1, .truth = 1,
                 .weights = -1, .threshold = -1, .pea_p = -1, .omega = -1, .faultblas = CAMPAIGN_FAULTBLAS};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -124,6 +126,8 @@ static void parse(int argc, char **argv, opts *o)
             o->pea_p = atoi(v);
         else if (!strcmp(k, "--faultblas"))
             o->faultblas = v;
+        else if (!strcmp(k, "--truth"))
+            o->truth = atoi(v);
         else if (!strcmp(k, "--strict"))
             o->strict = atoi(v);
         else
@@ -393,18 +397,20 @@ static int clean_run(const opts *o, problem *p, const blasft_config *cfg, truth 
         blasft_abft_diag_free(&d);
         return -1;
     }
-    truth_build(tr, p, cfg);
+    if (o->truth)
+        truth_build(tr, p, cfg);
     qhist qref = {.min_q = INFINITY}, qrec = qref, qsyn = qref;
     uint64_t flagged = 0, nan_in_c = 0;
     double worst_ratio = 0; /* max |syndrome| / threshold */
     for (size_t e = 0; e < d.count; e++) {
         const blasft_abft_check *c = &d.checks_list[e];
-        hp_dd tv = truth_of(tr, p, c);
-        double eref = hp_dist(c->reference, tv), erec = hp_dist(c->recomputed, tv);
         double syn = fabs(c->reference - c->recomputed);
-        qh_add(&qref, c->threshold, eref);
-        qh_add(&qrec, c->threshold, erec);
-        qh_add(&qsyn, c->threshold, syn);
+        if (o->truth) {
+            hp_dd tv = truth_of(tr, p, c);
+            qh_add(&qref, c->threshold, hp_dist(c->reference, tv));
+            qh_add(&qrec, c->threshold, hp_dist(c->recomputed, tv));
+            qh_add(&qsyn, c->threshold, syn);
+        }
         flagged += c->flagged != 0;
         if (c->threshold > 0 && syn / c->threshold > worst_ratio)
             worst_ratio = syn / c->threshold;
@@ -639,7 +645,8 @@ int main(int argc, char **argv)
                 cfg.omega = o.omega;
             if (o.pea_p > 0)
                 cfg.pea_p = o.pea_p;
-            truth tr = {0};
+            truth tr;
+            memset(&tr, 0, sizeof tr);
             int fp = clean_run(&o, &p, &cfg, &tr);
             if (fp < 0) {
                 status = 1;
