@@ -8,8 +8,21 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* BLASFT_OFFLOAD_TRACE=1: one line per call on stderr with the phases' wall times (for the
+ * benchmark's breakdown; not a documented setting). */
+static int trace_on = -1;
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
 
 static blasft_devmem *backend;
 static blasft_cache *cache;
@@ -150,6 +163,11 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     pthread_once(&offload_once, offload_init);
     if (!cache)
         return -1;
+    if (trace_on < 0) {
+        const char *t = getenv("BLASFT_OFFLOAD_TRACE");
+        trace_on = t && *t == '1';
+    }
+    double t_start = trace_on ? now_ms() : 0, t_acq = 0, t_enq = 0, t_ver = 0;
     thread_gpu *tg = thread_state();
     if (!tg)
         return -1;
@@ -183,6 +201,8 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
         }
         o->held = 1;
     }
+    if (trace_on)
+        t_acq = now_ms();
     /* the scalars in the GEMM's type: real part first, so one buffer serves every type */
     float sf[2][2] = {{(float)g->alpha[0], (float)g->alpha[1]}, {(float)g->beta[0], (float)g->beta[1]}};
     int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
@@ -199,6 +219,8 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     };
     blasft_gpu_params_from_cfg(&L.p, cfg);
     int rc_run = enqueue(&L);
+    if (trace_on)
+        t_enq = now_ms();
     /* the deferred checks run here, on the host threads, while the GPU computes */
     blasft_devmem_hook wait = {wait_stream, tg};
     int redo = 0;
@@ -210,6 +232,8 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     }
     if (rc_run == 0 && redo) /* computed from a stale copy: again, on the updated copies */
         rc_run = enqueue(&L);
+    if (trace_on)
+        t_ver = now_ms();
     blasft_devmem_fence fence = {L.panels, L.bounds, (void *const *)tg->panel_done};
     if (rc_run == 0 && blasft_cache_download_fenced(cache, &op[2].ref, &fence) != 0)
         rc_run = -2;
@@ -218,6 +242,12 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     /* on failure the device C is unknown: released as unchanged, the host C (untouched unless
      * the copy back itself failed, see below) stays the truth */
     release_all(op, 3, rc_run == 0 ? BLASFT_CACHE_DEVICE_WROTE : 0);
+    if (trace_on)
+        fprintf(stderr, "[offload] %c m=%lld n=%lld k=%lld panels=%d acquire %.2f (A did %#x, B did "
+                "%#x) enqueue %.2f verify %.2f%s download+sync %.2f total %.2f ms\n",
+                "SDCZ"[g->type], (long long)g->m, (long long)g->n, (long long)g->k, L.panels,
+                t_acq - t_start, op[0].ref.did, op[1].ref.did, t_enq - t_acq, t_ver - t_enq,
+                redo ? " (redo)" : "", now_ms() - t_ver, now_ms() - t_start);
     if (rc_run != 0) {
         blasft_cache_mark_host_changed(cache, g->c, (size_t)((g->n - 1) * g->ldc + g->m) *
                                                         (size_t)blasft_type_size(g->type));
