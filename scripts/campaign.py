@@ -594,6 +594,152 @@ def targets_section(rows):
     return md_table(["target (issue 3)", "measured", "verdict"], body) + "\n\n"
 
 
+# ---- threshold methods side by side (docs/thresholds.md) ------------------------------------------
+
+def median_bucket(h):
+    """Power-of-two bucket e (2^e <= q < 2^(e+1)) holding the median of a log2 histogram."""
+    tot, acc = sum(h.values()), 0
+    for e in sorted(h):
+        acc += h[e]
+        if 2 * acc >= tot:
+            return e
+    return None
+
+
+def fmt_bucket(e):
+    return "-" if e is None else f"2^{e}"
+
+
+def compare_tables(runs):
+    """runs: [(label, rows)]. Markdown tables: per method and type (false positives of the first
+    tier, second-tier false alarms, q, detection), per data set, per bit (FP32 and FP64)."""
+    out = []
+    body = []
+    for label, rows in runs:
+        clean, inj, _ = aggregate(rows)
+        for t in ("S", "D"):
+            cs = [r for r in clean if r["type"] == t]
+            if not cs:
+                continue
+            checks, flags = sum(r["checks"] for r in cs), sum(r["flagged"] for r in cs)
+            fa = sum(r["false_alarms"] for r in cs)
+            worst = max((r["worst_syndrome_over_threshold"] or 0) for r in cs)
+            h, _ = qhist(clean, t, "q_syn")
+            minq = min((r["q_syn"]["min_q"] for r in cs if r["q_syn"]["min_q"] is not None), default=None)
+            ms = [r for r in inj if r["type"] == t and r["field"] == "mantissa"]
+            se = [r for r in inj if r["type"] == t and r["field"] != "mantissa"]
+            row = [label, t, f"{flags}/{checks}", fa, f"{worst:.3f}",
+                   "-" if minq is None else f"{minq:.3g}", fmt_bucket(median_bucket(h))]
+            for rs in (ms, inj_t := [r for r in inj if r["type"] == t]):
+                for cls in ("abs", "prob"):
+                    sig = [r for r in rs if significant(r, cls)]
+                    det = sum(1 for r in sig if r["detected"] > 0)
+                    row.append(f"{pct(det, len(sig))} ({det}/{len(sig)})")
+            det = sum(1 for r in se if r["detected"] > 0)
+            row.append(f"{det}/{len(se)}")
+            del inj_t
+            body.append(row)
+    out.append(md_table(["method", "type", "tier-1 flags / checks", "tier-2 false alarms",
+                         "worst syndrome/threshold", "min q", "median q",
+                         "err_abs (mantissa)", "err_prob (mantissa)", "err_abs (all bits)",
+                         "err_prob (all bits)", "sign/exponent detected"], body))
+    out.append("")
+    # per data set: median q bucket and err_abs-significant mantissa flips detected
+    sets = []
+    for _, rows in runs:
+        for r in rows:
+            key = (r["series"], r["param"])
+            if key not in sets:
+                sets.append(key)
+    body = []
+    for series, param in sets:
+        row = [f"{series} {param:g}"]
+        for t in ("S", "D"):
+            qs, ds = [], []
+            for label, rows in runs:
+                clean, inj, _ = aggregate(rows)
+                h, _ = qhist(clean, t, "q_syn", key=lambda r: r["series"] == series and r["param"] == param)
+                qs.append(fmt_bucket(median_bucket(h)))
+                sig = [r for r in inj if r["type"] == t and r["series"] == series and r["param"] == param
+                       and r["field"] == "mantissa" and significant(r, "abs")]
+                ds.append(f"{sum(1 for r in sig if r['detected'] > 0)}/{len(sig)}")
+            row += [" \\| ".join(qs), " \\| ".join(ds)]
+        body.append(row)
+    names = " \\| ".join(label for label, _ in runs)
+    out.append(f"Per data set ({names}): median q of the syndrome, err_abs-significant mantissa "
+               "flips detected\n")
+    out.append(md_table(["data set", "S median q", "S err_abs", "D median q", "D err_abs"], body))
+    out.append("")
+    for t, width in (("S", 32), ("D", 64)):
+        body = []
+        for b in range(width - 1, -1, -1):
+            row, any_ = [b], False
+            for label, rows in runs:
+                _, inj, _ = aggregate(rows)
+                x = [r for r in inj if r["type"] == t and r["bit"] == b]
+                any_ |= bool(x)
+                row.append(f"{pct(sum(1 for r in x if r['detected'] > 0), len(x))} ({len(x)})" if x else "")
+            if any_:
+                body.append(row)
+        out.append(f"Detection per flipped bit, {'FP32' if t == 'S' else 'FP64'} (injections in brackets):\n")
+        out.append(md_table(["bit"] + [label for label, _ in runs], body))
+        out.append("")
+    return "\n".join(out)
+
+
+def compare_plots(runs, outdir, prefix="thresholds"):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    files = []
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, t in ((axes[0], "S"), (axes[1], "D")):
+        for label, rows in runs:
+            clean, _, _ = aggregate(rows)
+            h, _ = qhist(clean, t, "q_syn")
+            tot = sum(h.values())
+            if not tot:
+                continue
+            ks = list(range(min(h), max(h) + 1))
+            ax.plot(ks, [100.0 * h.get(k, 0) / tot for k in ks], marker="o", ms=3, label=label)
+        ax.axvline(0, color="red", lw=0.8)
+        ax.axvline(6, color="gray", lw=0.8, ls="--")
+        ax.axvline(4, color="gray", lw=0.8, ls=":")
+        ax.set_xlabel("log2 q,  q = threshold / |syndrome| (fault-free; target 2^6, aim 2^4)")
+        ax.set_ylabel("% of checksum elements")
+        ax.set_title(f"{'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    p = os.path.join(outdir, f"{prefix}-q.png")
+    fig.savefig(p, dpi=110)
+    files.append(p)
+    plt.close(fig)
+    fig, axes = plt.subplots(2, 1, figsize=(12, 7))
+    for ax, t, width in ((axes[0], "S", 32), (axes[1], "D", 64)):
+        for label, rows in runs:
+            _, inj, _ = aggregate(rows)
+            xs, ys = [], []
+            for b in range(width):
+                x = [r for r in inj if r["type"] == t and r["bit"] == b]
+                if x:
+                    xs.append(b)
+                    ys.append(100.0 * sum(1 for r in x if r["detected"] > 0) / len(x))
+            ax.plot(xs, ys, "o-", ms=3, label=label)
+        ax.set_xlim(-0.5, width - 0.5)
+        ax.set_ylabel("% detected")
+        ax.set_title(f"{'FP32' if t == 'S' else 'FP64'}: detection per flipped bit, n = 256, BS 32-256")
+        ax.legend()
+        ax.grid(alpha=0.3)
+    axes[1].set_xlabel("bit position (0 = least significant)")
+    fig.tight_layout()
+    p = os.path.join(outdir, f"{prefix}-bits.png")
+    fig.savefig(p, dpi=110)
+    files.append(p)
+    plt.close(fig)
+    return files
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="meson build directory")
@@ -605,9 +751,19 @@ def main():
     ap.add_argument("--machine", default=None, help="machine to record with --from (default: this one)")
     ap.add_argument("--seconds", type=float, default=0.0, help="wall time to record with --from")
     ap.add_argument("--doc", action="store_true", help="write docs/campaign-host.md and docs/*.png")
+    ap.add_argument("--compare", nargs="+", metavar="LABEL=FILE", default=None,
+                    help="print the threshold-method comparison of docs/thresholds.md for these "
+                         "JSON lines files (with --doc also docs/thresholds-q.png, -bits.png)")
     ap.add_argument("extra", nargs="*", help="passed to the campaign program (after --), e.g. -- --checksums 2")
     args = ap.parse_args()
     args.argv = sys.argv[1:]
+    if args.compare:
+        runs = [(x.split("=", 1)[0], load(x.split("=", 1)[1])) for x in args.compare]
+        print(compare_tables(runs))
+        if args.doc:
+            files = compare_plots(runs, os.path.join(ROOT, "docs"))
+            print(f"wrote {', '.join(os.path.basename(f) for f in files)}", file=sys.stderr)
+        return 0
     seconds = args.seconds
     if args.from_file:
         path = args.from_file
