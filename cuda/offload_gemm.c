@@ -84,53 +84,6 @@ fail:
     return NULL;
 }
 
-typedef struct launch {
-    thread_gpu *tg;
-    blasft_gpu_gemm dg; /* the whole GEMM on the device copies */
-    blasft_gpu_params p;
-    int panels;
-    size_t bounds[PANELS]; /* C's dense bytes final after panel i */
-} launch;
-
-static int panel_count(const blasft_gemm *g)
-{
-    int64_t p = g->n / PANEL_MIN;
-    return p < 1 ? 1 : p > PANELS ? PANELS : (int)p;
-}
-
-/* Enqueues the panels' protected GEMMs and their events; 0 or the engine's error. */
-static int enqueue(launch *L)
-{
-    const blasft_gpu_gemm *g = &L->dg;
-    size_t ts = (size_t)blasft_type_size(g->type);
-    for (int i = 0; i < L->panels; i++) {
-        int64_t j0 = g->n * i / L->panels, j1 = g->n * (i + 1) / L->panels;
-        blasft_gpu_gemm pg = *g;
-        pg.n = j1 - j0;
-        /* op(B)'s columns j0.. are B's columns (N) or B's rows (T, C) */
-        pg.b = (const unsigned char *)g->b +
-               ts * (size_t)(g->transb == 'N' ? j0 * g->ldb : j0);
-        pg.c = (unsigned char *)g->c + ts * (size_t)(j0 * g->ldc);
-        int rc = blasft_gpu_gemm_run(L->tg->ctx, &pg, &L->p);
-        if (rc != 0)
-            return rc;
-        if (cudaEventRecord(L->tg->panel_done[i], L->tg->stream) != cudaSuccess)
-            return -2;
-        L->bounds[i] = ts * (size_t)(j1 * g->ldc);
-    }
-    /* one call, one protected GEMM in the report, however many panels it took */
-    if (L->panels > 1 && g->k > 0 && L->p.mode != BLASFT_MODE_OFF)
-        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t) - (int64_t)(L->panels - 1));
-    return 0;
-}
-
-/* before_write of a deferred check that found a change: the speculative GEMM must stop reading
- * the old copy first */
-static void wait_stream(void *arg)
-{
-    cudaStreamSynchronize(((thread_gpu *)arg)->stream);
-}
-
 static int key_cmp(const blasft_cache_key *a, const blasft_cache_key *b)
 {
     if (a->host != b->host)
@@ -151,11 +104,85 @@ typedef struct operand {
     int held;
 } operand;
 
-static void release_all(operand *op, int n, unsigned c_how)
+/* One offloaded call: A and C whole, op(B) and C in column panels. op(B)'s panel j is an entry
+ * of its own (B's columns j0..j1 for N, its rows for T/C), so that panel j+1 is checked and
+ * uploaded on the host while the GPU computes panel j. */
+typedef struct call {
+    const blasft_gemm *g;
+    thread_gpu *tg;
+    blasft_gpu_gemm dg; /* the whole GEMM on the device copies (b: unused) */
+    blasft_gpu_params p;
+    int panels;
+    operand a, c, b[PANELS];
+    size_t bounds[PANELS]; /* C's dense bytes final after panel j */
+    float sf[2][2];        /* FP32 scalars */
+} call;
+
+static int panel_count(const blasft_gemm *g)
 {
-    for (int i = 0; i < n; i++)
-        if (op[i].held)
-            blasft_cache_release(cache, &op[i].ref, i == 2 ? c_how : 0);
+    int64_t p = g->n / PANEL_MIN;
+    return p < 1 ? 1 : p > PANELS ? PANELS : (int)p;
+}
+
+static void panel_cols(const call *K, int j, int64_t *j0, int64_t *j1)
+{
+    *j0 = K->g->n * j / K->panels;
+    *j1 = K->g->n * (j + 1) / K->panels;
+}
+
+static blasft_cache_key b_panel_key(const call *K, int j)
+{
+    const blasft_gemm *g = K->g;
+    size_t ts = (size_t)blasft_type_size(g->type);
+    int64_t j0, j1;
+    panel_cols(K, j, &j0, &j1);
+    if (g->transb == 'N')
+        return (blasft_cache_key){(const unsigned char *)g->b + ts * (size_t)(j0 * g->ldb),
+                                  g->type, g->k, j1 - j0, g->ldb};
+    return (blasft_cache_key){(const unsigned char *)g->b + ts * (size_t)j0, g->type, j1 - j0,
+                              g->k, g->ldb};
+}
+
+/* Enqueues panel j's protected GEMM and its event; 0 or the engine's error. */
+static int enqueue_panel(call *K, int j)
+{
+    const blasft_gpu_gemm *g = &K->dg;
+    size_t ts = (size_t)blasft_type_size(g->type);
+    int64_t j0, j1;
+    panel_cols(K, j, &j0, &j1);
+    blasft_gpu_gemm pg = *g;
+    pg.n = j1 - j0;
+    pg.b = K->b[j].ref.data;
+    pg.ldb = at_least1(K->b[j].key.rows);
+    pg.c = (unsigned char *)g->c + ts * (size_t)(j0 * g->ldc);
+    int rc = blasft_gpu_gemm_run(K->tg->ctx, &pg, &K->p);
+    if (rc != 0)
+        return rc;
+    if (cudaEventRecord(K->tg->panel_done[j], K->tg->stream) != cudaSuccess)
+        return -2;
+    K->bounds[j] = ts * (size_t)(j1 * g->ldc);
+    /* one call, one protected GEMM in the report, however many panels it took */
+    if (j > 0 && g->k > 0 && K->p.mode != BLASFT_MODE_OFF)
+        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)-1);
+    return 0;
+}
+
+/* before_write of a deferred check that found a change: the speculative GEMM must stop reading
+ * the old copy first */
+static void wait_stream(void *arg)
+{
+    cudaStreamSynchronize(((thread_gpu *)arg)->stream);
+}
+
+static void release_all(call *K, unsigned c_how)
+{
+    for (int j = 0; j < K->panels; j++)
+        if (K->b[j].held)
+            blasft_cache_release(cache, &K->b[j].ref, 0);
+    if (K->a.held)
+        blasft_cache_release(cache, &K->a.ref, 0);
+    if (K->c.held)
+        blasft_cache_release(cache, &K->c.ref, c_how);
 }
 
 int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
@@ -167,87 +194,112 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
         const char *t = getenv("BLASFT_OFFLOAD_TRACE");
         trace_on = t && *t == '1';
     }
-    double t_start = trace_on ? now_ms() : 0, t_acq = 0, t_enq = 0, t_ver = 0;
+    double t_start = trace_on ? now_ms() : 0, t_acq = 0, t_ver = 0;
     thread_gpu *tg = thread_state();
     if (!tg)
         return -1;
-    operand op[3] = {
-        {{g->a, g->type, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda}, 0, {0}, 0},
-        {{g->b, g->type, blasft_gemm_b_rows(g), blasft_gemm_b_cols(g), g->ldb}, 0, {0}, 0},
-        {{g->c, g->type, g->m, g->n, g->ldc},
-         BLASFT_CACHE_WRITE | (beta_is_zero(g) ? BLASFT_CACHE_NO_LOAD : 0), {0}, 0},
-    };
-    /* Speculation: with C not read (beta = 0), A and B may be used before their change check,
-     * which then runs on the host threads beside the GEMM; a change found means a redo. Only
-     * with three distinct entries (an entry whose check is deferred is held alone). */
-    if (beta_is_zero(g) && key_cmp(&op[0].key, &op[1].key) && key_cmp(&op[0].key, &op[2].key) &&
-        key_cmp(&op[1].key, &op[2].key))
-        op[0].flags = op[1].flags = BLASFT_CACHE_DEFER_CHECK;
-    /* acquired in one global order: a thread that holds an entry alone while it waits for the
-     * next can then never wait for a thread that waits for it */
-    int order[3] = {0, 1, 2};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (key_cmp(&op[order[j]].key, &op[order[i]].key) < 0) {
-                int t = order[i];
-                order[i] = order[j];
-                order[j] = t;
-            }
-    for (int i = 0; i < 3; i++) {
-        operand *o = &op[order[i]];
-        if (blasft_cache_acquire(cache, &o->key, o->flags, &o->ref) != 0) {
-            release_all(op, 3, 0);
+    call K;
+    memset(&K, 0, sizeof K);
+    K.g = g;
+    K.tg = tg;
+    K.panels = panel_count(g);
+    K.a.key = (blasft_cache_key){g->a, g->type, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda};
+    K.c.key = (blasft_cache_key){g->c, g->type, g->m, g->n, g->ldc};
+    K.c.flags = BLASFT_CACHE_WRITE | (beta_is_zero(g) ? BLASFT_CACHE_NO_LOAD : 0);
+    int a_alone = key_cmp(&K.a.key, &K.c.key) != 0;
+    for (int j = 0; j < K.panels; j++) {
+        K.b[j].key = b_panel_key(&K, j);
+        a_alone = a_alone && key_cmp(&K.a.key, &K.b[j].key) != 0;
+        /* B stored as C (overlap that BLAS forbids): the uncached path, not a wait on itself */
+        if (key_cmp(&K.b[j].key, &K.c.key) == 0)
             return -1;
+    }
+    /* Speculation: with C not read (beta = 0), A may be used before its change check, which then
+     * runs on the host threads beside the GEMM (a change found means a redo); only as an entry
+     * of its own (an entry whose check is deferred is held alone). B's panels are checked before
+     * their GEMMs, beside the GEMM of the panel before. */
+    if (beta_is_zero(g) && a_alone)
+        K.a.flags = BLASFT_CACHE_DEFER_CHECK;
+    /* A and C in one global order (a thread that holds an entry alone while it waits for the
+     * next can then never wait for a thread that waits for it); B's panels later without
+     * waiting: if one is held by another thread, A's check is finished first (A no longer held
+     * alone) and then the panel is waited for, while only C is held alone, as a writer holds it */
+    operand *first = key_cmp(&K.a.key, &K.c.key) <= 0 ? &K.a : &K.c;
+    operand *second = first == &K.a ? &K.c : &K.a;
+    int rc_run = 0;
+    if (blasft_cache_acquire(cache, &first->key, first->flags, &first->ref) != 0)
+        return -1;
+    first->held = 1;
+    if (blasft_cache_acquire(cache, &second->key, second->flags, &second->ref) != 0) {
+        release_all(&K, 0);
+        return -1;
+    }
+    second->held = 1;
+    /* the scalars in the GEMM's type: real part first, so one buffer serves every type */
+    K.sf[0][0] = (float)g->alpha[0]; K.sf[0][1] = (float)g->alpha[1];
+    K.sf[1][0] = (float)g->beta[0]; K.sf[1][1] = (float)g->beta[1];
+    int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
+    K.dg = (blasft_gpu_gemm){
+        .type = g->type, .transa = g->transa, .transb = g->transb,
+        .m = g->m, .n = g->n, .k = g->k,
+        .alpha = single ? (const void *)K.sf[0] : (const void *)g->alpha,
+        .a = K.a.ref.data, .lda = at_least1(K.a.key.rows),
+        .b = NULL, .ldb = 1,
+        .beta = single ? (const void *)K.sf[1] : (const void *)g->beta,
+        .c = K.c.ref.data, .ldc = at_least1(g->m),
+        .scalars_on_device = 0, .routine = g->routine,
+    };
+    blasft_gpu_params_from_cfg(&K.p, cfg);
+    blasft_devmem_hook wait = {wait_stream, tg};
+    int redo = 0;
+    for (int j = 0; j < K.panels && rc_run == 0; j++) {
+        operand *b = &K.b[j];
+        int r = blasft_cache_acquire(cache, &b->key, BLASFT_CACHE_TRY, &b->ref);
+        if (r == -3) {
+            int v = blasft_cache_verify(cache, &K.a.ref, &wait);
+            if (v < 0)
+                rc_run = -2;
+            redo |= v > 0;
+            r = rc_run ? -2 : blasft_cache_acquire(cache, &b->key, 0, &b->ref);
         }
-        o->held = 1;
+        if (r != 0) {
+            rc_run = r == -1 ? -1 : -2;
+            break;
+        }
+        b->held = 1;
+        if (!redo) /* (after a redo is known the panels wait for all of B) */
+            rc_run = enqueue_panel(&K, j);
     }
     if (trace_on)
         t_acq = now_ms();
-    /* the scalars in the GEMM's type: real part first, so one buffer serves every type */
-    float sf[2][2] = {{(float)g->alpha[0], (float)g->alpha[1]}, {(float)g->beta[0], (float)g->beta[1]}};
-    int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
-    launch L = {.tg = tg, .panels = panel_count(g)};
-    L.dg = (blasft_gpu_gemm){
-        .type = g->type, .transa = g->transa, .transb = g->transb,
-        .m = g->m, .n = g->n, .k = g->k,
-        .alpha = single ? (const void *)sf[0] : (const void *)g->alpha,
-        .a = op[0].ref.data, .lda = at_least1(op[0].key.rows),
-        .b = op[1].ref.data, .ldb = at_least1(op[1].key.rows),
-        .beta = single ? (const void *)sf[1] : (const void *)g->beta,
-        .c = op[2].ref.data, .ldc = at_least1(g->m),
-        .scalars_on_device = 0, .routine = g->routine,
-    };
-    blasft_gpu_params_from_cfg(&L.p, cfg);
-    int rc_run = enqueue(&L);
-    if (trace_on)
-        t_enq = now_ms();
-    /* the deferred checks run here, on the host threads, while the GPU computes */
-    blasft_devmem_hook wait = {wait_stream, tg};
-    int redo = 0;
-    for (int i = 0; i < 2 && rc_run == 0; i++) {
-        int v = blasft_cache_verify(cache, &op[i].ref, &wait);
+    /* A's deferred check runs here, on the host threads, while the GPU computes */
+    if (rc_run == 0) {
+        int v = blasft_cache_verify(cache, &K.a.ref, &wait);
         if (v < 0)
             rc_run = -2;
         redo |= v > 0;
     }
-    if (rc_run == 0 && redo) /* computed from a stale copy: again, on the updated copies */
-        rc_run = enqueue(&L);
+    /* computed from a stale copy of A: again, on the updated copy */
+    for (int j = 0; j < K.panels && rc_run == 0 && redo; j++)
+        rc_run = enqueue_panel(&K, j);
     if (trace_on)
         t_ver = now_ms();
-    blasft_devmem_fence fence = {L.panels, L.bounds, (void *const *)tg->panel_done};
-    if (rc_run == 0 && blasft_cache_download_fenced(cache, &op[2].ref, &fence) != 0)
+    blasft_devmem_fence fence = {K.panels, K.bounds, (void *const *)tg->panel_done};
+    if (rc_run == 0 && blasft_cache_download_fenced(cache, &K.c.ref, &fence) != 0)
         rc_run = -2;
-    if (cudaStreamSynchronize(tg->stream) != cudaSuccess)
-        rc_run = rc_run ? rc_run : -2;
+    if (cudaStreamSynchronize(tg->stream) != cudaSuccess && rc_run == 0)
+        rc_run = -2;
     /* on failure the device C is unknown: released as unchanged, the host C (untouched unless
-     * the copy back itself failed, see below) stays the truth */
-    release_all(op, 3, rc_run == 0 ? BLASFT_CACHE_DEVICE_WROTE : 0);
+     * the copy back itself failed) stays the truth */
     if (trace_on)
-        fprintf(stderr, "[offload] %c m=%lld n=%lld k=%lld panels=%d acquire %.2f (A did %#x, B did "
-                "%#x) enqueue %.2f verify %.2f%s download+sync %.2f total %.2f ms\n",
-                "SDCZ"[g->type], (long long)g->m, (long long)g->n, (long long)g->k, L.panels,
-                t_acq - t_start, op[0].ref.did, op[1].ref.did, t_enq - t_acq, t_ver - t_enq,
+        fprintf(stderr, "[offload] %c m=%lld n=%lld k=%lld panels=%d A did %#x B0 did %#x: "
+                "acquire+enqueue %.2f verify A %.2f%s download+sync %.2f total %.2f ms\n",
+                "SDCZ"[g->type], (long long)g->m, (long long)g->n, (long long)g->k, K.panels,
+                K.a.ref.did, K.b[0].ref.did, t_acq - t_start, t_ver - t_acq,
                 redo ? " (redo)" : "", now_ms() - t_ver, now_ms() - t_start);
+    release_all(&K, rc_run == 0 ? BLASFT_CACHE_DEVICE_WROTE : 0);
+    if (rc_run == -1) /* an operand over the budget: the caller takes the uncached path */
+        return -1;
     if (rc_run != 0) {
         blasft_cache_mark_host_changed(cache, g->c, (size_t)((g->n - 1) * g->ldc + g->m) *
                                                         (size_t)blasft_type_size(g->type));

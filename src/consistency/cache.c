@@ -438,6 +438,10 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
         e = caching ? map_find(c, key) : NULL;
         if (!e || !e->busy)
             break;
+        if (flags & BLASFT_CACHE_TRY) {
+            pthread_mutex_unlock(&c->lock);
+            return -3;
+        }
         pthread_cond_wait(&c->idle, &c->lock);
     }
     if (e && write && e->pins > 0) {

@@ -73,6 +73,9 @@ blasft_cache_mode blasft_cache_get_mode(const blasft_cache *c);
  * change, return at once (DID_DEFERRED) with the entry held alone; the caller may start reading
  * the copy and must call blasft_cache_verify before it trusts what it computed. */
 #define BLASFT_CACHE_DEFER_CHECK 0x400u
+/* Return -3 at once instead of waiting when another thread holds the entry alone (a caller
+ * that holds entries alone itself must not wait for others: see cuda/offload_gemm.c). */
+#define BLASFT_CACHE_TRY 0x800u
 
 /* what an acquire did (ref.did) */
 #define BLASFT_CACHE_DID_CHECK 0x1u       /* hashed the host data */
@@ -99,7 +102,8 @@ typedef struct blasft_cache_ref {
 
 /* A device copy equal to the host sub-matrix now (unless NO_LOAD), with the asked encodings.
  * 0; -1 if it does not fit in the budget or device memory even after eviction (nothing held: the
- * caller goes without the cache); -2 if a copy or an encoding failed (nothing held). */
+ * caller goes without the cache); -2 if a copy or an encoding failed (nothing held); -3 with
+ * BLASFT_CACHE_TRY when it would have to wait (nothing held). */
 int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned flags,
                          blasft_cache_ref *ref);
 
