@@ -369,7 +369,7 @@ static int prepare_norm(abft_ctx *x)
  * reference checksum's own walk (its rounding in double). */
 typedef struct proj_vec {
     double W;
-    double *mean, *g, *pe, *cs; /* k each; g is K x k */
+    double *mean, *g, *pe, *cs; /* k each; g is k x K (projections of one k adjacent) */
 } proj_vec;
 
 typedef struct proj_energy {
@@ -392,12 +392,12 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, proj_energy
     memset(e, 0, sizeof e);
     memset(er, 0, sizeof er);
     for (int64_t t = 0; t < k; t++) {
-        const double xv = x[t], mx = v->mean[t] * xv, p = v->cs[t] * xv;
+        const double xv = x[t], mx = v->mean[t] * xv, p = v->cs[t] * xv, *g = v->g + t * K;
         for (int h = 0; h < H; h++) {
             int li = (1 << h) - 1 + (int)(t & ((1 << h) - 1));
             double dev = 0;
             for (int q = 0; q < K; q++) {
-                y[li][q] += v->g[q * k + t] * xv;
+                y[li][q] += g[q] * xv;
                 dev += y[li][q] * y[li][q];
             }
             m[li] += mx;
@@ -463,7 +463,7 @@ static void proj_build(const abft_ctx *x, proj_vec *v, int r, int64_t i0, int64_
             double g = 0;
             for (int64_t i = 0; i < len; i++)
                 g += sg[q][i] * (col[i] - mean);
-            v->g[q * k + kk] = g;
+            v->g[kk * K + q] = g;
         }
     }
 }
