@@ -47,6 +47,11 @@ void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_
 blasft_hash128 blasft_hash_combine(const blasft_hash128 *digests, size_t chunks, size_t row_bytes,
                                    size_t cols);
 
+/* Selects the vector (AVX-512) or the scalar inner loop (both compute the same digest); the
+ * vector one is chosen at start where the CPU has it. Returns 1 if the vector loop is in use.
+ * For tests and benchmarks; not thread-safe against running hashes. */
+int blasft_hash_use_simd(int on);
+
 /* The process's hash thread count: BLASFT_HASH_THREADS if set (1..256), else the online cores. */
 int blasft_hash_default_threads(void);
 

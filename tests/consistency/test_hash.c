@@ -27,9 +27,21 @@ static void fill(void *p, size_t bytes, uint64_t seed)
 }
 
 /* every bit of the region, for shapes with partial words (S, odd rows) and ld > rows */
+static void every_bit_flip(void);
 static void test_every_bit_flip(void **state)
 {
     (void)state;
+    int simd = blasft_hash_use_simd(1);
+    every_bit_flip();
+    if (simd) { /* and the scalar loop */
+        blasft_hash_use_simd(0);
+        every_bit_flip();
+        blasft_hash_use_simd(1);
+    }
+}
+
+static void every_bit_flip(void)
+{
     const size_t shapes[][3] = {{13 * 8, 7, 16 * 8}, {5 * 4, 9, 6 * 4}, {4, 3, 4}, {16, 1, 16},
                                 {3 * 16, 5, 3 * 16}, {8 * 70, 3, 8 * 71}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -124,11 +136,38 @@ static void test_empty_and_shapes(void **state)
     assert_false(blasft_hash_equal(h2d(a, 16, 4, 16, 1), h2d(a, 32, 2, 32, 1)));
 }
 
+/* the vector inner loop (where the CPU has AVX-512) and the scalar one give the same digest,
+ * for columns shorter and longer than a block of lanes, unaligned starts, partial words */
+static void test_vector_loop_same_digest(void **state)
+{
+    (void)state;
+    const size_t shapes[][3] = {{8 * 31, 40, 8 * 33}, {8 * 32, 40, 8 * 32}, {8 * 97 + 4, 300, 8 * 99},
+                                {8 * 4096, 70, 8 * 4097}, {16 * 1000, 90, 16 * 1001}, {4, 5000, 4}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t rb = shapes[s][0], cols = shapes[s][1], ldb = shapes[s][2];
+        unsigned char *buf = malloc(ldb * cols + 1);
+        fill(buf, ldb * cols + 1, 500 + s);
+        int had = blasft_hash_use_simd(1);
+        blasft_hash128 v = h2d(buf + 1, rb, cols, ldb, 2); /* +1: unaligned words */
+        blasft_hash_use_simd(0);
+        blasft_hash128 sc = h2d(buf + 1, rb, cols, ldb, 2);
+        assert_true(blasft_hash_equal(v, sc));
+        /* and a change deep inside a block is seen by both */
+        buf[1 + (cols / 2) * ldb + rb / 2] ^= 0x80;
+        assert_false(blasft_hash_equal(sc, h2d(buf + 1, rb, cols, ldb, 2)));
+        blasft_hash_use_simd(1);
+        assert_false(blasft_hash_equal(v, h2d(buf + 1, rb, cols, ldb, 2)));
+        blasft_hash_use_simd(had);
+        free(buf);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bit_flip),  cmocka_unit_test(test_structured_changes),
         cmocka_unit_test(test_threads_agree),   cmocka_unit_test(test_empty_and_shapes),
+        cmocka_unit_test(test_vector_loop_same_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -695,7 +695,9 @@ static void part_speculate(void)
                 size_t e = (size_t)dg_below(&r, (uint64_t)nb);
                 B[e] = -9.0;
             }
-            cache_stats(&s0);
+            memset(&s0, 0, sizeof s0);
+            if (step > 0 || tb > 0) /* (the process cache exists from the first GEMM on) */
+                cache_stats(&s0);
             int rc = blasft_offload_gemm(&g, blasft_cfg());
             cache_stats(&s1);
             CHECK(rc == 0, "speculate tb=%d step %d: not run on the GPU", tb, step);
