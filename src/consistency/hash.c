@@ -44,7 +44,8 @@ static uint64_t process_seed[2];
 static pthread_once_t seed_once = PTHREAD_ONCE_INIT;
 
 typedef struct region {
-    const unsigned char *base;
+    const unsigned char *base; /* byte b of the region's layout at base + b - bias */
+    size_t bias;
     size_t row_bytes, cols, ld_bytes;
     size_t words_per_col; /* ceil(row_bytes / 8): a column's partial last word is zero-padded */
     size_t words;         /* logical words in all */
@@ -134,7 +135,7 @@ static void absorb_span(uint64_t lane[LANES], const region *r, size_t p, size_t 
         size_t take = r->words_per_col - off;
         if (take > n)
             take = n;
-        const unsigned char *src = r->base + col * r->ld_bytes + off * 8;
+        const unsigned char *src = r->base + (col * r->ld_bytes + off * 8 - r->bias);
         /* the column's last word may be partial */
         size_t full = take;
         bool partial = off + take == r->words_per_col && r->row_bytes % 8 != 0;
@@ -206,7 +207,17 @@ blasft_hash128 blasft_hash_chunk(const void *base, size_t row_bytes, size_t cols
                                  size_t chunk)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    r.words = r.words_per_col * cols;
+    return hash_chunk(&r, chunk);
+}
+
+blasft_hash128 blasft_hash_chunk_dense(const void *buf, size_t buf_lo, size_t row_bytes,
+                                       size_t cols, size_t chunk)
+{
+    pthread_once(&seed_once, seed_init);
+    /* the dense copy is the region with ld = row_bytes (the hash never reads past a row) */
+    region r = {buf, buf_lo, row_bytes, cols, row_bytes, (row_bytes + 7) / 8, 0};
     r.words = r.words_per_col * cols;
     return hash_chunk(&r, chunk);
 }
@@ -242,7 +253,7 @@ void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_
                           int threads, blasft_hash128 *out)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
     r.words = r.words_per_col * cols;
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     if (row_bytes * cols < PARALLEL_MIN_BYTES)
@@ -271,7 +282,7 @@ blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, si
                              int threads)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
     r.words = r.words_per_col * cols;
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     if (row_bytes * cols < PARALLEL_MIN_BYTES)

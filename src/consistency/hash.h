@@ -40,6 +40,11 @@ void blasft_hash_chunk_span(size_t row_bytes, size_t cols, size_t chunk, size_t 
 /* The digest of one chunk. */
 blasft_hash128 blasft_hash_chunk(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
                                  size_t chunk);
+/* The digest of one chunk from the region's dense copy (ld = row_bytes) held in buf, whose first
+ * byte is the dense copy's byte buf_lo (the chunk's span must lie in buf): equal to the digest of
+ * the same data in the strided region. */
+blasft_hash128 blasft_hash_chunk_dense(const void *buf, size_t buf_lo, size_t row_bytes,
+                                       size_t cols, size_t chunk);
 /* Every chunk's digest into out[0 .. chunk_count), in parallel. */
 void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_t ld_bytes,
                           int threads, blasft_hash128 *out);
