@@ -478,59 +478,73 @@ static uint64_t proj_next_seed(void)
     return __atomic_add_fetch(&counter, 0x632be59bd9b4e019ULL, __ATOMIC_RELAXED);
 }
 
-/* Energies of one side: nvec checksum vectors (R per block of vectors of length total), data
- * vectors `ndata` (loaded by load into a k-array), results into vd/c2/enc at idx(s, d). The NORM
- * values already in vd/c2 (per-term bounds) times the term count cap the estimates: both bound
- * the same sum of squares, the NORM one deterministically. */
-static int proj_side(abft_ctx *x, int64_t nblk, int64_t total,
-                     double (*at)(const abft_ctx *, int64_t, int64_t), const double *cs,
-                     int64_t cs_vstride, int64_t cs_kstride, int64_t ndata,
-                     double (*load)(const abft_ctx *, int64_t, int64_t), int64_t (*idx)(const abft_ctx *, int64_t, int, int64_t),
-                     double *vd, double *c2, double *enc)
+/* Bytes of checksum-vector arrays (mean, products, reference, projections) built at a time: the
+ * data vectors are read once per group, so a large operand needs no O(m k K) buffer. */
+#define PROJ_GROUP_BYTES ((int64_t)64 << 20)
+
+/* One side's energies: nblk blocks of `total` vectors (R checksum vectors each) against ndata data
+ * vectors (load fills a k-array), results into vd/c2/enc at idx(b, r, d). The NORM values already
+ * in vd/c2 (per-term bounds) times the term count cap the estimates: both bound the same sum of
+ * squares, the NORM one deterministically. */
+typedef struct proj_job {
+    abft_ctx *x;
+    int64_t nblk, total, cs_vstride, cs_kstride, ndata;
+    double (*at)(const abft_ctx *, int64_t, int64_t);
+    double (*load)(const abft_ctx *, int64_t, int64_t);
+    int64_t (*idx)(const abft_ctx *, int64_t, int, int64_t);
+    const double *cs;
+    double *vd, *c2, *enc;
+    uint64_t seed;
+    int rc;
+} proj_job;
+
+static void proj_side(void *arg)
 {
     enum { K = BLASFT_PROJ_K };
+    proj_job *j = arg;
+    abft_ctx *x = j->x;
     const int R = x->R;
-    const int64_t k = x->k, nvec = nblk * R;
+    const int64_t k = x->k, per = (K + 3) * k, nvec = j->nblk * R;
     const double terms = blasft_norm_terms((double)k, 1);
-    proj_vec *v = calloc((size_t)(nvec + 1), sizeof *v);
-    double *mem = malloc((size_t)((nvec * (K + 3) + 1) * (k + 1)) * sizeof *mem);
+    int64_t group = PROJ_GROUP_BYTES / (8 * (per > 0 ? per : 1));
+    group = group < 1 ? 1 : group > nvec ? nvec : group;
+    proj_vec *v = calloc((size_t)(group + 1), sizeof *v);
+    double *mem = malloc((size_t)((group * per + 1)) * sizeof *mem);
     double *xv = malloc((size_t)(k + 1) * sizeof *xv);
-    if (!v || !mem || !xv) {
-        free(v); free(mem); free(xv);
-        return -1;
-    }
-    uint64_t seed = proj_next_seed();
-    for (int64_t b = 0; b < nblk; b++)
-        for (int r = 0; r < R; r++) {
-            int64_t s = b * R + r;
-            double *base = mem + s * (K + 3) * k;
-            v[s].mean = base;
-            v[s].pe = base + k;
-            v[s].cs = base + 2 * k;
-            v[s].g = base + 3 * k;
-            proj_build(x, &v[s], r, b * x->bs, abft_len(total, b, x->bs), at, cs + s * cs_vstride,
-                       cs_kstride, seed + (uint64_t)s * 0x2545f4914f6cdd1dULL);
+    j->rc = v && mem && xv ? 0 : -1;
+    for (int64_t s0 = 0; j->rc == 0 && s0 < nvec; s0 += group) {
+        int64_t s1 = s0 + group < nvec ? s0 + group : nvec;
+        for (int64_t s = s0; s < s1; s++) {
+            int64_t b = s / R;
+            int r = (int)(s % R);
+            proj_vec *w = &v[s - s0];
+            double *base = mem + (s - s0) * per;
+            w->mean = base;
+            w->pe = base + k;
+            w->cs = base + 2 * k;
+            w->g = base + 3 * k;
+            proj_build(x, w, r, b * x->bs, abft_len(j->total, b, x->bs), j->at,
+                       j->cs + s * j->cs_vstride, j->cs_kstride, j->seed + (uint64_t)s * 0x2545f4914f6cdd1dULL);
         }
-    for (int64_t d = 0; d < ndata; d++) {
-        for (int64_t kk = 0; kk < k; kk++)
-            xv[kk] = load(x, d, kk);
-        for (int64_t b = 0; b < nblk; b++)
-            for (int r = 0; r < R; r++) {
+        for (int64_t d = 0; d < j->ndata; d++) {
+            for (int64_t kk = 0; kk < k; kk++)
+                xv[kk] = j->load(x, d, kk);
+            for (int64_t s = s0; s < s1; s++) {
                 proj_energy o;
-                proj_scan(&v[b * R + r], xv, k, &o);
-                int64_t e = idx(x, b, r, d);
+                proj_scan(&v[s - s0], xv, k, &o);
+                int64_t e = j->idx(x, s / R, (int)(s % R), d);
                 /* partial sums, products (no FMA), the alpha scaling and final additions */
                 double ec = o.e + o.prod + 4.0 * o.last;
                 double er = o.ref + o.enc;
-                vd[e] = fmin(ec, terms * vd[e]);
-                c2[e] = fmin(er, terms * c2[e]);
-                enc[e] = o.enc;
+                j->vd[e] = fmin(ec, terms * j->vd[e]);
+                j->c2[e] = fmin(er, terms * j->c2[e]);
+                j->enc[e] = o.enc;
             }
+        }
     }
     free(v);
     free(mem);
     free(xv);
-    return 0;
 }
 
 static int64_t proj_ci(const abft_ctx *x, int64_t b, int r, int64_t j) { return abft_ci(x, b, r, j); }
@@ -548,12 +562,15 @@ static int prepare_proj(abft_ctx *x)
     if (!x->encc || !x->encr)
         return -1;
     /* column checksums: vectors are op(A)'s rows in row blocks, data vectors op(B)'s columns;
-     * row checksums: op(B)'s columns in column blocks against op(A)'s rows */
-    if (proj_side(x, x->nbr, x->m, proj_opa, x->ac, 1, x->R * x->nbr, x->n, proj_opb, proj_ci,
-                  x->vdc, x->c2c, x->encc) != 0)
-        return -1;
-    return proj_side(x, x->nbc, x->n, proj_opb, x->bc, x->k, 1, x->m, proj_opa, proj_ri, x->vdr,
-                     x->c2r, x->encr);
+     * row checksums: op(B)'s columns in column blocks against op(A)'s rows. The two sides are
+     * independent (two threads where allowed); their seeds are drawn here, in a fixed order. */
+    uint64_t seed_c = proj_next_seed(), seed_r = proj_next_seed();
+    proj_job jc = {x, x->nbr, x->m, 1, x->R * x->nbr, x->n, proj_opa, proj_opb, proj_ci, x->ac,
+                   x->vdc, x->c2c, x->encc, seed_c, 0};
+    proj_job jr = {x, x->nbc, x->n, x->k, 1, x->m, proj_opb, proj_opa, proj_ri, x->bc,
+                   x->vdr, x->c2r, x->encr, seed_r, 0};
+    abft_k_pair(x->parallel, proj_side, &jc, &jr);
+    return jc.rc == 0 && jr.rc == 0 ? 0 : -1;
 }
 
 int abft_threshold_prepare(abft_ctx *x)
