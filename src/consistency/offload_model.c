@@ -4,16 +4,18 @@
 
 #include <unistd.h>
 
-/* Defaults (the H200 machine of docs/offload-benchmark.md, rounded in the host's favour):
- * GPU GEMM 50 TFLOP/s (cuBLAS DGEMM n = 8192: 55.8; the engine adds ~5 %), the same for FP32
- * (its non-tensor-core rate is higher); transfers through the staging pipeline 20 GB/s each way
- * (DMA 52 GB/s pinned, host copies 50 GB/s on 16 threads; partly overlapped); a fixed 0.5 ms per
- * call (launches, synchronisation, the first and last tile). Host: 100 GFLOP/s (FP64) or 200
- * (FP32) per online core, above what an AVX-512 core sustains in OpenBLAS (the H200 machine's
- * 16 cores: 0.91 TFLOP/s DGEMM), replaced by the first measured host GEMM. */
+/* Defaults, fitted to the H200 machine's measurements (docs/offload-benchmark.md, "Auto
+ * dispatch"): GPU GEMM 50 TFLOP/s (cuBLAS DGEMM n = 8192: 55.8; the engine adds ~5 %), the same
+ * for FP32; transfers 30 GB/s effective (pipelined copies through the staging slots, partly
+ * overlapped with the GEMM: the fit over n = 1024 .. 16384 gives 21 .. 90 GB/s, low at small n);
+ * 0.3 ms per call (launches, synchronisation, the first and last tile). Host: 100 GFLOP/s (FP64)
+ * or 200 (FP32) per online core, above what an AVX-512 core sustains in OpenBLAS (the H200
+ * machine's 16 cores: 0.59 TFLOP/s DGEMM at n = 8192) and far above the protected host engine
+ * (0.2 TFLOP/s there), so that until the first host GEMM is measured a close call stays on the
+ * host. */
 #define GPU_FLOPS 50e12
-#define XFER_BYTES_PER_S 20e9
-#define GPU_FIXED_S 0.5e-3
+#define XFER_BYTES_PER_S 30e9
+#define GPU_FIXED_S 0.3e-3
 #define HOST_FLOPS_PER_CORE_D 100e9
 
 /* per type: measured host rate (0: none yet); the GPU's measured / predicted (0: none yet) */
