@@ -55,6 +55,8 @@ for t in $TYPES; do
         [ "$n" -ge 16384 ] && reps=3
         hreps=3
         [ "$n" -ge 16384 ] && hreps=1
+        # small calls: more of them (they are short and noisier)
+        [ "$n" -lt 1024 ] && reps=15 && hreps=9
         for ops in fresh repeat; do
             [ "$ops" = fresh ] && run openblas OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS -- "$n" $hreps "$ops" "$t"
             [ "$ops" = fresh ] && [ "$n" -le "$HOST_MAX_N" ] &&
