@@ -212,9 +212,17 @@ static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
  * divided by BLASFT_PROJ_C (a lower-tail allowance for the estimate), and maximised over
  * accumulation with 1, 2, 4 and 8 interleaved lanes along k (BLASFT_PROJ_LANES_LOG2). */
 #define BLASFT_PROJ_FALSE_ALARM 1e-12
+/* Overridable at build time for measuring cheaper variants (docs/thresholds.md); C must then be
+ * re-derived for K from the lower-tail bound there. */
+#ifndef BLASFT_PROJ_K
 #define BLASFT_PROJ_K 8
+#endif
+#ifndef BLASFT_PROJ_C
 #define BLASFT_PROJ_C 0.25
+#endif
+#ifndef BLASFT_PROJ_LANES_LOG2
 #define BLASFT_PROJ_LANES_LOG2 3
+#endif
 
 /* Multiplier w of sqrt(V) for two-sided false-alarm probability p: sqrt(2 ln(2/p)) (7.52 for
  * 1e-12). */
