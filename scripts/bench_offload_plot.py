@@ -31,6 +31,10 @@ def nvbest(ty, n, ops):
     return min(v) if v else (None, None)
 
 
+def ms(v):
+    return "%.2f" % v if v < 10 else "%.1f" % v
+
+
 cols = ["openblas", "blas_ft-host", "nvblas (best tile)", "blas_ft-gpu-cache-off",
         "blas_ft-gpu-cache-hash", "blas_ft-auto"]
 print("| type | n | operands | " + " | ".join(cols) + " |")
@@ -42,10 +46,10 @@ for ty in types:
             for c in cols:
                 if c.startswith("nvblas"):
                     v, l = nvbest(ty, n, ops)
-                    cells.append("" if v is None else "%.1f (%s)" % (v, l.replace("nvblas-", "")))
+                    cells.append("" if v is None else "%s (%s)" % (ms(v), l.replace("nvblas-", "")))
                 else:
                     key = (c, ty, n, ops if c not in ("openblas", "blas_ft-host") else "fresh")
-                    cells.append("%.1f" % t[key] if key in t and (ops == "fresh" or c not in ("openblas", "blas_ft-host")) else "")
+                    cells.append(ms(t[key]) if key in t and (ops == "fresh" or c not in ("openblas", "blas_ft-host")) else "")
             print("| %s | %d | %s | %s |" % (ty.upper(), n, ops, " | ".join(cells)))
 print()
 print("| type | n | operands | NVBLAS / cache off | NVBLAS / cache hash | OpenBLAS / auto | auto / OpenBLAS |")

@@ -21,6 +21,6 @@ void blasft_model_host_ran(const blasft_gemm *g, double seconds);
 void blasft_model_gpu_ran(const blasft_gemm *g, double seconds);
 /* Smallest flop count worth timing (shorter calls are dominated by noise and fixed costs). */
 double blasft_model_flops(const blasft_gemm *g);
-#define BLASFT_MODEL_MIN_TIMED_FLOPS 2e8
+#define BLASFT_MODEL_MIN_TIMED_FLOPS 1e7
 
 #endif
