@@ -46,6 +46,15 @@ enum {
 };
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages);
 
+/* Benchmark timeline: with tracing on, every protected GEMM records events where its stages end
+ * (0 start, 1 encode A, 2 encode B, 3 top-p lists, 4 main GEMM, 5 reference GEMMs, 6 check sums
+ * of C, 7 compare/correct: the end); trace_read synchronises and gives each point's time in ms
+ * from point 0 for the last GEMM (stages left out keep an earlier GEMM's time: trace without
+ * skips). */
+#define BLASFT_GPU_TRACE_POINTS 8
+int blasft_gpu_set_trace(blasft_gpu_ctx *ctx, int on);
+int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms);
+
 /* Where the context-independent work runs (benchmark and tests; the default is the automatic
  * rule): encoding and top-p lists (PRE) and the reference GEMMs (REF) each either overlapped with
  * the main GEMM on the helper stream or before it on the caller's stream. */

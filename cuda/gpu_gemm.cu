@@ -51,6 +51,8 @@ struct blasft_gpu_ctx {
     int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
     int pmode[2]; /* pointer mode last set on h0, h1 (-1 unknown): set only when it changes */
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
+    cudaEvent_t trace[BLASFT_GPU_TRACE_POINTS]; /* benchmark timeline; created by set_trace */
+    int tracing;
     void *hook_user;
 };
 
@@ -422,6 +424,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     const bool ref_serial = (sched & BLASFT_GPU_SCHED_REF_SERIAL) != 0;
     cudaStream_t sp = pre_serial ? s0 : s1;
     cublasHandle_t hr = ref_serial ? ctx->h0 : ctx->h1;
+    /* benchmark timeline (gpu_debug.h): where each stage ends, on the stream it ran on */
+    auto mark = [&](int point, cudaStream_t st) {
+        if (ctx->tracing)
+            cudaEventRecord(ctx->trace[point], st);
+    };
+    mark(0, s0);
     cudaMemsetAsync(kg.cnt, 0, sizeof(gk_counters), s0);
 
     /* fork: context-independent work on s1 */
@@ -432,8 +440,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
         gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
                         gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
+        mark(1, sp);
         gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
                         gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, sp, tb == 'C');
+        mark(2, sp);
     }
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
@@ -444,6 +454,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
         gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
+        mark(3, sp);
     }
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
@@ -479,17 +490,21 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     };
     if (ref_serial && !ref_gemms())
         return -2;
+    if (ref_serial)
+        mark(5, s0);
 
     if (!blas_ok(xgemm<T>(ctx->h0, op_of(ta), op_of(tb), m, n, k, (const T *)g->alpha, kg.A,
                           g->lda, kg.B, g->ldb, (const T *)g->beta, kg.C, g->ldc),
                  "cublas gemm"))
         return -2;
+    mark(4, s0);
     if (ctx->hook)
         ctx->hook((void *)s0, ctx->hook_user);
 
     if (!ref_serial) {
         if (!ref_gemms())
             return -2;
+        mark(5, s1);
         cudaEventRecord(ctx->ev_ref, s1);
     }
 
@@ -497,10 +512,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C)) {
         gk_check_sums<T>(kg.C, g->ldc, m, n, bs, r, ws, kg.Ccs_rec, kg.Crs_rec, kg.cnt, s0);
     }
+    mark(6, s0);
     if (!ref_serial)
         cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     if (!(skip & BLASFT_GPU_SKIP_COMPARE))
         gk_check<T>(kg, s0);
+    mark(7, s0);
 
     slot->busy.store(1, std::memory_order_relaxed);
     slot->checks = (uint64_t)(r * mb * n + m * r * nb) * P; /* every part, as the host counts */
@@ -642,6 +659,9 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaEventDestroy(ctx->ev_ref);
     if (ctx->ev_done)
         cudaEventDestroy(ctx->ev_done);
+    for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
+        if (ctx->trace[i])
+            cudaEventDestroy(ctx->trace[i]);
     if (ctx->slots)
         cudaFreeHost(ctx->slots);
     if (ctx->ws)
@@ -790,6 +810,26 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
 }
 
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages) { ctx->skip = stages; }
+
+int blasft_gpu_set_trace(blasft_gpu_ctx *ctx, int on)
+{
+    if (on && !ctx->trace[0])
+        for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
+            if (!cuda_ok(cudaEventCreate(&ctx->trace[i]), "event"))
+                return -1;
+    ctx->tracing = on && ctx->trace[0];
+    return 0;
+}
+
+int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms)
+{
+    if (!ctx->trace[0] || !cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"))
+        return -1;
+    for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
+        if (cudaEventElapsedTime(&ms[i], ctx->trace[0], ctx->trace[i]) != cudaSuccess)
+            ms[i] = -1.0f; /* never recorded */
+    return 0;
+}
 
 void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule)
 {

@@ -3,6 +3,7 @@
  * Usage: bench_gpu_gemm TYPES SHAPES BLOCKS CHECKSUMS REPS
  * BENCH_SKIPS="0,1,2,..." adds runs with stages left out (gpu_debug.h), for the breakdown.
  * BENCH_SCHED="-1,0,1,3" runs every listed schedule (gpu_debug.h; -1, the default, is automatic).
+ * BENCH_TRACE=N prints N stage timelines per configuration (trace_ms: gpu_debug.h's points).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -168,6 +169,20 @@ int main(int argc, char **argv)
                        (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip, sched,
                        p.pea_block_lists ? "block" : "vector");
                 fflush(stdout);
+                /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
+                int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;
+                for (int it = 0; it < ntrace && blasft_gpu_set_trace(ctx, 1) == 0; it++) {
+                    float tr[BLASFT_GPU_TRACE_POINTS];
+                    if (blasft_gpu_gemm_plain(ctx, &g) || blasft_gpu_gemm_run(ctx, &g, &p) ||
+                        blasft_gpu_trace_read(ctx, tr))
+                        return 1;
+                    printf("{\"type\":\"%c\",\"m\":%lld,\"bs\":%d,\"sched\":%d,\"trace_ms\":[", ty[0], m,
+                           p.block_size, sched);
+                    for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
+                        printf("%s%.4f", i ? "," : "", tr[i]);
+                    printf("]}\n");
+                }
+                blasft_gpu_set_trace(ctx, 0);
                 free(tp);
                 free(tq);
                 }

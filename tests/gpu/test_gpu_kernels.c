@@ -15,6 +15,7 @@
 #include <string.h>
 
 static blasft_gpu_ctx *ctx;
+static int pea_p_override; /* BLASFT_PEA_P of the next cases; 0: the harness's */
 
 static const char *no_env(const char *name, void *c)
 {
@@ -54,6 +55,8 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
     blasft_gpu_params p;
     gh_params(&p, bs, r);
     p.pea_block_lists = block_lists;
+    if (pea_p_override)
+        p.pea_p = pea_p_override;
     gh_data d;
     gh_make(&d, c, seed);
     const char *ty = c->t == BLASFT_TYPE_S ? "S" : "D";
@@ -228,6 +231,28 @@ int main(void)
             c.alpha = tr == 1 ? 0.75 : 1.0;
             c.beta = tr >= 2 ? 0.5 : 0.0;
             one(&c, tr % 2 ? 128 : 96, 1 + (tr + t) % 2, 0, seed++);
+        }
+    /* longer vectors: top-p partial lists of many chunks of k merged in groups (k = 1000, p = 3
+     * and 8), the strided encode's two halves of a block (BS 64, the last block ragged), R 1
+     * and 2 */
+    for (int t = 0; t < 2; t++)
+        for (int tr = 0; tr < 4; tr++) {
+            gh_case c;
+            memset(&c, 0, sizeof c);
+            c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+            c.ta = trans[tr][0];
+            c.tb = trans[tr][1];
+            c.m = 300;
+            c.n = 500;
+            c.k = 1000;
+            c.lda = (c.ta == 'N' ? c.m : c.k) + 5;
+            c.ldb = (c.tb == 'N' ? c.k : c.n) + 1;
+            c.ldc = c.m + 1;
+            c.alpha = tr == 3 ? -2.0 : 1.0;
+            c.beta = tr % 2 ? 0.25 : 0.0;
+            pea_p_override = tr < 2 ? 3 : 8;
+            one(&c, 64, tr == 2 ? 2 : 1, 0, seed++);
+            pea_p_override = 0;
         }
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);
