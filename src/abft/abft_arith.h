@@ -223,6 +223,11 @@ static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
 #ifndef BLASFT_PROJ_LANES_LOG2
 #define BLASFT_PROJ_LANES_LOG2 3
 #endif
+/* With PROJ the host engine calls the BLAS in slices of this many k (C += alpha A_p B_p), so the
+ * order of the accumulation is known: each slice's partial sums restart at zero (0: one call). */
+#ifndef BLASFT_PROJ_SLICE
+#define BLASFT_PROJ_SLICE 256
+#endif
 
 /* Multiplier w of sqrt(V) for two-sided false-alarm probability p: sqrt(2 ln(2/p)) (7.52 for
  * 1e-12). */

@@ -252,16 +252,17 @@ static void recompute_element(const abft_ctx *x, int64_t i, int64_t j)
 
 /* PROJ's second tier for one real element: the exact value (compensated) and the element's own
  * bound from its exact partial-sum energy, the same model as the checksum's first tier (largest
- * over 1, 2, 4, 8 lanes, abft_threshold.c) without any estimate: (u^2/3) (sum_t s_t^2 + lane
- * additions + sum_t (a_t b_t)^2 + 4 s_k^2) times alpha^2, the old C's scaling, plus the
- * compensated sum's own error. */
+ * over 1, 2, 4, 8 lanes per slice of the data GEMM, the slices' joins; abft_threshold.c) without
+ * any estimate: (u^2/3) (that energy + sum_t (a_t b_t)^2 + 4 c^2) times alpha^2, the old C's
+ * scaling, plus the compensated sum's own error. */
 static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
 {
     enum { H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
     const blasft_gemm *g = x->g;
+    const int64_t S = x->slice > 0 ? x->slice : x->k;
     blasft_csum acc;
     memset(&acc, 0, sizeof acc);
-    double lane[NL] = {0}, es[H] = {0}, ep = 0, sabs = 0;
+    double lane[NL] = {0}, es[H] = {0}, ep = 0, sabs = 0, full = 0, total = 0;
     for (int64_t kk = 0; kk < x->k; kk++) {
         double a = abft_opa(x, i, kk, 0), b = abft_opb(x, kk, j, 0), p = a * b;
         add_prod(&acc, a, b);
@@ -270,15 +271,23 @@ static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
             lane[li] += p;
             es[h] += lane[li] * lane[li];
         }
+        full += p;
         ep += p * p;
         sabs += fabs(p);
-    }
-    double best = 0;
-    for (int h = 0; h < H; h++) {
-        double L = (double)(1 << h), sq = 0;
-        for (int l = 0; l < (1 << h); l++)
-            sq += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
-        best = fmax(best, es[h] + L * (L - 1.0) * sq);
+        if ((kk + 1) % S == 0 || kk + 1 == x->k) {
+            double best = 0;
+            for (int h = 0; h < H; h++) {
+                double L = (double)(1 << h), sq = 0;
+                for (int l = 0; l < (1 << h); l++)
+                    sq += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
+                best = fmax(best, es[h] + L * (L - 1.0) * sq);
+            }
+            total += best;
+            if (kk + 1 > S)
+                total += lane[0] * lane[0] + full * full;
+            memset(lane, 0, sizeof lane);
+            memset(es, 0, sizeof es);
+        }
     }
     double d = blasft_csum_value(&acc), old = 0;
     v[0] = g->alpha[0] * d;
@@ -290,7 +299,7 @@ static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
     const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE), nn = (double)x->k;
     const double aa = fabs(g->alpha[0]), bb = fabs(g->beta[0]);
     double var = u * u / 3.0 *
-                 (blasft_norm_second_order(nn, u) * aa * aa * (best + ep + 4.0 * lane[0] * lane[0]) +
+                 (blasft_norm_second_order(nn, u) * aa * aa * (total + ep + 4.0 * full * full) +
                   3.0 * bb * bb * old * old);
     /* compensated dot product: u_d |result| + gamma_2n^2 sum |a b| (Ogita-Rump-Oishi), doubled */
     double gn = 2.0 * nn * ur;

@@ -122,6 +122,29 @@ static void save_old_c(abft_ctx *x)
                (size_t)(x->m * sz));
 }
 
+/* The data GEMM: one call, or with PROJ slices of x->slice along k accumulated into C (the first
+ * with the caller's beta, the others with beta = 1), the order its thresholds assume. */
+static void data_gemm(const abft_ctx *x)
+{
+    const blasft_gemm *g = x->g;
+    if (!(x->slice > 0 && g->k > x->slice)) {
+        blasft_host_gemm(g);
+        return;
+    }
+    const int sz = blasft_type_size(g->type);
+    blasft_gemm d = *g;
+    for (int64_t p = 0; p < g->k; p += x->slice) {
+        d.k = g->k - p < x->slice ? g->k - p : x->slice;
+        d.a = (const char *)g->a + (g->transa == 'N' ? p * g->lda : p) * sz;
+        d.b = (const char *)g->b + (g->transb == 'N' ? p : p * g->ldb) * sz;
+        if (p > 0) {
+            d.beta[0] = 1.0;
+            d.beta[1] = 0.0;
+        }
+        blasft_host_gemm(&d);
+    }
+}
+
 /* The GEMM itself; with injection at site inner the K loop is split at a random k1 and the flips
  * land in the partial result, so the rest of the accumulation carries them like a real fault. */
 static uint64_t run_gemm(abft_ctx *x)
@@ -129,7 +152,7 @@ static uint64_t run_gemm(abft_ctx *x)
     const blasft_gemm *g = x->g;
     const blasft_inject_spec *spec = x->cfg->inject[0] ? blasft_inject_get(x->cfg->inject) : NULL;
     if (!spec || spec->faults <= 0) {
-        blasft_host_gemm(g);
+        data_gemm(x);
         return 0;
     }
     uint64_t st = blasft_inject_next_stream(spec);
@@ -148,7 +171,7 @@ static uint64_t run_gemm(abft_ctx *x)
         blasft_host_gemm(&d);
         return (uint64_t)n;
     }
-    blasft_host_gemm(g);
+    data_gemm(x);
     return (uint64_t)blasft_inject_flip(spec, &st, g->type, g->c, g->ldc, g->m, g->n, x->bs);
 }
 

@@ -37,6 +37,7 @@ typedef struct abft_ctx {
     double *na2, *nb2;       /* NORM: squared norms of op(A)'s rows and op(B)'s columns */
     double *encc, *encr;     /* PROJ: sum_k (s_k x_k)^2 of the encoded vector s against the data
                                 vector x: the energy of the encoding's own rounding */
+    int64_t slice;           /* PROJ: the data GEMM runs in slices of this many k (0: one call) */
     uint8_t *exc, *exr;      /* reference refined to compensated accuracy (flagged once) */
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */

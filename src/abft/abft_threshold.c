@@ -380,17 +380,24 @@ typedef struct proj_energy {
 /* Accumulation with L = 2^h lanes (lane t mod L sums every L-th product, the lanes are added at
  * the end): the rounding at step t is of lane (t mod L)'s partial sum, and adding the lanes rounds
  * L - 1 more times, each partial result at most L times the lanes' sum of squares
- * (Cauchy-Schwarz). h = 0 is the sequential sum. The largest over h = 0..LANES_LOG2 is used. */
-static void proj_scan(const proj_vec *v, const double *x, int64_t k, proj_energy *o)
+ * (Cauchy-Schwarz). h = 0 is the sequential sum. The largest over h = 0..LANES_LOG2 is used, per
+ * slice of S along k (the engine's calls, data_gemm; S = 0: one slice): each slice's partial sums
+ * start at zero, and from the second slice on its result is scaled (alpha, rounding its own sum)
+ * and added to C (rounding the partial sum over all k so far). The reference checksum is one
+ * double GEMM over all of k: its walk keeps the unsliced model. */
+static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, proj_energy *o)
 {
     enum { K = BLASFT_PROJ_K, H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
     const double ck = 1.0 / ((double)K * BLASFT_PROJ_C);
-    double y[NL][K], m[NL], r[NL], e[H], er[H], ep = 0, en = 0;
+    double y[NL][K], m[NL], r[NL], e[H], er[H], yg[K], mg = 0, ep = 0, en = 0, total = 0;
     memset(y, 0, sizeof y);
     memset(m, 0, sizeof m);
     memset(r, 0, sizeof r);
     memset(e, 0, sizeof e);
     memset(er, 0, sizeof er);
+    memset(yg, 0, sizeof yg);
+    if (S <= 0)
+        S = k;
     for (int64_t t = 0; t < k; t++) {
         const double xv = x[t], mx = v->mean[t] * xv, p = v->cs[t] * xv, *g = v->g + t * K;
         for (int h = 0; h < H; h++) {
@@ -401,32 +408,56 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, proj_energy
                 dev += y[li][q] * y[li][q];
             }
             m[li] += mx;
-            r[li] += p;
             e[h] += v->W * m[li] * m[li] + dev * ck;
+        }
+        for (int q = 0; q < K; q++)
+            yg[q] += g[q] * xv;
+        mg += mx;
+        for (int h = 0; h < H; h++) {
+            int li = (1 << h) - 1 + (int)(t & ((1 << h) - 1));
+            r[li] += p;
             er[h] += r[li] * r[li];
         }
         ep += v->pe[t] * xv * xv;
         en += p * p;
-    }
-    double best = 0, bestr = 0;
-    for (int h = 0; h < H; h++) {
-        double L = (double)(1 << h), lanes = 0, lanesr = 0;
-        for (int l = 0; l < (1 << h); l++) {
-            int li = (1 << h) - 1 + l;
-            double dev = 0;
-            for (int q = 0; q < K; q++)
-                dev += y[li][q] * y[li][q];
-            lanes += v->W * m[li] * m[li] + dev * ck;
-            lanesr += r[li] * r[li];
+        if ((t + 1) % S == 0 || t + 1 == k) { /* the slice ends: its largest lane energy, joins */
+            double best = 0;
+            for (int h = 0; h < H; h++) {
+                double L = (double)(1 << h), lanes = 0;
+                for (int l = 0; l < (1 << h); l++) {
+                    int li = (1 << h) - 1 + l;
+                    double dev = 0;
+                    for (int q = 0; q < K; q++)
+                        dev += y[li][q] * y[li][q];
+                    lanes += v->W * m[li] * m[li] + dev * ck;
+                }
+                best = fmax(best, e[h] + L * (L - 1.0) * lanes);
+            }
+            total += best;
+            if (t + 1 > S) {
+                double dl = 0, dg = 0;
+                for (int q = 0; q < K; q++) {
+                    dl += y[0][q] * y[0][q];
+                    dg += yg[q] * yg[q];
+                }
+                total += v->W * m[0] * m[0] + dl * ck + v->W * mg * mg + dg * ck;
+            }
+            memset(y, 0, sizeof y);
+            memset(m, 0, sizeof m);
+            memset(e, 0, sizeof e);
         }
-        best = fmax(best, e[h] + L * (L - 1.0) * lanes);
+    }
+    double bestr = 0, dev = 0;
+    for (int h = 0; h < H; h++) {
+        double L = (double)(1 << h), lanesr = 0;
+        for (int l = 0; l < (1 << h); l++)
+            lanesr += r[(1 << h) - 1 + l] * r[(1 << h) - 1 + l];
         bestr = fmax(bestr, er[h] + L * (L - 1.0) * lanesr);
     }
-    double dev = 0;
     for (int q = 0; q < K; q++)
-        dev += y[0][q] * y[0][q];
-    o->e = best;
-    o->last = v->W * m[0] * m[0] + dev * ck;
+        dev += yg[q] * yg[q];
+    o->e = total;
+    o->last = v->W * mg * mg + dev * ck;
     o->prod = ep;
     o->ref = bestr + 4.0 * r[0] * r[0];
     o->enc = en;
@@ -531,7 +562,7 @@ static void proj_side(void *arg)
                 xv[kk] = j->load(x, d, kk);
             for (int64_t s = s0; s < s1; s++) {
                 proj_energy o;
-                proj_scan(&v[s - s0], xv, k, &o);
+                proj_scan(&v[s - s0], xv, k, x->slice, &o);
                 int64_t e = j->idx(x, s / R, (int)(s % R), d);
                 /* partial sums, products (no FMA), the alpha scaling and final additions */
                 double ec = o.e + o.prod + 4.0 * o.last;
@@ -557,6 +588,7 @@ static int prepare_proj(abft_ctx *x)
         return -1;
     if (x->P != 1)
         return 0;
+    x->slice = BLASFT_PROJ_SLICE;
     x->encc = calloc((size_t)(abft_nc(x) + 1), sizeof *x->encc);
     x->encr = calloc((size_t)(abft_nr(x) + 1), sizeof *x->encr);
     if (!x->encc || !x->encr)

@@ -602,42 +602,62 @@ static void fill_pairs(tgemm *x, int kind)
         }
 }
 
-/* Oracle of the C side of a PROJ column-checksum threshold, in long double, by definition: for
- * the block's rows i with weights w, the exact partial sums of each element accumulated in 1, 2,
- * 4 and 8 lanes along k; energy = largest over the lane counts of sum_i w_i^2 (sum_t lane
- * partial^2 + L(L-1) sum_lanes end^2), plus sum_i w_i^2 (sum_t products^2 + 4 c_i^2); the
- * threshold omega sqrt(u^2/3 energy). */
+/* Oracle of the C side of a PROJ column-checksum threshold, in long double, by definition: the
+ * data GEMM runs in slices of BLASFT_PROJ_SLICE along k; per slice, for the block's rows i with
+ * weights w, the exact partial sums of each element from the slice's start accumulated in 1, 2,
+ * 4 and 8 lanes; the slice's energy = largest over the lane counts of sum_i w_i^2 (sum_t lane
+ * partial^2 + L(L-1) sum_lanes end^2); from the second slice on, plus sum_i w_i^2 (slice sum^2 +
+ * prefix over all k so far^2) (the slice result scaled and added to C); all slices summed, plus
+ * sum_i w_i^2 (sum_t products^2 + 4 c_i^2); the threshold omega sqrt(u^2/3 energy). */
 static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const double *w, int64_t j)
 {
     const blasft_gemm *g = &x->g;
-    long double eh[4] = {0}, rest = 0;
+    const int64_t S = BLASFT_PROJ_SLICE > 0 ? BLASFT_PROJ_SLICE : g->k;
+    long double total = 0, rest = 0;
+    for (int64_t p0 = 0; p0 < g->k; p0 += S) {
+        int64_t p1 = p0 + S < g->k ? p0 + S : g->k;
+        long double eh[4] = {0}, joins = 0;
+        for (int64_t i = i0; i < i0 + len; i++) {
+            long double lane[15] = {0}, el[4] = {0}, prefix = 0, w2 = (long double)w[i - i0] * w[i - i0];
+            for (int64_t kk = 0; kk < p1; kk++) {
+                long double p = (long double)ld_el(x->a, g->type, i + kk * g->lda, 0) *
+                                ld_el(x->b, g->type, kk + j * g->ldb, 0);
+                prefix += p;
+                if (kk < p0)
+                    continue;
+                for (int h = 0; h < 4; h++) {
+                    int li = (1 << h) - 1 + (int)((kk - p0) & ((1 << h) - 1));
+                    lane[li] += p;
+                    el[h] += lane[li] * lane[li];
+                }
+            }
+            for (int h = 0; h < 4; h++) {
+                long double L = 1 << h, ends = 0;
+                for (int l = 0; l < (1 << h); l++)
+                    ends += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
+                eh[h] += w2 * (el[h] + L * (L - 1) * ends);
+            }
+            if (p0 > 0)
+                joins += w2 * (lane[0] * lane[0] + prefix * prefix);
+        }
+        long double best = eh[0];
+        for (int h = 1; h < 4; h++)
+            if (eh[h] > best)
+                best = eh[h];
+        total += best + joins;
+    }
     for (int64_t i = i0; i < i0 + len; i++) {
-        long double lane[15] = {0}, el[4] = {0}, pr = 0, full = 0, w2 = (long double)w[i - i0] * w[i - i0];
+        long double pr = 0, full = 0, w2 = (long double)w[i - i0] * w[i - i0];
         for (int64_t kk = 0; kk < g->k; kk++) {
             long double p = (long double)ld_el(x->a, g->type, i + kk * g->lda, 0) *
                             ld_el(x->b, g->type, kk + j * g->ldb, 0);
             pr += p * p;
             full += p;
-            for (int h = 0; h < 4; h++) {
-                int li = (1 << h) - 1 + (int)(kk & ((1 << h) - 1));
-                lane[li] += p;
-                el[h] += lane[li] * lane[li];
-            }
-        }
-        for (int h = 0; h < 4; h++) {
-            long double L = 1 << h, ends = 0;
-            for (int l = 0; l < (1 << h); l++)
-                ends += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
-            eh[h] += w2 * (el[h] + L * (L - 1) * ends);
         }
         rest += w2 * (pr + 4 * full * full);
     }
-    long double best = eh[0];
-    for (int h = 1; h < 4; h++)
-        if (eh[h] > best)
-            best = eh[h];
     double u = g->type == BLASFT_TYPE_S ? 0x1p-24 : 0x1p-53;
-    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * u * sqrt((double)((best + rest) / 3));
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * u * sqrt((double)((total + rest) / 3));
 }
 
 static int cmp_double(const void *a, const void *b)
