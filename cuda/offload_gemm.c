@@ -13,9 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-/* BLASFT_OFFLOAD_TRACE=1: one line per call on stderr with the phases' wall times (for the
- * benchmark's breakdown; not a documented setting). */
-static int trace_on = -1;
 
 static double now_ms(void)
 {
@@ -190,10 +187,8 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     pthread_once(&offload_once, offload_init);
     if (!cache)
         return -1;
-    if (trace_on < 0) {
-        const char *t = getenv("BLASFT_OFFLOAD_TRACE");
-        trace_on = t && *t == '1';
-    }
+    /* BLASFT_OFFLOAD_TRACE=on: one line per call on stderr with the phases' wall times */
+    const int trace_on = cfg->offload_trace;
     double t_start = trace_on ? now_ms() : 0, t_acq = 0, t_ver = 0;
     thread_gpu *tg = thread_state();
     if (!tg)

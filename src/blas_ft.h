@@ -60,6 +60,7 @@ typedef struct blasft_config {
     int hash_threads;          /* BLASFT_HASH_THREADS: threads of the change check */
     int gpu_pea_lists;         /* BLASFT_GPU_PEA_LISTS: 0 vector (per row/column), 1 block */
     int gpu_helper_priority;   /* BLASFT_GPU_HELPER_PRIORITY: 0 high, 1 low, 2 default */
+    int offload_trace;         /* BLASFT_OFFLOAD_TRACE: 1 prints each offloaded GEMM's phase times */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */
     char log_file[BLASFT_PATH_MAX];  /* BLASFT_LOG_FILE ("" = stderr) */
     char report[BLASFT_PATH_MAX];    /* BLASFT_REPORT ("" = no exit report) */

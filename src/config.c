@@ -223,6 +223,8 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
     if ((v = lookup("BLASFT_GPU_HELPER_PRIORITY", ctx)) && *v)
         cfg->gpu_helper_priority = parse_choice("BLASFT_GPU_HELPER_PRIORITY", v, gpu_priority_names,
                                                 d->gpu_helper_priority, &bad);
+    if ((v = lookup("BLASFT_OFFLOAD_TRACE", ctx)) && *v)
+        cfg->offload_trace = parse_choice("BLASFT_OFFLOAD_TRACE", v, off_on_names, d->offload_trace, &bad);
     if ((v = lookup("BLASFT_HOST_BLAS", ctx)))
         copy_path(cfg->host_blas, "BLASFT_HOST_BLAS", v, &bad);
     if ((v = lookup("BLASFT_LOG_FILE", ctx)))
