@@ -455,6 +455,15 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     plan->site = site;
     plan->bit = bit;
     plan->seed = dg_next(r);
+    /* PROJ runs the data GEMM in slices along k: an output fault goes into the last call, an inner
+     * one into a random call (then at a random step inside it) */
+    int64_t slices = 1, first_k = 0;
+    if (cfg->threshold == BLASFT_THRESHOLD_PROJ && BLASFT_PROJ_SLICE > 0 && p->k > BLASFT_PROJ_SLICE)
+        slices = (p->k + BLASFT_PROJ_SLICE - 1) / BLASFT_PROJ_SLICE;
+    if (slices > 1) {
+        plan->skip = site == FAULT_SITE_OUTPUT ? (int)(slices - 1) : (int)dg_below(r, (uint64_t)slices);
+        first_k = (int64_t)plan->skip * BLASFT_PROJ_SLICE;
+    }
     plan->armed = 1;
     blasft_gemm g = gemm_of(p);
     blasft_abft_diag d;
@@ -508,7 +517,8 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
             syn[c->side] = fabs(c->reference - c->recomputed);
         }
     }
-    printf("\"row\":%lld,\"col\":%lld,\"k1\":%lld,", (long long)i, (long long)j, (long long)plan->k1);
+    printf("\"row\":%lld,\"col\":%lld,\"k1\":%lld,", (long long)i, (long long)j,
+           (long long)(first_k + plan->k1));
     jnum("thr_col", thr[0], 1);
     jnum("syn_col", syn[0], 1);
     jnum("thr_row", thr[1], 1);

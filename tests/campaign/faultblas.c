@@ -62,7 +62,7 @@ static void gemm(int single, const char *ta, const char *tb, const int *m, const
     gemm_fn *f = fn[single];
     if (!f)
         f = fn[single] = real(single ? "sgemm_" : "dgemm_");
-    if (!plan.armed || c != plan.target || *m < 1 || *n < 1) {
+    if (!plan.armed || c != plan.target || *m < 1 || *n < 1 || plan.skip-- > 0) {
         f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
         return;
     }

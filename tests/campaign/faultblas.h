@@ -20,6 +20,8 @@ typedef struct campaign_fault {
                          * in the partial sum after k1 of k steps, then the rest is accumulated */
     int bit;            /* bit of the IEEE representation, 0 = least significant */
     uint64_t seed;      /* chooses the element and k1 */
+    int skip;           /* matching GEMMs to let pass first: the engine may run the data GEMM as
+                         * several calls along k (PROJ), and an output fault belongs in the last */
     /* filled in when it fired */
     int fired;
     int64_t row, col, k1;
