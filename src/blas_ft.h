@@ -81,6 +81,8 @@ typedef struct blasft_stats {
     uint64_t uncorrectable;      /* errors left as they were (detect mode, on_error=report) */
     uint64_t encoder_faults;     /* redundant checksum computations that disagreed */
     uint64_t faults_injected;    /* bit flips planted by BLASFT_INJECT */
+    uint64_t false_alarms;       /* flagged blocks found correct by a second computation (rounding
+                                    the thresholds' model did not cover; nothing changed) */
 } blasft_stats;
 
 BLASFT_API void blasft_get_stats(blasft_stats *out);

@@ -78,6 +78,7 @@ void blasft_get_stats(blasft_stats *out)
     out->uncorrectable = v[BLASFT_STAT_UNCORRECTABLE];
     out->encoder_faults = v[BLASFT_STAT_ENCODER_FAULTS];
     out->faults_injected = v[BLASFT_STAT_FAULTS_INJECTED];
+    out->false_alarms = v[BLASFT_STAT_FALSE_ALARMS];
 }
 
 void blasft_reset_stats(void)
@@ -207,12 +208,13 @@ static void write_abft(FILE *f)
             "  \"abft\": {\n    \"protected_gemms\": %llu,\n    \"unprotected_gemms\": %llu,\n"
             "    \"checks\": %llu,\n    \"errors_detected\": %llu,\n    \"errors_corrected\": %llu,\n"
             "    \"blocks_recomputed\": %llu,\n    \"uncorrectable\": %llu,\n"
-            "    \"encoder_faults\": %llu,\n    \"faults_injected\": %llu\n  },\n",
+            "    \"encoder_faults\": %llu,\n    \"faults_injected\": %llu,\n"
+            "    \"false_alarms\": %llu\n  },\n",
             (unsigned long long)st.protected_gemms, (unsigned long long)st.unprotected_gemms,
             (unsigned long long)st.checks, (unsigned long long)st.errors_detected,
             (unsigned long long)st.errors_corrected, (unsigned long long)st.blocks_recomputed,
             (unsigned long long)st.uncorrectable, (unsigned long long)st.encoder_faults,
-            (unsigned long long)st.faults_injected);
+            (unsigned long long)st.faults_injected, (unsigned long long)st.false_alarms);
 }
 
 static void write_events(FILE *f)

@@ -220,6 +220,7 @@ out:
                         diag->blocks_recomputed + diag->lines_recomputed);
         blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, diag->uncorrectable);
         blasft_stat_add(BLASFT_STAT_FAULTS_INJECTED, diag->faults_injected);
+        blasft_stat_add(BLASFT_STAT_FALSE_ALARMS, diag->false_alarms);
     }
     blasft_stat_add(BLASFT_STAT_ENCODER_FAULTS, diag->encoder_faults);
     ctx_free(x);

@@ -40,7 +40,8 @@ typedef struct blasft_abft_diag {
     uint64_t uncorrectable;   /* left as they were (detect mode, on_error=report) */
     uint64_t encoder_faults;  /* redundant checksum computations that disagreed */
     uint64_t faults_injected;
-    uint64_t false_alarms;    /* NORM: flagged blocks whose exact line recomputation found nothing */
+    uint64_t false_alarms;    /* flagged blocks found correct: NORM/PROJ by exact line recomputation,
+                                 PEA/SEA by recomputing the block (abft_correct.c) */
     blasft_abft_check *checks_list; /* malloc'ed, count entries; NULL unless want_checks */
     size_t count;
 } blasft_abft_diag;

@@ -30,7 +30,7 @@ static int checks, failures;
 /* libblas_ft's own API, found in the process (it must be preloaded) */
 typedef struct {
     uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
-        blocks_recomputed, uncorrectable, encoder_faults, faults_injected;
+        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
 } stats_t;
 static void (*get_stats)(stats_t *);
 static int (*plant_fault)(int, int64_t, int64_t, int);
