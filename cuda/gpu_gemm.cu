@@ -181,6 +181,7 @@ void CUDART_CB deliver(void *arg)
     blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, c.recomputed);
     blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, c.uncorrectable);
     blasft_stat_add(BLASFT_STAT_ENCODER_FAULTS, c.encoder_faults);
+    blasft_stat_add(BLASFT_STAT_FALSE_ALARMS, c.false_alarms);
     unsigned int nrec = c.nrec < GK_MAX_RECORDS ? c.nrec : GK_MAX_RECORDS;
     for (unsigned int i = 0; i < nrec; i++) {
         const gk_record &r = c.rec[i];

@@ -699,13 +699,18 @@ template <typename T> __device__ __forceinline__ T opB(const gk_gemm<T> &g, int6
 
 /* alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j), the dot product in double ('C': the stored
  * element's conjugate). */
-template <typename T> __device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j)
+/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj| (moduli as |re| + |im|),
+ * for the worst-case rounding bound of the element. */
+template <typename T>
+__device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass = nullptr)
 {
     const double sa = g.ta == 'C' ? -1.0 : 1.0, sb = g.tb == 'C' ? -1.0 : 1.0;
-    double dr = 0.0, di = 0.0;
+    double dr = 0.0, di = 0.0, ms = 0.0;
     for (int64_t l = 0; l < g.k; l++) {
         T a = opA(g, i, l), b = opB(g, l, j);
         double ar = part_of(a, 0), ai = sa * im_of(a), br = part_of(b, 0), bi = sb * im_of(b);
+        if (mass)
+            ms = fma(fabs(ar) + fabs(ai), fabs(br) + fabs(bi), ms);
         dr = fma(ar, br, dr);
         if (gk_el<T>::P == 2) {
             dr = fma(-ai, bi, dr);
@@ -721,6 +726,8 @@ template <typename T> __device__ T recompute_element(const gk_gemm<T> &g, int64_
         cr += yr * part_of(o, 0) - yi * im_of(o);
         ci += yr * im_of(o) + yi * part_of(o, 0);
     }
+    if (mass)
+        *mass = ms;
     return make_el<T>(cr, ci);
 }
 
@@ -796,6 +803,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 {
     __shared__ flagged rows[kMaxFlagged], cols[kMaxFlagged];
     __shared__ int nr, nc, action; /* action: 0 nothing more, 1 recompute block */
+    __shared__ int apart;          /* elements the recomputation moved beyond rounding */
     unsigned int ntiles = g.cnt->tile_count;
     for (unsigned int t = blockIdx.x; t < ntiles; t += gridDim.x) {
         int tile = g.tile_list[t];
@@ -804,7 +812,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         int rows_t = (int)(g.m - i0 < g.bs ? g.m - i0 : g.bs);
         int cols_t = (int)(g.n - j0 < g.bs ? g.n - j0 : g.bs);
         if (threadIdx.x == 0) {
-            nr = nc = 0;
+            nr = nc = apart = 0;
             action = 0;
         }
         __syncthreads();
@@ -833,7 +841,11 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         __syncthreads();
         if (threadIdx.x == 0) {
             int n_r = nr, n_c = nc;
-            atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+            const bool will_recompute = g.correct && g.recompute && (g.Cold || is_zero(beta_of(g)));
+            /* a block that will be recomputed counts once the recomputation has been compared
+             * with it (below) */
+            if (!will_recompute)
+                atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
             bool ok = n_r <= kMaxFlagged && n_c <= kMaxFlagged && (n_r > 0 || n_c > 0);
             if (ok && g.r == 1) {
                 /* single localization: one row and one column */
@@ -898,11 +910,10 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     atomicAdd(&g.cnt->corrected, 1ull);
                     add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, cols[b].syn(), cols[b].eps);
                 }
-            } else if (g.recompute && (g.Cold || is_zero(beta_of(g)))) {
-                action = 1;
-                atomicAdd(&g.cnt->recomputed, 1ull);
-                add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1,
-                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+                if (will_recompute)
+                    atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+            } else if (will_recompute) {
+                action = 1; /* counted after the comparison below */
             } else {
                 atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
                 add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
@@ -912,9 +923,39 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         }
         __syncthreads();
         if (action == 1) {
+            /* the recomputation against the GEMM's element: further apart than the worst-case
+             * rounding of the two, 2 (gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|)),
+             * is a fault; a block with none was flagged by rounding its elements share
+             * (structured data: constant or repeated rows and columns), not by a fault */
+            constexpr int tt = mant<T>::t;
+            const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
+            const double gam = nn * u / (1.0 - nn * u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
             for (int e = threadIdx.x; e < rows_t * cols_t; e += blockDim.x) {
                 int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
-                g.C[i + j * g.ldc] = recompute_element(g, i, j);
+                double mass;
+                const T v = recompute_element(g, i, j, &mass), old = g.C[i + j * g.ldc];
+                const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
+                bool same = true;
+#pragma unroll
+                for (int q = 0; q < gk_el<T>::P; q++) {
+                    double bound = 2.0 * (gam * aa * mass + 2.0 * u * (bb * co + fabs(part_of(v, q))));
+                    same = same && fabs(part_of(old, q) - part_of(v, q)) <= bound; /* NaN: apart */
+                }
+                if (!same)
+                    atomicAdd(&apart, 1);
+                g.C[i + j * g.ldc] = v;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                if (apart == 0) {
+                    atomicAdd(&g.cnt->false_alarms, 1ull);
+                } else {
+                    int n_r = nr, n_c = nc;
+                    atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+                    atomicAdd(&g.cnt->recomputed, 1ull);
+                    add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1,
+                               n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+                }
             }
         }
         __syncthreads();

@@ -44,6 +44,7 @@ typedef struct gk_record {
 /* Outcome counters of one GEMM, in device memory; copied to pinned memory at the end. */
 typedef struct gk_counters {
     unsigned long long detected, corrected, recomputed, uncorrectable, encoder_faults;
+    unsigned long long false_alarms; /* recomputed blocks equal to the GEMM's within rounding */
     unsigned int tile_count; /* flagged tiles listed in tile_list */
     unsigned int nrec;
     gk_record rec[GK_MAX_RECORDS];

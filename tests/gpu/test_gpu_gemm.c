@@ -25,6 +25,7 @@ static blasft_stats stats_delta(const blasft_stats *before)
     d.blocks_recomputed = now.blocks_recomputed - before->blocks_recomputed;
     d.uncorrectable = now.uncorrectable - before->uncorrectable;
     d.encoder_faults = now.encoder_faults - before->encoder_faults;
+    d.false_alarms = now.false_alarms - before->false_alarms;
     return d;
 }
 
@@ -304,6 +305,91 @@ static void host_entry(void)
     }
 }
 
+/* Structured data: A and B constant (values with full mantissas), so every element of C carries
+ * the same rounding and the checksums' syndromes add up linearly: blocks flagged by rounding are
+ * recomputed and compared with the GEMM's, and end as false alarms, not errors; C equals
+ * k a b within the worst-case rounding. S and D, 1 and 2 checksums, BS 64 and 128. */
+static void structured(void)
+{
+    const int64_t n = 512;
+    for (int t = 0; t < 2; t++)
+        for (int r = 1; r <= 2; r++) {
+            const size_t ts = t ? 8 : 4;
+            const double av = 0.1 + 0.05 * r, bv = 0.3 + 0.1 * t;
+            void *hA = malloc(ts * (size_t)(n * n)), *hB = malloc(ts * (size_t)(n * n));
+            double *hC = malloc(8 * (size_t)(n * n));
+            for (int64_t e = 0; e < n * n; e++) {
+                if (t) {
+                    ((double *)hA)[e] = av;
+                    ((double *)hB)[e] = bv;
+                } else {
+                    ((float *)hA)[e] = (float)av;
+                    ((float *)hB)[e] = (float)bv;
+                }
+            }
+            void *dA, *dB, *dC;
+            cudaMalloc(&dA, ts * (size_t)(n * n));
+            cudaMalloc(&dB, ts * (size_t)(n * n));
+            cudaMalloc(&dC, ts * (size_t)(n * n));
+            cudaMemcpy(dA, hA, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
+            cudaMemcpy(dB, hB, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
+            double one = 1.0, zero = 0.0;
+            float onef = 1.0f, zerof = 0.0f;
+            blasft_gpu_gemm g;
+            memset(&g, 0, sizeof g);
+            g.type = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+            g.transa = g.transb = 'N';
+            g.m = g.n = g.k = n;
+            g.alpha = t ? (const void *)&one : (const void *)&onef;
+            g.beta = t ? (const void *)&zero : (const void *)&zerof;
+            g.a = dA;
+            g.lda = n;
+            g.b = dB;
+            g.ldb = n;
+            g.c = dC;
+            g.ldc = n;
+            g.routine = "structured";
+            blasft_gpu_params p;
+            gh_params(&p, r == 1 ? 128 : 64, r);
+            blasft_stats before;
+            gh_sync();
+            blasft_get_stats(&before);
+            GH_CHECK(blasft_gpu_gemm_run(ctx, &g, &p) == 0, "structured run");
+            gh_sync();
+            blasft_stats dl = stats_delta(&before);
+            /* the stored operands, as the GEMM saw them */
+            const double a = t ? av : (double)(float)av, b = t ? bv : (double)(float)bv;
+            const double u = t ? 0x1p-53 : 0x1p-24, want = (double)n * a * b;
+            int64_t bad = 0;
+            if (t) {
+                cudaMemcpy(hC, dC, 8 * (size_t)(n * n), cudaMemcpyDeviceToHost);
+            } else {
+                float *f = malloc(4 * (size_t)(n * n));
+                cudaMemcpy(f, dC, 4 * (size_t)(n * n), cudaMemcpyDeviceToHost);
+                for (int64_t e = 0; e < n * n; e++)
+                    hC[e] = f[e];
+                free(f);
+            }
+            for (int64_t e = 0; e < n * n; e++)
+                bad += !(fabs(hC[e] - want) <= 2.0 * (n + 2) * u * want);
+            GH_CHECK(bad == 0, "structured %c r %d: %lld elements off", t ? 'D' : 'S', r, (long long)bad);
+            GH_CHECK(dl.errors_detected == 0 && dl.blocks_recomputed == 0 && dl.uncorrectable == 0 &&
+                         dl.errors_corrected == 0,
+                     "structured %c r %d: detected %llu corrected %llu recomputed %llu uncorrectable %llu "
+                     "(false alarms %llu)", t ? 'D' : 'S', r, (unsigned long long)dl.errors_detected,
+                     (unsigned long long)dl.errors_corrected, (unsigned long long)dl.blocks_recomputed,
+                     (unsigned long long)dl.uncorrectable, (unsigned long long)dl.false_alarms);
+            printf("structured %c r %d: %llu blocks flagged by rounding, false alarms\n", t ? 'D' : 'S', r,
+                   (unsigned long long)dl.false_alarms);
+            cudaFree(dA);
+            cudaFree(dB);
+            cudaFree(dC);
+            free(hA);
+            free(hB);
+            free(hC);
+        }
+}
+
 /* Capture in a CUDA graph (workspace reserved first), replay, compare. */
 static void graph_capture(int schedule)
 {
@@ -366,6 +452,7 @@ int main(void)
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
     edge_shapes();
     host_entry();
+    structured();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
     blasft_gpu_ctx_destroy(ctx);
