@@ -553,6 +553,21 @@ static void false_alarm(abft_ctx *x, const blockview *b, outcome *o, uint64_t de
                b->maxthr);
 }
 
+/* Ends the handling of a flagged block as a false alarm when second_opinion finds the GEMM's
+ * block equal to its recomputation and the syndromes within their worst case; undoes the counts of
+ * the recomputations made on the way. Returns 1 if it did (and freed saved). */
+static int settle_as_rounding(abft_ctx *x, blockview *b, outcome *o, uint64_t det, uint64_t corrected0,
+                              void *saved, int recompute, uint64_t undo_recomputed, uint64_t undo_lines)
+{
+    int64_t apart = -1;
+    if (!saved || second_opinion(x, b, saved, recompute, &apart) != 1 || apart != 0)
+        return 0;
+    o->recomputed -= undo_recomputed;
+    o->lines -= undo_lines;
+    false_alarm(x, b, o, det, corrected0, saved);
+    return 1;
+}
+
 /* Exactly one flagged line in the block (one column, no row, or the reverse) and nothing that
  * locates along it: a single error large enough to cross one threshold but not the other (the
  * two sides have different thresholds and rounding noise; the campaign's 119 such cases were all
@@ -658,9 +673,7 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
         nc = w;
     }
     if (cfg->mode == BLASFT_MODE_DETECT) {
-        int64_t apart = -1;
-        if (nc == 0 && saved && second_opinion(x, b, saved, 1, &apart) == 1 && apart == 0) {
-            false_alarm(x, b, o, det, corrected0, saved);
+        if (nc == 0 && settle_as_rounding(x, b, o, det, corrected0, saved, 1, 0, 0)) {
             free(cands);
             return;
         }
@@ -701,11 +714,8 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
     if (cfg->on_error != BLASFT_ON_ERROR_RECOMPUTE) {
         /* before reporting or aborting: a second computation of the block that agrees with the
          * GEMM's (C is left as the GEMM left it) means rounding, not a fault */
-        int64_t apart = -1;
-        if (saved && second_opinion(x, b, saved, 1, &apart) == 1 && apart == 0) {
-            false_alarm(x, b, o, det, corrected0, saved);
+        if (settle_as_rounding(x, b, o, det, corrected0, saved, 1, 0, 0))
             return;
-        }
         free(saved);
     }
     if (cfg->on_error == BLASFT_ON_ERROR_REPORT) {
@@ -735,13 +745,8 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
         /* nothing located beyond rounding (a single fault flags its row and column and is
          * located, or one line and is cleared by the line's recomputation above), and the
          * recomputation equal to the GEMM's block within rounding: not a fault */
-        int64_t apart = -1;
-        if (nc <= 0 && saved && second_opinion(x, b, saved, 0, &apart) == 1 &&
-            apart == 0) {
-            o->lines -= (uint64_t)line;
-            false_alarm(x, b, o, det, corrected0, saved);
+        if (nc <= 0 && settle_as_rounding(x, b, o, det, corrected0, saved, 0, 0, (uint64_t)line))
             return;
-        }
         o->recomputed++;
         abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, -1, -1, syn, thr, "recomputed");
         free(saved);
@@ -755,13 +760,8 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
         /* the compensated reference agrees: unless the recomputation also equals the GEMM's block
          * (then the reference GEMM's own rounding, structured like the data's, made the flags),
          * our first reference was wrong */
-        int64_t apart = -1;
-        if (saved && second_opinion(x, b, saved, 0, &apart) == 1 && apart == 0) {
-            o->recomputed--;
-            o->lines -= (uint64_t)line;
-            false_alarm(x, b, o, det, corrected0, saved);
+        if (settle_as_rounding(x, b, o, det, corrected0, saved, 0, 1, (uint64_t)line))
             return;
-        }
         x->encoder_faults++;
         abft_emit(x, BLASFT_EVENT_ENCODER_FAULT, b->bi, b->bj, -1, -1, syn, thr, "recomputed");
         free(saved);

@@ -182,6 +182,27 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
     gh_free(&d);
 }
 
+/* A case of type t (0 S, 1 D) and transpose pair tr; leading dimensions padded by pa, pb, pc. */
+static gh_case kcase(int t, int tr, int64_t m, int64_t n, int64_t k, int pa, int pb, int pc,
+                     double alpha, double beta)
+{
+    static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
+    gh_case c;
+    memset(&c, 0, sizeof c);
+    c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+    c.ta = trans[tr][0];
+    c.tb = trans[tr][1];
+    c.m = m;
+    c.n = n;
+    c.k = k;
+    c.lda = (c.ta == 'N' ? m : k) + pa;
+    c.ldb = (c.tb == 'N' ? k : n) + pb;
+    c.ldc = m + pc;
+    c.alpha = alpha;
+    c.beta = beta;
+    return c;
+}
+
 int main(void)
 {
     if (!gh_gpu_present()) {
@@ -191,23 +212,11 @@ int main(void)
     ctx = blasft_gpu_ctx_create(NULL);
     if (!ctx)
         return 1;
-    static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
     uint64_t seed = 500;
     for (int t = 0; t < 2; t++)
         for (int tr = 0; tr < 4; tr++) {
-            gh_case c;
-            memset(&c, 0, sizeof c);
-            c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-            c.ta = trans[tr][0];
-            c.tb = trans[tr][1];
-            c.m = tr % 2 ? 70 : 97;
-            c.n = tr % 2 ? 45 : 64;
-            c.k = tr < 2 ? 33 : 130;
-            c.lda = (c.ta == 'N' ? c.m : c.k) + 1;
-            c.ldb = (c.tb == 'N' ? c.k : c.n) + 2;
-            c.ldc = c.m + 3;
-            c.alpha = tr == 2 ? -1.5 : 1.0;
-            c.beta = tr % 2 ? 0.5 : 0.0;
+            gh_case c = kcase(t, tr, tr % 2 ? 70 : 97, tr % 2 ? 45 : 64, tr < 2 ? 33 : 130, 1, 2, 3,
+                              tr == 2 ? -1.5 : 1.0, tr % 2 ? 0.5 : 0.0);
             one(&c, tr < 2 ? 32 : 16, 1 + (tr + t) % 2, 0, seed++);
             if (tr % 2 == 0)
                 one(&c, 32, 1 + t, 1, seed++); /* block lists: thresholds still cover the host's */
@@ -217,19 +226,7 @@ int main(void)
      * pass's two-deep prefetch over every parity of the tile sequence */
     for (int t = 0; t < 2; t++)
         for (int tr = 0; tr < 4; tr++) {
-            gh_case c;
-            memset(&c, 0, sizeof c);
-            c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-            c.ta = trans[tr][0];
-            c.tb = trans[tr][1];
-            c.m = 227;
-            c.n = 203;
-            c.k = 150;
-            c.lda = (c.ta == 'N' ? c.m : c.k) + 1;
-            c.ldb = (c.tb == 'N' ? c.k : c.n) + 3;
-            c.ldc = c.m + 2;
-            c.alpha = tr == 1 ? 0.75 : 1.0;
-            c.beta = tr >= 2 ? 0.5 : 0.0;
+            gh_case c = kcase(t, tr, 227, 203, 150, 1, 3, 2, tr == 1 ? 0.75 : 1.0, tr >= 2 ? 0.5 : 0.0);
             one(&c, tr % 2 ? 128 : 96, 1 + (tr + t) % 2, 0, seed++);
         }
     /* longer vectors: top-p partial lists of many chunks of k merged in groups (k = 1000, p = 3
@@ -237,19 +234,7 @@ int main(void)
      * and 2 */
     for (int t = 0; t < 2; t++)
         for (int tr = 0; tr < 4; tr++) {
-            gh_case c;
-            memset(&c, 0, sizeof c);
-            c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-            c.ta = trans[tr][0];
-            c.tb = trans[tr][1];
-            c.m = 300;
-            c.n = 500;
-            c.k = 1000;
-            c.lda = (c.ta == 'N' ? c.m : c.k) + 5;
-            c.ldb = (c.tb == 'N' ? c.k : c.n) + 1;
-            c.ldc = c.m + 1;
-            c.alpha = tr == 3 ? -2.0 : 1.0;
-            c.beta = tr % 2 ? 0.25 : 0.0;
+            gh_case c = kcase(t, tr, 300, 500, 1000, 5, 1, 1, tr == 3 ? -2.0 : 1.0, tr % 2 ? 0.25 : 0.0);
             pea_p_override = tr < 2 ? 3 : 8;
             one(&c, 64, tr == 2 ? 2 : 1, 0, seed++);
             pea_p_override = 0;
