@@ -802,7 +802,9 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 {
     __shared__ flagged rows[kMaxFlagged], cols[kMaxFlagged];
-    __shared__ int nr, nc, action; /* action: 0 nothing more, 1 recompute block */
+    /* action: 0 nothing more, 1 recompute the block, 2 / 3 compare the block with its
+     * recomputation and report it as detected (detect mode) / uncorrectable unless it agrees */
+    __shared__ int nr, nc, action;
     __shared__ int apart;          /* elements the recomputation moved beyond rounding */
     unsigned int ntiles = g.cnt->tile_count;
     for (unsigned int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -841,11 +843,12 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         __syncthreads();
         if (threadIdx.x == 0) {
             int n_r = nr, n_c = nc;
-            const bool will_recompute = g.correct && g.recompute && (g.Cold || is_zero(beta_of(g)));
-            /* a block that will be recomputed counts once the recomputation has been compared
-             * with it (below) */
-            if (!will_recompute)
-                atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+            /* the block can be computed again where the old C is known (kept, or beta = 0); a
+             * block that will be recomputed, reported or left uncorrectable counts once that
+             * second computation has been compared with it (below) */
+            const bool can_compare = g.Cold || is_zero(beta_of(g));
+            const bool will_recompute = g.correct && g.recompute && can_compare;
+            const unsigned long long n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
             bool ok = n_r <= kMaxFlagged && n_c <= kMaxFlagged && (n_r > 0 || n_c > 0);
             if (ok && g.r == 1) {
                 /* single localization: one row and one column */
@@ -887,11 +890,15 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     cols[0].loc = rows[0].idx;
                 }
             }
-            if (!g.correct) {
-                atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
+            if (!g.correct && can_compare) {
+                action = 2;
+            } else if (!g.correct) {
+                atomicAdd(&g.cnt->detected, n_det);
+                atomicAdd(&g.cnt->uncorrectable, n_det);
                 add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
                            n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             } else if (ok) {
+                atomicAdd(&g.cnt->detected, n_det);
                 /* corrections: every flagged row, then the columns no row accounted for */
                 for (int a = 0; a < n_r; a++) {
                     int64_t i = i0 + rows[a].idx, j = j0 + rows[a].loc;
@@ -910,19 +917,20 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     atomicAdd(&g.cnt->corrected, 1ull);
                     add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, cols[b].syn(), cols[b].eps);
                 }
-                if (will_recompute)
-                    atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
             } else if (will_recompute) {
                 action = 1; /* counted after the comparison below */
+            } else if (can_compare) {
+                action = 3;
             } else {
-                atomicAdd(&g.cnt->uncorrectable, (unsigned long long)(n_r > n_c ? n_r : n_c));
+                atomicAdd(&g.cnt->detected, n_det);
+                atomicAdd(&g.cnt->uncorrectable, n_det);
                 add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
                            n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             }
             g.tile_flag[tile] = 0; /* clean for the next GEMM */
         }
         __syncthreads();
-        if (action == 1) {
+        if (action >= 1) {
             /* the recomputation against the GEMM's element: further apart than the worst-case
              * rounding of the two, 2 (gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|)),
              * is a fault; a block with none was flagged by rounding its elements share
@@ -943,18 +951,25 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 }
                 if (!same)
                     atomicAdd(&apart, 1);
-                g.C[i + j * g.ldc] = v;
+                if (action == 1)
+                    g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is */
             }
             __syncthreads();
             if (threadIdx.x == 0) {
+                int n_r = nr, n_c = nc;
+                const unsigned long long n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
+                const double sy = n_r ? rows[0].syn() : cols[0].syn(), ep = n_r ? rows[0].eps : cols[0].eps;
                 if (apart == 0) {
                     atomicAdd(&g.cnt->false_alarms, 1ull);
-                } else {
-                    int n_r = nr, n_c = nc;
-                    atomicAdd(&g.cnt->detected, (unsigned long long)(n_r > n_c ? n_r : n_c));
+                } else if (action == 1) {
+                    atomicAdd(&g.cnt->detected, n_det);
                     atomicAdd(&g.cnt->recomputed, 1ull);
-                    add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1,
-                               n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+                    add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1, sy, ep);
+                } else {
+                    atomicAdd(&g.cnt->detected, n_det);
+                    atomicAdd(&g.cnt->uncorrectable, n_det);
+                    add_record(g.cnt, action == 2 ? GK_REC_DETECTED : GK_REC_UNCORRECTABLE, I, J, -1, -1,
+                               sy, ep);
                 }
             }
         }

@@ -307,13 +307,17 @@ static void host_entry(void)
 
 /* Structured data: A and B constant (values with full mantissas), so every element of C carries
  * the same rounding and the checksums' syndromes add up linearly: blocks flagged by rounding are
- * recomputed and compared with the GEMM's, and end as false alarms, not errors; C equals
- * k a b within the worst-case rounding. S and D, 1 and 2 checksums, BS 64 and 128. */
+ * computed again and compared with the GEMM's, and end as false alarms, not errors (with
+ * on_error=abort the program goes on); C equals k a b within the worst-case rounding. S and D,
+ * 1 and 2 checksums, BS 64 and 128; recompute, report, abort, detect mode. */
 static void structured(void)
 {
     const int64_t n = 512;
+    static const blasft_on_error oe[] = {BLASFT_ON_ERROR_RECOMPUTE, BLASFT_ON_ERROR_REPORT,
+                                         BLASFT_ON_ERROR_ABORT, BLASFT_ON_ERROR_REPORT};
     for (int t = 0; t < 2; t++)
-        for (int r = 1; r <= 2; r++) {
+        for (int r = 1; r <= 2; r++)
+            for (int q = 0; q < 4; q++) {
             const size_t ts = t ? 8 : 4;
             const double av = 0.1 + 0.05 * r, bv = 0.3 + 0.1 * t;
             void *hA = malloc(ts * (size_t)(n * n)), *hB = malloc(ts * (size_t)(n * n));
@@ -351,6 +355,8 @@ static void structured(void)
             g.routine = "structured";
             blasft_gpu_params p;
             gh_params(&p, r == 1 ? 128 : 64, r);
+            p.on_error = oe[q];
+            p.mode = q == 3 ? BLASFT_MODE_DETECT : BLASFT_MODE_CORRECT;
             blasft_stats before;
             gh_sync();
             blasft_get_stats(&before);
@@ -372,15 +378,17 @@ static void structured(void)
             }
             for (int64_t e = 0; e < n * n; e++)
                 bad += !(fabs(hC[e] - want) <= 2.0 * (n + 2) * u * want);
-            GH_CHECK(bad == 0, "structured %c r %d: %lld elements off", t ? 'D' : 'S', r, (long long)bad);
+            GH_CHECK(bad == 0, "structured %c r %d case %d: %lld elements off", t ? 'D' : 'S', r, q,
+                     (long long)bad);
             GH_CHECK(dl.errors_detected == 0 && dl.blocks_recomputed == 0 && dl.uncorrectable == 0 &&
                          dl.errors_corrected == 0,
-                     "structured %c r %d: detected %llu corrected %llu recomputed %llu uncorrectable %llu "
-                     "(false alarms %llu)", t ? 'D' : 'S', r, (unsigned long long)dl.errors_detected,
+                     "structured %c r %d case %d: detected %llu corrected %llu recomputed %llu "
+                     "uncorrectable %llu (false alarms %llu)", t ? 'D' : 'S', r, q,
+                     (unsigned long long)dl.errors_detected,
                      (unsigned long long)dl.errors_corrected, (unsigned long long)dl.blocks_recomputed,
                      (unsigned long long)dl.uncorrectable, (unsigned long long)dl.false_alarms);
-            printf("structured %c r %d: %llu blocks flagged by rounding, false alarms\n", t ? 'D' : 'S', r,
-                   (unsigned long long)dl.false_alarms);
+            printf("structured %c r %d case %d: %llu blocks flagged by rounding, false alarms\n",
+                   t ? 'D' : 'S', r, q, (unsigned long long)dl.false_alarms);
             cudaFree(dA);
             cudaFree(dB);
             cudaFree(dC);
