@@ -104,38 +104,39 @@ static void negate_imag(double *v, int64_t nscalars)
         v[q] = -v[q];
 }
 
-/* Column checksums of op(A) per row block: out (R*nbr) x k. */
-static int encode_a_pass(const abft_ctx *x, double *out)
+/* Column checksums of op(A) per row block, for kk in [k0, k1): out (R*nbr) x k. */
+static int encode_a_pass(const abft_ctx *x, double *out, int64_t k0, int64_t k1)
 {
     const blasft_gemm *g = x->g;
     const int P = x->P;
     const int64_t cstr = x->R * x->nbr * P;
     if (g->transa == 'N') {
-        sums_down(x, g->a, g->lda, 0, x->k, x->m, 0, x->nbr, out, P, cstr);
+        sums_down(x, g->a, g->lda, k0, k1, x->m, 0, x->nbr, out, P, cstr);
         return 0;
     }
     /* op(A)(i, kk) = A(kk, i): the row block is a block of A's columns */
-    if (sums_across(x, g->a, g->lda, 0, x->k, x->m, 0, x->nbr, out, P, cstr))
+    if (sums_across(x, g->a, g->lda, k0, k1, x->m, 0, x->nbr, out, P, cstr))
         return -1;
     if (g->transa == 'C' && P == 2)
-        negate_imag(out, cstr * x->k);
+        negate_imag(out + k0 * cstr, cstr * (k1 - k0));
     return 0;
 }
 
-/* Row checksums of op(B) per column block: out k x (R*nbc). */
-static int encode_b_pass(const abft_ctx *x, double *out)
+/* Row checksums of op(B) per column block, for kk in [k0, k1): out k x (R*nbc). */
+static int encode_b_pass(const abft_ctx *x, double *out, int64_t k0, int64_t k1)
 {
     const blasft_gemm *g = x->g;
     const int P = x->P;
     const int64_t bstr = x->k * P;
     if (g->transb == 'N') {
-        if (sums_across(x, g->b, g->ldb, 0, x->k, x->n, 0, x->nbc, out, bstr, P))
+        if (sums_across(x, g->b, g->ldb, k0, k1, x->n, 0, x->nbc, out, bstr, P))
             return -1;
     } else {
         /* op(B)(kk, j) = B(j, kk): the column block is a block of B's rows */
-        sums_down(x, g->b, g->ldb, 0, x->k, x->n, 0, x->nbc, out, bstr, P);
+        sums_down(x, g->b, g->ldb, k0, k1, x->n, 0, x->nbc, out, bstr, P);
         if (g->transb == 'C' && P == 2)
-            negate_imag(out, bstr * x->R * x->nbc);
+            for (int64_t v = 0; v < x->R * x->nbc; v++)
+                negate_imag(out + v * bstr + k0 * P, P * (k1 - k0));
     }
     return 0;
 }
@@ -156,22 +157,24 @@ static void encoder_fault(abft_ctx *x)
 
 typedef struct pass_job {
     const abft_ctx *x;
-    int (*pass)(const abft_ctx *, double *);
+    int (*pass)(const abft_ctx *, double *, int64_t, int64_t);
     double *out;
     int rc;
 } pass_job;
 
-static void run_pass(void *p)
+static void run_pass(void *p, int64_t k0, int64_t k1)
 {
     pass_job *j = p;
-    j->rc = j->pass(j->x, j->out);
+    if (j->pass(j->x, j->out, k0, k1))
+        __atomic_store_n(&j->rc, -1, __ATOMIC_RELAXED); /* slices of one copy run side by side */
 }
 
-/* Runs pass twice, into out and a second buffer (on two threads where x->parallel allows: two
- * cores then check each other, as the thesis's neighbouring lanes do), and compares them; on
- * disagreement reports an encoder fault and tries again (three rounds at most, then keeps the
- * last result). */
-static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *), double *out, int64_t n)
+/* Runs pass twice, into out and a second buffer (in slices of k on x->threads threads, the two
+ * copies of a slice on different threads: cores then check each other, as the thesis's
+ * neighbouring lanes do; work: the operand elements a pass reads), and compares them; on disagreement reports an encoder fault and tries
+ * again (three rounds at most, then keeps the last result). */
+static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_t, int64_t),
+                     double *out, int64_t n, int64_t work)
 {
     double *second = malloc((size_t)(n > 0 ? n : 1) * sizeof *second);
     if (!second)
@@ -179,7 +182,7 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *), doubl
     int rc = 0;
     for (int round = 0; round < 3; round++) {
         pass_job j0 = {x, pass, out, 0}, j1 = {x, pass, second, 0};
-        abft_k_pair(x->parallel, run_pass, &j0, &j1);
+        abft_k_pair_split(x->threads, run_pass, &j0, &j1, x->k, work);
         if (j0.rc || j1.rc) {
             rc = -1;
             break;
@@ -223,7 +226,8 @@ int abft_encode_operands(abft_ctx *x)
     x->bc = malloc((size_t)(nbc > 0 ? nbc : 1) * sizeof(double));
     if (!x->ac || !x->bc)
         return -1;
-    if (redundant(x, encode_a_pass, x->ac, nac) || redundant(x, encode_b_pass, x->bc, nbc))
+    if (redundant(x, encode_a_pass, x->ac, nac, x->m * x->k * x->P) ||
+        redundant(x, encode_b_pass, x->bc, nbc, x->k * x->n * x->P))
         return -1;
     /* An Inf or NaN anywhere in A or B makes its block checksum non-finite: no check possible. */
     if (!all_finite(x->ac, nac) || !all_finite(x->bc, nbc))
@@ -339,18 +343,21 @@ typedef struct cs_job {
     int rc;
 } cs_job;
 
-static void c_pass(void *p)
+/* Block columns bj0 + [lo, hi) of a checksum pass over C (a slice: the slices write apart). */
+static void c_pass(void *p, int64_t lo, int64_t hi)
 {
     cs_job *a = p;
     const abft_ctx *x = a->x;
     const int P = x->P, R = x->R;
     int64_t i0 = a->bi0 * x->bs, i1 = a->bi1 * x->bs < x->m ? a->bi1 * x->bs : x->m;
-    a->rc = 0;
     /* one block column at a time, both directions: the second reads it from cache */
-    for (int64_t bj = a->bj0; bj < a->bj1 && a->rc == 0; bj++) {
+    for (int64_t bj = a->bj0 + lo; bj < a->bj0 + hi; bj++) {
         int64_t j0 = bj * x->bs, j1 = j0 + abft_len(x->n, bj, x->bs);
         sums_down(x, a->c, a->ldc, j0, j1, x->m, a->bi0, a->bi1, a->colv, P, R * x->nbr * P);
-        a->rc = sums_across(x, a->c, a->ldc, i0, i1, x->n, bj, bj + 1, a->rowv, x->m * P, P);
+        if (sums_across(x, a->c, a->ldc, i0, i1, x->n, bj, bj + 1, a->rowv, x->m * P, P)) {
+            __atomic_store_n(&a->rc, -1, __ATOMIC_RELAXED);
+            return;
+        }
     }
 }
 
@@ -398,7 +405,8 @@ int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t b
         cs_job j0 = {x, c, ldc, bi0, bi1, bj0, bj1, colv, rowv, 0}, j1 = j0;
         j1.colv = sc;
         j1.rowv = sr;
-        abft_k_pair(x->parallel && area >= ABFT_PARALLEL_MIN, c_pass, &j0, &j1);
+        abft_k_pair_split(x->parallel && area >= ABFT_PARALLEL_MIN ? x->threads : 1, c_pass, &j0, &j1,
+                          bj1 - bj0, area);
         if (j0.rc || j1.rc)
             return -1;
         if (memcmp(sc, colv, (size_t)nc * sizeof *sc) == 0 &&

@@ -22,6 +22,7 @@ typedef struct abft_ctx {
     int64_t m, n, k, nbr, nbc;
     int beta_zero;  /* beta == 0: the old C is never read */
     int parallel;   /* redundant passes may run on two threads (abft_k_parallel, size) */
+    int threads;    /* threads for the redundant passes (abft_k_threads where parallel, else 1) */
     double w[2][1024]; /* weights by position in a block; w[0] is the unweighted checksum */
 
     double *ac, *bc;         /* encodings of op(A) ((R*nbr) x k) and op(B) (k x (R*nbc)) */

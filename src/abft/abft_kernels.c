@@ -360,6 +360,56 @@ void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1)
     f(arg1);
 }
 
+typedef struct split_job {
+    void (*f)(void *, int64_t, int64_t);
+    void *arg;
+    int64_t lo, hi;
+} split_job;
+
+static void *split_main(void *p)
+{
+    split_job *j = p;
+    j->f(j->arg, j->lo, j->hi);
+    return NULL;
+}
+
+#define ABFT_MAX_THREADS 64
+
+void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *arg0, void *arg1,
+                       int64_t n, int64_t work)
+{
+    /* measured on 16 cores (docs/host-overhead.md): one thread per copy below ~2^19 elements */
+    int64_t most = work >> 18;
+    if (threads > 2 && threads > most)
+        threads = most > 2 ? (int)most : 2;
+    int half = threads / 2;
+    if (half > ABFT_MAX_THREADS / 2)
+        half = ABFT_MAX_THREADS / 2;
+    if (half > n)
+        half = (int)n;
+    if (half < 1) {
+        f(arg0, 0, n);
+        f(arg1, 0, n);
+        return;
+    }
+    split_job jobs[ABFT_MAX_THREADS];
+    pthread_t th[ABFT_MAX_THREADS];
+    int started[ABFT_MAX_THREADS];
+    for (int t = 0; t < 2 * half; t++) {
+        int64_t s = t / 2;
+        jobs[t] = (split_job){f, t % 2 ? arg1 : arg0, n * s / half, n * (s + 1) / half};
+    }
+    for (int t = 1; t < 2 * half; t++)
+        started[t] = pthread_create(&th[t], NULL, split_main, &jobs[t]) == 0;
+    split_main(&jobs[0]);
+    /* a thread that could not start: its slice on the caller (after the others' started) */
+    for (int t = 1; t < 2 * half; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            split_main(&jobs[t]);
+}
+
 static int (*host_threads)(void);
 static pthread_once_t host_threads_once = PTHREAD_ONCE_INIT;
 
@@ -372,4 +422,11 @@ int abft_k_parallel(void)
 {
     pthread_once(&host_threads_once, find_host_threads);
     return host_threads && host_threads() >= 2;
+}
+
+int abft_k_threads(void)
+{
+    pthread_once(&host_threads_once, find_host_threads);
+    int t = host_threads ? host_threads() : 1;
+    return t < 1 ? 1 : t;
 }

@@ -39,6 +39,16 @@ int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmi
 /* Runs f(arg0) and f(arg1), on two threads when parallel is set and a thread can be started,
  * else one after the other. */
 void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);
+/* Two copies of a computation over [0, n), f(arg0, lo, hi) and f(arg1, lo, hi), spread over
+ * `threads` threads: each copy cut into threads / 2 slices, copy 0's slices on even threads and
+ * copy 1's on odd ones, so the two copies of every slice run on different threads (the thesis's
+ * redundancy). work: the elements one copy reads; a thread gets at least 2^18 of them (starting
+ * one costs tens of microseconds; two threads as long as threads >= 2). threads < 2 or n < 1:
+ * f(arg0, 0, n), then f(arg1, 0, n), on the caller. */
+void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *arg0, void *arg1,
+                       int64_t n, int64_t work);
+/* Threads for the engine's redundant passes: the host BLAS's (at least 1). */
+int abft_k_threads(void);
 
 /* Whether the engine may use a second thread: the host BLAS itself runs on two or more. */
 int abft_k_parallel(void);
