@@ -392,9 +392,9 @@ void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *a
         f(arg1, 0, n);
         return;
     }
-    split_job jobs[ABFT_MAX_THREADS];
+    split_job jobs[ABFT_MAX_THREADS] = {{0}};
     pthread_t th[ABFT_MAX_THREADS];
-    int started[ABFT_MAX_THREADS];
+    int started[ABFT_MAX_THREADS] = {0};
     for (int t = 0; t < 2 * half; t++) {
         int64_t s = t / 2;
         jobs[t] = (split_job){f, t % 2 ? arg1 : arg0, n * s / half, n * (s + 1) / half};
