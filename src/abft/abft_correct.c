@@ -673,7 +673,7 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
         nc = w;
     }
     if (cfg->mode == BLASFT_MODE_DETECT) {
-        if (nc == 0 && settle_as_rounding(x, b, o, det, corrected0, saved, 1, 0, 0)) {
+        if (nc <= 0 && settle_as_rounding(x, b, o, det, corrected0, saved, 1, 0, 0)) {
             free(cands);
             return;
         }
