@@ -445,11 +445,13 @@ static void restore_block(abft_ctx *x, const blockview *b, const void *saved)
 static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int recompute, int64_t *apart)
 {
     const blasft_gemm *g = x->g;
-    const int64_t il = b->il, jl = b->jl, k = x->k;
-    double *na = malloc(sizeof(double) * (size_t)(2 * (il + jl)));
+    const int64_t il = b->il, jl = b->jl, k = x->k, R = x->R;
+    double *na = malloc(sizeof(double) * (size_t)((1 + R) * (il + jl)));
     if (!na)
         return -1;
-    double *nb = na + il, *rowe = nb + jl, *cole = rowe + il;
+    /* rowe[w il + r], cole[w jl + q]: the lines' sums of |w| E */
+    double *nb = na + il, *rowe = nb + jl, *cole = rowe + R * il;
+    memset(rowe, 0, sizeof(double) * (size_t)(R * (il + jl)));
     for (int64_t r = 0; r < il; r++) {
         double s = 0;
         for (int64_t l = 0; l < k; l++)
@@ -477,57 +479,43 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
     for (int64_t q = 0; q < jl; q++)
         for (int64_t r = 0; r < il; r++) {
             const int64_t i = b->i0 + r, j = b->j0 + q;
-            double co = 0, cmax = 0;
+            double co = 0, cv = 0;
             if (!x->beta_zero)
                 for (int part = 0; part < x->P; part++)
                     co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
+            const double base = gam * aa * na[r] * nb[q] + 2.0 * u * bb * co;
             int same = 1;
             for (int part = 0; part < x->P; part++) {
                 double v0 = abft_ld(saved, g->type, r + q * il, part);
                 double v1 = abft_ld(g->c, g->type, i + j * g->ldc, part);
-                double bound = 2.0 * (gam * aa * na[r] * nb[q] + 2.0 * u * (bb * co + fabs(v1)));
-                same &= fabs(v0 - v1) <= bound; /* NaN, Inf: not the same */
-                cmax = fabs(v1) > cmax ? fabs(v1) : cmax;
+                same &= fabs(v0 - v1) <= 2.0 * (base + 2.0 * u * fabs(v1)); /* NaN, Inf: not */
+                cv += fabs(v1);
             }
             *apart += !same;
-            /* E(i, j) summed into the lines' worst cases below (weights folded in there) */
-            (void)cmax;
+            const double e = base + 2.0 * u * cv; /* E(i, j) */
+            for (int w = 0; w < R; w++) {
+                cole[w * jl + q] += fabs(x->w[w][r]) * e;
+                rowe[w * il + r] += fabs(x->w[w][q]) * e;
+            }
         }
     /* worst-case syndromes: column q of checksum w: sum_i |w_i| E(i, q) + gamma |alpha| ||s|| ||b||
      * with ||s|| <= sum_i |w_i| ||a_i||; rows alike */
     int ok = 1;
-    for (int w = 0; w < x->R && ok; w++) {
-        for (int64_t q = 0; q < jl; q++)
-            cole[q] = 0;
-        for (int64_t r = 0; r < il; r++)
-            rowe[r] = 0;
+    for (int w = 0; w < R && ok; w++) {
         double sa = 0, sb = 0;
         for (int64_t r = 0; r < il; r++)
-            sa += fabs(w ? blasft_weight(x->scheme, (int)r, x->bs) : 1.0) * na[r];
+            sa += fabs(x->w[w][r]) * na[r];
         for (int64_t q = 0; q < jl; q++)
-            sb += fabs(w ? blasft_weight(x->scheme, (int)q, x->bs) : 1.0) * nb[q];
-        for (int64_t q = 0; q < jl; q++)
-            for (int64_t r = 0; r < il; r++) {
-                const int64_t i = b->i0 + r, j = b->j0 + q;
-                double co = 0, cv = 0;
-                for (int part = 0; part < x->P; part++) {
-                    if (!x->beta_zero)
-                        co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
-                    cv += fabs(abft_ld(g->c, g->type, i + j * g->ldc, part));
-                }
-                double e = gam * aa * na[r] * nb[q] + 2.0 * u * (bb * co + cv);
-                cole[q] += fabs(w ? blasft_weight(x->scheme, (int)r, x->bs) : 1.0) * e;
-                rowe[r] += fabs(w ? blasft_weight(x->scheme, (int)q, x->bs) : 1.0) * e;
-            }
+            sb += fabs(x->w[w][q]) * nb[q];
         for (int64_t q = 0; q < jl && ok; q++) {
             const int64_t e = lookup_ci(x, b, w, q);
-            double lim = 2.0 * (cole[q] + gam * aa * sa * nb[q]);
+            double lim = 2.0 * (cole[w * jl + q] + gam * aa * sa * nb[q]);
             for (int part = 0; part < x->P; part++)
                 ok &= fabs(x->refc[e * x->P + part] - x->recc[e * x->P + part]) <= lim;
         }
         for (int64_t r = 0; r < il && ok; r++) {
             const int64_t e = lookup_ri(x, b, w, r);
-            double lim = 2.0 * (rowe[r] + gam * aa * na[r] * sb);
+            double lim = 2.0 * (rowe[w * il + r] + gam * aa * na[r] * sb);
             for (int part = 0; part < x->P; part++)
                 ok &= fabs(x->refr[e * x->P + part] - x->recr[e * x->P + part]) <= lim;
         }
