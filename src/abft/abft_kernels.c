@@ -335,6 +335,233 @@ int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmi
     return mags_scan(mags, len, lmin, per_entry, env, maxv);
 }
 
+/* Top-p insertion (blasft_topp_insert's rule: an entry enters when it exceeds the smallest of a
+ * full list and goes behind every entry it does not exceed), for one list held as p values and
+ * positions; cnt entries kept so far. */
+static inline int topp_insert(double *val, int64_t *pos, int cnt, int p, double v, int64_t at)
+{
+    if (cnt == p && !(v > val[p - 1]))
+        return cnt;
+    int i = cnt < p ? cnt++ : p - 1;
+    while (i > 0 && val[i - 1] < v) {
+        val[i] = val[i - 1];
+        pos[i] = pos[i - 1];
+        i--;
+    }
+    val[i] = v;
+    pos[i] = at;
+    return cnt;
+}
+
+#ifdef HAVE_DOWN_TILE
+static inline void v_abs(v4d *v)
+{
+    const v4i mask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    *v = (v4d)((v4i)*v & mask);
+}
+
+/* acc = max(acc, v) lane by lane (values finite and >= 0: exact in any order) */
+static inline void v_max(v4d *acc, const v4d *v)
+{
+    v4i gt = *v > *acc;
+    *acc = (v4d)(((v4i)*v & gt) | ((v4i)*acc & ~gt));
+}
+
+/* Whether some lane of m exceeds the same lane of lim. */
+static inline int v_any_gt(const v4d *m, const v4d *lim)
+{
+    v4i gt = *m > *lim;
+    return (gt[0] | gt[1] | gt[2] | gt[3]) != 0;
+}
+
+/* The insertion rule above for four lists side by side, without branches: slot s takes the old
+ * slot s - 1 where m exceeds it, else m where m exceeds the old slot s, else keeps its own. A
+ * list that is not full holds -1 in its empty slots (every magnitude exceeds it), which gives
+ * the same entries in the same order. Positions are carried as doubles (exact below 2^53). */
+static inline void v_topp(v4d *val, v4d *pos, int p, const v4d *m, const v4d *at)
+{
+    for (int s = p - 1; s >= 0; s--) {
+        v4i gt = *m > val[s];
+        v4d nv = (v4d)(((v4i)*m & gt) | ((v4i)val[s] & ~gt));
+        v4d np = (v4d)(((v4i)*at & gt) | ((v4i)pos[s] & ~gt));
+        if (s > 0) {
+            v4i up = *m > val[s - 1];
+            nv = (v4d)(((v4i)val[s - 1] & up) | ((v4i)nv & ~up));
+            np = (v4d)(((v4i)pos[s - 1] & up) | ((v4i)np & ~up));
+        }
+        val[s] = nv;
+        pos[s] = np;
+    }
+}
+
+/* Vectors as rows: four rows per lane group, one position (a stored column) at a time. */
+#define TOPP_ACROSS_BODY(T, LOADV)                                                                \
+    do {                                                                                          \
+        const int64_t ng = nvec / 4;                                                              \
+        for (int64_t g = 0; g < ng * p; g++) {                                                    \
+            st[2 * g] = (v4d){-1, -1, -1, -1};                                                    \
+            st[2 * g + 1] = (v4d){0, 0, 0, 0};                                                    \
+        }                                                                                         \
+        for (int64_t kk = 0; kk < k; kk++) {                                                      \
+            const T *col = x + kk * ld;                                                           \
+            const double a = (double)kk;                                                          \
+            const v4d at = {a, a, a, a};                                                          \
+            v4d mx = {0, 0, 0, 0};                                                                \
+            for (int64_t g = 0; g < ng; g++) {                                                    \
+                v4d m, val[ABFT_K_TOPP_MAX], pos[ABFT_K_TOPP_MAX];                                \
+                LOADV(&m, col + 4 * g);                                                           \
+                v_abs(&m);                                                                        \
+                v_max(&mx, &m);                                                                   \
+                if (!v_any_gt(&m, &st[2 * (g * p + p - 1)]))                                      \
+                    continue; /* below every list's smallest entry: no change */                  \
+                for (int s = 0; s < p; s++) {                                                     \
+                    val[s] = st[2 * (g * p + s)];                                                 \
+                    pos[s] = st[2 * (g * p + s) + 1];                                             \
+                }                                                                                 \
+                v_topp(val, pos, p, &m, &at);                                                     \
+                for (int s = 0; s < p; s++) {                                                     \
+                    st[2 * (g * p + s)] = val[s];                                                 \
+                    st[2 * (g * p + s) + 1] = pos[s];                                             \
+                }                                                                                 \
+            }                                                                                     \
+            double e = 0;                                                                         \
+            for (int q = 0; q < 4; q++)                                                           \
+                e = e > mx[q] ? e : mx[q];                                                        \
+            for (int64_t v = 4 * ng; v < nvec; v++) {                                             \
+                double mv = fabs((double)col[v]);                                                 \
+                e = e > mv ? e : mv;                                                              \
+                cnt[v] = topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);               \
+            }                                                                                     \
+            envmax[kk] = e;                                                                       \
+        }                                                                                         \
+        for (int64_t g = 0; g < ng; g++)                                                          \
+            for (int q = 0; q < 4; q++) {                                                         \
+                int64_t v = 4 * g + q;                                                            \
+                for (int s = 0; s < p; s++) {                                                     \
+                    vals[v * p + s] = st[2 * (g * p + s)][q];                                     \
+                    pos[v * p + s] = (int64_t)st[2 * (g * p + s) + 1][q];                         \
+                }                                                                                 \
+                cnt[v] = k < p ? (int)k : p;                                                      \
+            }                                                                                     \
+    } while (0)
+
+static inline void loadv_d(v4d *v, const double *x) { load_d(v, x); }
+static inline void loadv_f(v4d *v, const float *x) { load_f(v, x); }
+
+ABFT_HOT static void topp_across_d(const double *x, int64_t ld, int64_t nvec, int64_t k, int p,
+                                   double *vals, int64_t *pos, int *cnt, double *envmax, v4d *st)
+{
+    TOPP_ACROSS_BODY(double, loadv_d);
+}
+
+ABFT_HOT static void topp_across_f(const float *x, int64_t ld, int64_t nvec, int64_t k, int p,
+                                   double *vals, int64_t *pos, int *cnt, double *envmax, v4d *st)
+{
+    TOPP_ACROSS_BODY(float, loadv_f);
+}
+
+/* Vectors as columns: four columns side by side, four positions loaded per column and
+ * transposed in registers (as down_tile), the envelope taken before the transpose. */
+#define TOPP_DOWN_BODY(T, LOADV)                                                                  \
+    do {                                                                                          \
+        int64_t v = 0;                                                                            \
+        for (; v + 4 <= nvec; v += 4) {                                                           \
+            const T *c[4] = {x + v * ld, x + (v + 1) * ld, x + (v + 2) * ld, x + (v + 3) * ld};   \
+            v4d val[ABFT_K_TOPP_MAX], ps[ABFT_K_TOPP_MAX];                                        \
+            for (int s = 0; s < p; s++) {                                                         \
+                val[s] = (v4d){-1, -1, -1, -1};                                                   \
+                ps[s] = (v4d){0, 0, 0, 0};                                                        \
+            }                                                                                     \
+            int64_t kk = 0;                                                                       \
+            for (; kk + 4 <= k; kk += 4) {                                                        \
+                v4d r[4], e;                                                                      \
+                load_d(&e, env + kk);                                                             \
+                for (int q = 0; q < 4; q++) {                                                     \
+                    LOADV(&r[q], c[q] + kk);                                                      \
+                    v_abs(&r[q]);                                                                 \
+                    v_max(&e, &r[q]);                                                             \
+                }                                                                                 \
+                *(v4d_u *)(env + kk) = e;                                                         \
+                v_transpose(r); /* now r[q]: the four columns' entries kk + q */                  \
+                v4i any = (r[0] > val[p - 1]) | (r[1] > val[p - 1]) | (r[2] > val[p - 1]) |       \
+                          (r[3] > val[p - 1]);                                                    \
+                if (!(any[0] | any[1] | any[2] | any[3]))                                         \
+                    continue; /* below every list's smallest entry at all four: no change */      \
+                for (int q = 0; q < 4; q++) {                                                     \
+                    const double a = (double)(kk + q);                                            \
+                    const v4d at = {a, a, a, a};                                                  \
+                    v_topp(val, ps, p, &r[q], &at);                                               \
+                }                                                                                 \
+            }                                                                                     \
+            for (; kk < k; kk++) {                                                                \
+                v4d m;                                                                            \
+                for (int q = 0; q < 4; q++) {                                                     \
+                    m[q] = fabs((double)c[q][kk]);                                                \
+                    env[kk] = env[kk] > m[q] ? env[kk] : m[q];                                    \
+                }                                                                                 \
+                const double a = (double)kk;                                                      \
+                const v4d at = {a, a, a, a};                                                      \
+                v_topp(val, ps, p, &m, &at);                                                      \
+            }                                                                                     \
+            for (int q = 0; q < 4; q++) {                                                         \
+                for (int s = 0; s < p; s++) {                                                     \
+                    vals[(v + q) * p + s] = val[s][q];                                            \
+                    pos[(v + q) * p + s] = (int64_t)ps[s][q];                                     \
+                }                                                                                 \
+                cnt[v + q] = k < p ? (int)k : p;                                                  \
+            }                                                                                     \
+        }                                                                                         \
+        for (; v < nvec; v++) {                                                                   \
+            const T *c0 = x + v * ld;                                                             \
+            for (int64_t kk = 0; kk < k; kk++) {                                                  \
+                double mv = fabs((double)c0[kk]);                                                 \
+                env[kk] = env[kk] > mv ? env[kk] : mv;                                            \
+                cnt[v] = topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);               \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+ABFT_HOT static void topp_down_d(const double *x, int64_t ld, int64_t nvec, int64_t k, int p,
+                                 double *vals, int64_t *pos, int *cnt, double *env)
+{
+    TOPP_DOWN_BODY(double, loadv_d);
+}
+
+ABFT_HOT static void topp_down_f(const float *x, int64_t ld, int64_t nvec, int64_t k, int p,
+                                 double *vals, int64_t *pos, int *cnt, double *env)
+{
+    TOPP_DOWN_BODY(float, loadv_f);
+}
+#endif
+
+int abft_k_topp(const void *x, int single, int by_col, int64_t ld, int64_t nvec, int64_t k,
+                int p, double *vals, int64_t *pos, int *cnt, double *env, void *work)
+{
+#ifdef HAVE_DOWN_TILE
+    if (p < 1 || p > ABFT_K_TOPP_MAX)
+        return -1;
+    for (int64_t v = 0; v < nvec; v++)
+        cnt[v] = 0;
+    if (by_col) {
+        if (single)
+            topp_down_f(x, ld, nvec, k, p, vals, pos, cnt, env);
+        else
+            topp_down_d(x, ld, nvec, k, p, vals, pos, cnt, env);
+    } else {
+        v4d *st = (v4d *)(((uintptr_t)work + 31) & ~(uintptr_t)31);
+        if (single)
+            topp_across_f(x, ld, nvec, k, p, vals, pos, cnt, env, st);
+        else
+            topp_across_d(x, ld, nvec, k, p, vals, pos, cnt, env, st);
+    }
+    return 0;
+#else
+    (void)x, (void)single, (void)by_col, (void)ld, (void)nvec, (void)k, (void)p, (void)vals;
+    (void)pos, (void)cnt, (void)env, (void)work;
+    return -1;
+#endif
+}
+
 typedef struct pair_job {
     void (*f)(void *);
     void *arg;

@@ -36,6 +36,20 @@ void abft_k_promote(double *dst, const void *src, int single, int64_t rows, int6
 int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmin, int per_entry,
                 double *mags, double *env, double *maxv);
 
+/* Largest list length abft_k_topp handles. */
+#define ABFT_K_TOPP_MAX 8
+
+/* The PEA top-p lists of nvec real vectors of length k at once, by the insertion rule of
+ * blasft_topp_insert with positions in ascending order (so the lists are exactly those of
+ * inserting |x| entry by entry): vector v's list into vals[v p + s], pos[v p + s], cnt[v]
+ * (= min(k, p)). by_col: vector v is the stored column v (entry kk at x[kk + v ld]), and
+ * env[kk] = max(env[kk], max_v |entry kk|); else vector v is the stored row v (entry kk at
+ * x[v + kk ld]), and env[kk] = max_v |entry kk| (written). work: (nvec / 4) p 64 + 32 bytes (rows
+ * only). Returns -1 (nothing done) where it does not apply: p > ABFT_K_TOPP_MAX, or a compiler
+ * without vector extensions. */
+int abft_k_topp(const void *x, int single, int by_col, int64_t ld, int64_t nvec, int64_t k,
+                int p, double *vals, int64_t *pos, int *cnt, double *env, void *work);
+
 /* Runs f(arg0) and f(arg1), on two threads when parallel is set and a thread can be started,
  * else one after the other. */
 void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);

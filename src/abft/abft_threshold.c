@@ -109,6 +109,29 @@ static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_
     const int P = x->P, single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
     const int esz = blasft_type_size(t);
     const int64_t k = x->k, bs = x->bs, nblk = (nvec + bs - 1) / bs;
+    if (P == 1 && per_vec->p <= ABFT_K_TOPP_MAX) {
+        /* real data: every list of a block at once, vectorized (same lists) */
+        double *env = malloc((size_t)(k + 1) * sizeof *env);
+        void *work = malloc((size_t)((bs / 4) * per_vec->p * 64 + 32));
+        int rc = env && work ? 0 : -1;
+        for (int64_t b = 0; rc == 0 && b < nblk; b++) {
+            int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
+            const char *src = (const char *)base + (by_col ? v0 * ld : v0) * esz;
+            if (by_col)
+                memset(env, 0, (size_t)(k + 1) * sizeof *env);
+            rc = abft_k_topp(src, single, by_col, ld, len, k, per_vec->p, per_vec->v + v0 * per_vec->p,
+                             per_vec->pos + v0 * per_vec->p, per_vec->cnt + v0, env, work);
+            for (int64_t kk = 0; rc == 0 && kk < k; kk++)
+                topl_add(per_blk, b, env[kk], kk);
+        }
+        free(env);
+        free(work);
+        if (rc == 0 || nblk == 0)
+            return rc;
+        if (!env || !work)
+            return -1;
+        /* the kernel does not apply here: the scalar walk below (lists are still empty) */
+    }
     enum { CHUNK = 256 };
     double *lmin = malloc((size_t)(nvec + 1) * sizeof *lmin);
     double *mags = malloc((size_t)(CHUNK > bs ? CHUNK : bs) * sizeof *mags);

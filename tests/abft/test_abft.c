@@ -463,6 +463,71 @@ static plant one(int64_t i, int64_t j, double value, double mul)
     return p;
 }
 
+/* The vectorized top-p lists against blasft_topp_insert entry by entry: rows and columns, float
+ * and double, ragged vector counts and lengths, p 1..8, and data with ties (few distinct
+ * magnitudes) where the insertion order decides which position stays. */
+static void test_topp_kernel_matches_insert(void **state)
+{
+    (void)state;
+    enum { NV = 23, K = 77, LD = 90, PMAX = 8 };
+    double *md = malloc((size_t)LD * LD * sizeof *md);
+    float *mf = malloc((size_t)LD * LD * sizeof *mf);
+    double vals[NV * PMAX], want_v[NV * PMAX], env[LD], want_env[LD];
+    int64_t pos[NV * PMAX], want_p[NV * PMAX];
+    int cnt[NV], want_c[NV];
+    void *work = malloc((NV / 4) * PMAX * 64 + 32);
+    uint64_t st = 12345;
+    for (int ties = 0; ties < 2; ties++) {
+        for (int64_t q = 0; q < (int64_t)LD * LD; q++) {
+            st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+            double u = (double)(st >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+            if (ties)
+                u = (double)((int)(u * 4.0)) / 4.0; /* magnitudes 0, 1/4, 1/2, 3/4 */
+            md[q] = u;
+            mf[q] = (float)u;
+        }
+        for (int single = 0; single < 2; single++)
+            for (int by_col = 0; by_col < 2; by_col++)
+                for (int p = 1; p <= PMAX; p++)
+                    for (int64_t nv = 1; nv <= NV; nv += 7)
+                        for (int64_t k = 0; k <= K; k += k < 9 ? 1 : 17) {
+                            const void *x = single ? (const void *)mf : (const void *)md;
+                            for (int64_t kk = 0; kk < LD; kk++)
+                                env[kk] = want_env[kk] = by_col ? 0.5 * (double)(kk % 3) : -7.0;
+                            for (int64_t v = 0; v < nv; v++) {
+                                want_c[v] = 0;
+                                for (int64_t kk = 0; kk < k; kk++) {
+                                    int64_t at = by_col ? kk + v * LD : v + kk * LD;
+                                    double m = fabs(single ? (double)mf[at] : md[at]);
+                                    want_c[v] = blasft_topp_insert(want_v + v * p, want_p + v * p,
+                                                                   want_c[v], p, m, kk);
+                                    if (by_col || v > 0)
+                                        want_env[kk] = fmax(want_env[kk], m);
+                                    else
+                                        want_env[kk] = m;
+                                }
+                            }
+                            if (abft_k_topp(x, single, by_col, LD, nv, k, p, vals, pos, cnt, env,
+                                            work) != 0) {
+                                skip();
+                                return;
+                            }
+                            for (int64_t v = 0; v < nv; v++) {
+                                assert_int_equal(cnt[v], want_c[v]);
+                                for (int e = 0; e < cnt[v]; e++) {
+                                    assert_true(vals[v * p + e] == want_v[v * p + e]);
+                                    assert_int_equal(pos[v * p + e], want_p[v * p + e]);
+                                }
+                            }
+                            for (int64_t kk = 0; kk < k; kk++)
+                                assert_true(env[kk] == want_env[kk]);
+                        }
+    }
+    free(md);
+    free(mf);
+    free(work);
+}
+
 static void test_single_error_corrected(void **state)
 {
     (void)state;
@@ -985,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_pea_sea),
         cmocka_unit_test(test_correct_rule_and_csum),
         cmocka_unit_test(test_kernels_match_scalar),
+        cmocka_unit_test(test_topp_kernel_matches_insert),
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
