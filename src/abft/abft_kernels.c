@@ -82,6 +82,10 @@ static inline void v_two_sum(v4d *s, v4d *c, const v4d *x)
 
 static inline void v_add_prod(v4d *s, v4d *c, double w, const v4d *v, int prod)
 {
+    if (!prod) { /* every weight is 1: w v is v, exactly */
+        v_two_sum(s, c, v);
+        return;
+    }
     v4d p = w * *v;
     v_two_sum(s, c, &p);
     if (prod) {
@@ -103,27 +107,40 @@ static inline void v_transpose(v4d r[4])
     r[3] = __builtin_shuffle(b, d, second);
 }
 
+/* Eight streams as two groups of four: the two groups' compensated sums are independent chains,
+ * so one group's additions run while the other's wait on their latency (one group alone left
+ * the adder idle most of the time). */
 #define DOWN_TILE_BODY(LOAD)                                                                      \
     do {                                                                                          \
-        v4d vs = {0, 0, 0, 0}, vc = {0, 0, 0, 0};                                                 \
+        v4d vs0 = {0, 0, 0, 0}, vc0 = {0, 0, 0, 0}, vs1 = {0, 0, 0, 0}, vc1 = {0, 0, 0, 0};       \
         int64_t i = 0;                                                                            \
         for (; i + 4 <= len; i += 4) {                                                            \
-            v4d r[4];                                                                             \
-            for (int q = 0; q < 4; q++)                                                           \
-                LOAD(&r[q], q, i);                                                                \
-            v_transpose(r);                                                                       \
-            for (int q = 0; q < 4; q++)                                                           \
-                v_add_prod(&vs, &vc, w[i + q], &r[q], prod);                                      \
+            v4d r0[4], r1[4];                                                                     \
+            for (int q = 0; q < 4; q++) {                                                         \
+                LOAD(&r0[q], q, i);                                                               \
+                LOAD(&r1[q], q + 4, i);                                                           \
+            }                                                                                     \
+            v_transpose(r0);                                                                      \
+            v_transpose(r1);                                                                      \
+            for (int q = 0; q < 4; q++) {                                                         \
+                v_add_prod(&vs0, &vc0, w[i + q], &r0[q], prod);                                   \
+                v_add_prod(&vs1, &vc1, w[i + q], &r1[q], prod);                                   \
+            }                                                                                     \
         }                                                                                         \
         for (; i < len; i++) {                                                                    \
-            v4d v;                                                                                \
-            for (int q = 0; q < 4; q++)                                                           \
-                v[q] = (double)p[q][i];                                                           \
-            v_add_prod(&vs, &vc, w[i], &v, prod);                                                 \
+            v4d v0, v1;                                                                           \
+            for (int q = 0; q < 4; q++) {                                                         \
+                v0[q] = (double)p[q][i];                                                          \
+                v1[q] = (double)p[q + 4][i];                                                      \
+            }                                                                                     \
+            v_add_prod(&vs0, &vc0, w[i], &v0, prod);                                              \
+            v_add_prod(&vs1, &vc1, w[i], &v1, prod);                                              \
         }                                                                                         \
         for (int q = 0; q < 4; q++) {                                                             \
-            s[q] = vs[q];                                                                         \
-            c[q] = vc[q];                                                                         \
+            s[q] = vs0[q];                                                                        \
+            c[q] = vc0[q];                                                                        \
+            s[q + 4] = vs1[q];                                                                    \
+            c[q + 4] = vc1[q];                                                                    \
         }                                                                                         \
     } while (0)
 
@@ -146,20 +163,20 @@ static inline void load_f(v4d *v, const float *x)
 #define LOAD_D(v, q, i) load_d(v, p[q] + (i))
 #define LOAD_F(v, q, i) load_f(v, p[q] + (i))
 
-ABFT_HOT static void down_tile_d(const void *const base[4], int64_t len, const double *w, int prod,
+ABFT_HOT static void down_tile_d(const void *const base[8], int64_t len, const double *w, int prod,
                                  double *s, double *c)
 {
-    const double *p[4] = {base[0], base[1], base[2], base[3]};
+    const double *p[8] = {base[0], base[1], base[2], base[3], base[4], base[5], base[6], base[7]};
     if (prod)
         DOWN_TILE_BODY(LOAD_D);
     else
         DOWN_TILE_BODY(LOAD_D);
 }
 
-ABFT_HOT static void down_tile_f(const void *const base[4], int64_t len, const double *w, int prod,
+ABFT_HOT static void down_tile_f(const void *const base[8], int64_t len, const double *w, int prod,
                                  double *s, double *c)
 {
-    const float *p[4] = {base[0], base[1], base[2], base[3]};
+    const float *p[8] = {base[0], base[1], base[2], base[3], base[4], base[5], base[6], base[7]};
     if (prod)
         DOWN_TILE_BODY(LOAD_F);
     else
@@ -171,7 +188,7 @@ ABFT_HOT static void down_tile_f(const void *const base[4], int64_t len, const d
 void abft_k_down(const void *const base[ABFT_K_STREAMS], int single, int64_t stride, int64_t len,
                  const double *w, int prod, double out[ABFT_K_STREAMS])
 {
-    double s[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0};
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     /* the two branches of each body differ only in the constant prod, so each is specialised */
 #ifdef HAVE_DOWN_TILE
     if (stride == 1) {
@@ -181,11 +198,13 @@ void abft_k_down(const void *const base[ABFT_K_STREAMS], int single, int64_t str
             down_tile_d(base, len, w, prod != 0, s, c);
     } else
 #endif
-    if (single)
-        down_f(base, stride, len, w, prod != 0, s, c);
-    else
-        down_d(base, stride, len, w, prod != 0, s, c);
-    for (int q = 0; q < 4; q++)
+        for (int h = 0; h < 8; h += 4) {
+            if (single)
+                down_f(base + h, stride, len, w, prod != 0, s + h, c + h);
+            else
+                down_d(base + h, stride, len, w, prod != 0, s + h, c + h);
+        }
+    for (int q = 0; q < 8; q++)
         out[q] = s[q] + c[q];
 }
 
@@ -394,6 +413,23 @@ static inline void v_topp(v4d *val, v4d *pos, int p, const v4d *m, const v4d *at
     }
 }
 
+/* One lane group's lists (st: p pairs of values and positions) take m at position at. */
+static inline void topp_group(v4d *st, int p, const v4d *m, const v4d *at)
+{
+    if (!v_any_gt(m, &st[2 * (p - 1)]))
+        return; /* below every list's smallest entry: no change */
+    v4d val[ABFT_K_TOPP_MAX], pos[ABFT_K_TOPP_MAX];
+    for (int s = 0; s < p; s++) {
+        val[s] = st[2 * s];
+        pos[s] = st[2 * s + 1];
+    }
+    v_topp(val, pos, p, m, at);
+    for (int s = 0; s < p; s++) {
+        st[2 * s] = val[s];
+        st[2 * s + 1] = pos[s];
+    }
+}
+
 /* Vectors as rows: four rows per lane group, one position (a stored column) at a time. */
 #define TOPP_ACROSS_BODY(T, LOADV)                                                                \
     do {                                                                                          \
@@ -406,24 +442,33 @@ static inline void v_topp(v4d *val, v4d *pos, int p, const v4d *m, const v4d *at
             const T *col = x + kk * ld;                                                           \
             const double a = (double)kk;                                                          \
             const v4d at = {a, a, a, a};                                                          \
-            v4d mx = {0, 0, 0, 0};                                                                \
-            for (int64_t g = 0; g < ng; g++) {                                                    \
-                v4d m, val[ABFT_K_TOPP_MAX], pos[ABFT_K_TOPP_MAX];                                \
+            v4d mx = {0, 0, 0, 0}, my = {0, 0, 0, 0};                                             \
+            int64_t g = 0;                                                                        \
+            /* four groups per test: most positions change no list */                             \
+            for (; g + 4 <= ng; g += 4) {                                                         \
+                v4d m[4];                                                                         \
+                v4i any = {0, 0, 0, 0};                                                           \
+                for (int b = 0; b < 4; b++) {                                                     \
+                    LOADV(&m[b], col + 4 * (g + b));                                              \
+                    v_abs(&m[b]);                                                                 \
+                    any |= m[b] > st[2 * ((g + b) * p + p - 1)];                                  \
+                }                                                                                 \
+                v_max(&mx, &m[0]);                                                                \
+                v_max(&my, &m[1]);                                                                \
+                v_max(&mx, &m[2]);                                                                \
+                v_max(&my, &m[3]);                                                                \
+                if (any[0] | any[1] | any[2] | any[3])                                            \
+                    for (int b = 0; b < 4; b++)                                                   \
+                        topp_group(st + 2 * (g + b) * p, p, &m[b], &at);                          \
+            }                                                                                     \
+            for (; g < ng; g++) {                                                                 \
+                v4d m;                                                                            \
                 LOADV(&m, col + 4 * g);                                                           \
                 v_abs(&m);                                                                        \
                 v_max(&mx, &m);                                                                   \
-                if (!v_any_gt(&m, &st[2 * (g * p + p - 1)]))                                      \
-                    continue; /* below every list's smallest entry: no change */                  \
-                for (int s = 0; s < p; s++) {                                                     \
-                    val[s] = st[2 * (g * p + s)];                                                 \
-                    pos[s] = st[2 * (g * p + s) + 1];                                             \
-                }                                                                                 \
-                v_topp(val, pos, p, &m, &at);                                                     \
-                for (int s = 0; s < p; s++) {                                                     \
-                    st[2 * (g * p + s)] = val[s];                                                 \
-                    st[2 * (g * p + s) + 1] = pos[s];                                             \
-                }                                                                                 \
+                topp_group(st + 2 * g * p, p, &m, &at);                                           \
             }                                                                                     \
+            v_max(&mx, &my);                                                                      \
             double e = 0;                                                                         \
             for (int q = 0; q < 4; q++)                                                           \
                 e = e > mx[q] ? e : mx[q];                                                        \

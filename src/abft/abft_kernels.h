@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* Streams summed side by side by abft_k_down. */
-#define ABFT_K_STREAMS 4
+#define ABFT_K_STREAMS 8
 
 /* out[q] = sum_{i < len} w[i] * base[q][i * stride] (compensated) for q < ABFT_K_STREAMS;
  * elements are float (single != 0) or double. prod = 0 when every w[i] is 1: then the products
