@@ -607,36 +607,81 @@ int abft_k_topp(const void *x, int single, int by_col, int64_t ld, int64_t nvec,
 #endif
 }
 
-typedef struct pair_job {
-    void (*f)(void *);
-    void *arg;
-} pair_job;
-
-static void *pair_main(void *p)
-{
-    pair_job *j = p;
-    j->f(j->arg);
-    return NULL;
-}
-
-void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1)
-{
-    pthread_t th;
-    pair_job job = {f, arg1};
-    if (parallel && pthread_create(&th, NULL, pair_main, &job) == 0) {
-        f(arg0);
-        pthread_join(th, NULL);
-        return;
-    }
-    f(arg0);
-    f(arg1);
-}
+/* The engine's threads: a persistent pool, each worker with its own job slot, so job t of a run
+ * always runs on worker t (job 0 on the caller) and two jobs of one run never share a thread.
+ * Starting threads per pass cost tens of microseconds each (several passes per GEMM); a parked
+ * worker is woken in a few. One run at a time: a caller that finds the pool busy (another
+ * thread's GEMM) starts threads of its own for that run, as before. */
+#define ABFT_MAX_THREADS 64
 
 typedef struct split_job {
     void (*f)(void *, int64_t, int64_t);
     void *arg;
     int64_t lo, hi;
 } split_job;
+
+static pthread_mutex_t pool_run = PTHREAD_MUTEX_INITIALIZER;  /* held by the run in progress */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the fields below */
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static split_job pool_jobs[ABFT_MAX_THREADS];
+static unsigned long pool_gen;  /* runs posted; a worker's job is new when its gen differs */
+static int pool_active;         /* workers 1 .. pool_active - 1 have a job in this run */
+static int pool_left;           /* of those, still working */
+static int pool_workers;        /* started (workers 1 .. pool_workers) */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+/* Polls before parking (tens of microseconds): the engine's passes follow each other closely,
+ * but a worker must not keep a core from the host BLAS's GEMM that comes next. */
+#define POOL_SPIN 256
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *pool_main(void *p)
+{
+    const int id = (int)(intptr_t)p;
+    unsigned long seen = 0;
+    for (;;) {
+        for (int i = 0; i < POOL_SPIN && __atomic_load_n(&pool_gen, __ATOMIC_ACQUIRE) == seen; i++)
+            cpu_relax();
+        pthread_mutex_lock(&pool_lock);
+        while (pool_gen == seen || id >= pool_active) {
+            seen = pool_gen; /* a run without a job for this worker */
+            pthread_cond_wait(&pool_wake, &pool_lock);
+        }
+        seen = pool_gen;
+        split_job j = pool_jobs[id];
+        pthread_mutex_unlock(&pool_lock);
+        j.f(j.arg, j.lo, j.hi);
+        pthread_mutex_lock(&pool_lock);
+        if (--pool_left == 0)
+            pthread_cond_signal(&pool_done);
+        pthread_mutex_unlock(&pool_lock);
+    }
+    return NULL;
+}
+
+/* A forked child has none of the workers: it starts its own. */
+static void pool_after_fork(void)
+{
+    pthread_mutex_init(&pool_run, NULL);
+    pthread_mutex_init(&pool_lock, NULL);
+    pthread_cond_init(&pool_wake, NULL);
+    pthread_cond_init(&pool_done, NULL);
+    pool_workers = 0;
+    pool_active = 0;
+    pool_left = 0;
+}
+
+static void pool_setup(void)
+{
+    pthread_atfork(NULL, NULL, pool_after_fork);
+}
 
 static void *split_main(void *p)
 {
@@ -645,13 +690,88 @@ static void *split_main(void *p)
     return NULL;
 }
 
-#define ABFT_MAX_THREADS 64
+/* Runs jobs[0 .. n) on n distinct threads (job 0 on the caller) and returns when all are done. */
+static void run_jobs(split_job *jobs, int n)
+{
+    if (n == 1) {
+        split_main(&jobs[0]);
+        return;
+    }
+    pthread_once(&pool_once, pool_setup);
+    if (pthread_mutex_trylock(&pool_run) == 0) {
+        pthread_mutex_lock(&pool_lock);
+        while (pool_workers < n - 1) {
+            pthread_t t;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            int rc = pthread_create(&t, &at, pool_main, (void *)(intptr_t)(pool_workers + 1));
+            pthread_attr_destroy(&at);
+            if (rc != 0)
+                break;
+            pool_workers++;
+        }
+        int have = pool_workers + 1 < n ? pool_workers + 1 : n;
+        for (int t = 1; t < have; t++)
+            pool_jobs[t] = jobs[t];
+        pool_active = have;
+        pool_left = have - 1;
+        __atomic_add_fetch(&pool_gen, 1, __ATOMIC_RELEASE);
+        if (have > 1)
+            pthread_cond_broadcast(&pool_wake);
+        pthread_mutex_unlock(&pool_lock);
+        split_main(&jobs[0]);
+        /* jobs without a worker (a start failed): on the caller, after the others started */
+        for (int t = have; t < n; t++)
+            split_main(&jobs[t]);
+        pthread_mutex_lock(&pool_lock);
+        while (pool_left > 0)
+            pthread_cond_wait(&pool_done, &pool_lock);
+        pool_active = 0;
+        pthread_mutex_unlock(&pool_lock);
+        pthread_mutex_unlock(&pool_run);
+        return;
+    }
+    pthread_t th[ABFT_MAX_THREADS];
+    int started[ABFT_MAX_THREADS] = {0};
+    for (int t = 1; t < n; t++)
+        started[t] = pthread_create(&th[t], NULL, split_main, &jobs[t]) == 0;
+    split_main(&jobs[0]);
+    for (int t = 1; t < n; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            split_main(&jobs[t]);
+}
+
+typedef struct pair_job {
+    void (*f)(void *);
+    void *arg;
+} pair_job;
+
+static void pair_main(void *p, int64_t lo, int64_t hi)
+{
+    (void)lo, (void)hi;
+    pair_job *j = p;
+    j->f(j->arg);
+}
+
+void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1)
+{
+    if (!parallel) {
+        f(arg0);
+        f(arg1);
+        return;
+    }
+    pair_job p0 = {f, arg0}, p1 = {f, arg1};
+    split_job jobs[2] = {{pair_main, &p0, 0, 0}, {pair_main, &p1, 0, 0}};
+    run_jobs(jobs, 2);
+}
 
 void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *arg0, void *arg1,
                        int64_t n, int64_t work)
 {
-    /* measured on 16 cores (docs/host-overhead.md): one thread per copy below ~2^19 elements */
-    int64_t most = work >> 18;
+    int64_t most = work / ABFT_K_MIN_WORK;
     if (threads > 2 && threads > most)
         threads = most > 2 ? (int)most : 2;
     int half = threads / 2;
@@ -664,22 +784,32 @@ void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *a
         f(arg1, 0, n);
         return;
     }
-    split_job jobs[ABFT_MAX_THREADS] = {{0}};
-    pthread_t th[ABFT_MAX_THREADS];
-    int started[ABFT_MAX_THREADS] = {0};
+    split_job jobs[ABFT_MAX_THREADS];
     for (int t = 0; t < 2 * half; t++) {
         int64_t s = t / 2;
         jobs[t] = (split_job){f, t % 2 ? arg1 : arg0, n * s / half, n * (s + 1) / half};
     }
-    for (int t = 1; t < 2 * half; t++)
-        started[t] = pthread_create(&th[t], NULL, split_main, &jobs[t]) == 0;
-    split_main(&jobs[0]);
-    /* a thread that could not start: its slice on the caller (after the others' started) */
-    for (int t = 1; t < 2 * half; t++)
-        if (started[t])
-            pthread_join(th[t], NULL);
-        else
-            split_main(&jobs[t]);
+    run_jobs(jobs, 2 * half);
+}
+
+void abft_k_for(int threads, void (*f)(void *, int64_t, int64_t), void *arg, int64_t n,
+                int64_t work)
+{
+    int64_t most = work / ABFT_K_MIN_WORK;
+    if (threads > most)
+        threads = most > 1 ? (int)most : 1;
+    if (threads > ABFT_MAX_THREADS)
+        threads = ABFT_MAX_THREADS;
+    if (threads > n)
+        threads = (int)n;
+    if (threads <= 1) {
+        f(arg, 0, n);
+        return;
+    }
+    split_job jobs[ABFT_MAX_THREADS];
+    for (int t = 0; t < threads; t++)
+        jobs[t] = (split_job){f, arg, n * t / threads, n * (t + 1) / threads};
+    run_jobs(jobs, threads);
 }
 
 static int (*host_threads)(void);

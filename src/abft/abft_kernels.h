@@ -50,17 +50,24 @@ int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmi
 int abft_k_topp(const void *x, int single, int by_col, int64_t ld, int64_t nvec, int64_t k,
                 int p, double *vals, int64_t *pos, int *cnt, double *env, void *work);
 
-/* Runs f(arg0) and f(arg1), on two threads when parallel is set and a thread can be started,
- * else one after the other. */
+/* Elements of work a thread gets at least in abft_k_pair_split / abft_k_for: below that, waking
+ * one costs more than it saves. */
+#define ABFT_K_MIN_WORK ((int64_t)1 << 16)
+
+/* Runs f(arg0) and f(arg1), on two threads when parallel is set, else one after the other. */
 void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);
 /* Two copies of a computation over [0, n), f(arg0, lo, hi) and f(arg1, lo, hi), spread over
  * `threads` threads: each copy cut into threads / 2 slices, copy 0's slices on even threads and
  * copy 1's on odd ones, so the two copies of every slice run on different threads (the thesis's
- * redundancy). work: the elements one copy reads; a thread gets at least 2^18 of them (starting
- * one costs tens of microseconds; two threads as long as threads >= 2). threads < 2 or n < 1:
- * f(arg0, 0, n), then f(arg1, 0, n), on the caller. */
+ * redundancy). work: the elements one copy reads; a thread gets at least ABFT_K_MIN_WORK of
+ * them (two threads as long as threads >= 2). threads < 2 or n < 1: f(arg0, 0, n), then
+ * f(arg1, 0, n), on the caller. */
 void abft_k_pair_split(int threads, void (*f)(void *, int64_t, int64_t), void *arg0, void *arg1,
                        int64_t n, int64_t work);
+/* One computation over [0, n) in slices f(arg, lo, hi) on up to `threads` threads, each with at
+ * least ABFT_K_MIN_WORK of the `work` elements (no redundancy: for passes computed once). */
+void abft_k_for(int threads, void (*f)(void *, int64_t, int64_t), void *arg, int64_t n,
+                int64_t work);
 /* Threads for the engine's redundant passes: the host BLAS's (at least 1). */
 int abft_k_threads(void);
 

@@ -12,6 +12,7 @@
 #include "gemm.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,6 +527,60 @@ static void test_topp_kernel_matches_insert(void **state)
     free(md);
     free(mf);
     free(work);
+}
+
+/* The engine's thread pool: every slice of both copies runs exactly once, the two copies of a
+ * slice on different threads, also when two callers run at once (one of them then starts its
+ * own threads) and across many runs of changing width. */
+enum { SPLIT_N = 64 };
+typedef struct split_rec {
+    pthread_t who[SPLIT_N];
+    int runs[SPLIT_N];
+} split_rec;
+
+static void split_mark(void *p, int64_t lo, int64_t hi)
+{
+    split_rec *r = p;
+    for (int64_t i = lo; i < hi; i++) {
+        r->who[i] = pthread_self();
+        __atomic_add_fetch(&r->runs[i], 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *split_caller(void *arg)
+{
+    int *bad = arg;
+    for (int round = 0; round < 300; round++) {
+        split_rec a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        int threads = 2 + round % 9;
+        int64_t n = 1 + round % SPLIT_N;
+        abft_k_pair_split(threads, split_mark, &a, &b, n, (int64_t)threads * ABFT_K_MIN_WORK);
+        for (int64_t i = 0; i < n; i++)
+            if (a.runs[i] != 1 || b.runs[i] != 1 || pthread_equal(a.who[i], b.who[i]))
+                (*bad)++;
+        split_rec c;
+        memset(&c, 0, sizeof c);
+        abft_k_for(threads, split_mark, &c, n, (int64_t)threads * ABFT_K_MIN_WORK);
+        for (int64_t i = 0; i < n; i++)
+            if (c.runs[i] != 1)
+                (*bad)++;
+    }
+    return NULL;
+}
+
+static void test_pool_pairs_on_distinct_threads(void **state)
+{
+    (void)state;
+    int bad0 = 0, bad1 = 0;
+    split_caller(&bad0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, split_caller, &bad1), 0);
+    split_caller(&bad0);
+    pthread_join(t, NULL);
+    assert_int_equal(bad0, 0);
+    assert_int_equal(bad1, 0);
 }
 
 static void test_single_error_corrected(void **state)
@@ -1051,6 +1106,7 @@ int main(void)
         cmocka_unit_test(test_correct_rule_and_csum),
         cmocka_unit_test(test_kernels_match_scalar),
         cmocka_unit_test(test_topp_kernel_matches_insert),
+        cmocka_unit_test(test_pool_pairs_on_distinct_threads),
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
