@@ -195,28 +195,30 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_
     return rc;
 }
 
-static double *promote(const abft_ctx *x, const void *src, int64_t rows, int64_t cols, int64_t ld)
-{
-    int64_t r1 = rows > 0 ? rows : 1, c1 = cols > 0 ? cols : 1;
-    double *d = malloc((size_t)(r1 * c1 * x->P) * sizeof *d);
-    if (!d)
-        return NULL;
-    /* parts interleaved: a complex matrix is a real one with P times the rows */
-    abft_k_promote(d, src, single_prec(x), rows * x->P, cols, ld * x->P);
-    return d;
-}
-
+/* Promotion of A and B (as stored) to double, columns [0, ca) of A then B's as one range; parts
+ * interleaved: a complex matrix is a real one with P times the rows. */
 typedef struct promote_job {
     const abft_ctx *x;
-    const void *src;
-    int64_t rows, cols, ld;
-    double *out;
+    const void *src[2];
+    int64_t rows[2], ld[2], ca;
+    double *out[2];
 } promote_job;
 
-static void run_promote(void *p)
+static void run_promote(void *p, int64_t lo, int64_t hi)
 {
-    promote_job *j = p;
-    j->out = promote(j->x, j->src, j->rows, j->cols, j->ld);
+    const promote_job *j = p;
+    const abft_ctx *x = j->x;
+    const int es = (single_prec(x) ? 4 : 8) * x->P;
+    for (int o = 0; o < 2; o++) {
+        int64_t off = o ? j->ca : 0, c0 = lo - off < 0 ? 0 : lo - off, c1 = hi - off;
+        if (!o && c1 > j->ca)
+            c1 = j->ca;
+        if (c0 >= c1)
+            continue;
+        const int64_t rows = j->rows[o] > 0 ? j->rows[o] : 1;
+        abft_k_promote(j->out[o] + c0 * rows * x->P, (const char *)j->src[o] + c0 * j->ld[o] * es,
+                       single_prec(x), j->rows[o] * x->P, c1 - c0, j->ld[o] * x->P);
+    }
 }
 
 int abft_encode_operands(abft_ctx *x)
@@ -234,15 +236,16 @@ int abft_encode_operands(abft_ctx *x)
         return -1;
     const blasft_gemm *g = x->g;
     if (g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C) {
-        /* the checksum products run in double: promote the operands as stored (A and B on two
-         * threads where allowed) */
-        promote_job ja = {x, g->a, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda, NULL};
-        promote_job jb = {x, g->b, blasft_gemm_b_rows(g), blasft_gemm_b_cols(g), g->ldb, NULL};
-        abft_k_pair(x->parallel, run_promote, &ja, &jb);
-        x->ad = ja.out;
-        x->bd = jb.out;
+        /* the checksum products run in double: promote the operands as stored (slices of
+         * columns on the threads where allowed) */
+        int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
+        int64_t br = blasft_gemm_b_rows(g), bcols = blasft_gemm_b_cols(g);
+        x->ad = malloc((size_t)((ar > 0 ? ar : 1) * (ac > 0 ? ac : 1) * x->P) * sizeof(double));
+        x->bd = malloc((size_t)((br > 0 ? br : 1) * (bcols > 0 ? bcols : 1) * x->P) * sizeof(double));
         if (!x->ad || !x->bd)
             return -1;
+        promote_job j = {x, {g->a, g->b}, {ar, br}, {g->lda, g->ldb}, ac, {x->ad, x->bd}};
+        abft_k_for(x->threads, run_promote, &j, ac + bcols, ar * ac + br * bcols);
     }
     return 0;
 }

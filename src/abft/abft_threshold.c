@@ -94,6 +94,33 @@ static void topl_add_min(topl *l, double *lmin, int64_t list, double a, int64_t 
     lmin[list] = l->cnt[list] == l->p ? l->v[list * l->p + l->p - 1] : -1.0;
 }
 
+/* Real data, p <= ABFT_K_TOPP_MAX: the same lists of the blocks [b0, b1) of one operand, every
+ * list of a block at once (abft_k_topp, vectorized; same lists as the walk below). Blocks are
+ * independent, so slices of them may run side by side. */
+static int scan_blocks(const abft_ctx *x, const void *base, int64_t ld, int by_col, int64_t nvec,
+                       topl *per_vec, topl *per_blk, int64_t b0, int64_t b1)
+{
+    const int single = x->g->type == BLASFT_TYPE_S || x->g->type == BLASFT_TYPE_C;
+    const int esz = blasft_type_size(x->g->type), p = per_vec->p;
+    const int64_t k = x->k, bs = x->bs;
+    double *env = malloc((size_t)(k + 1) * sizeof *env);
+    void *work = malloc((size_t)((bs / 4) * p * 64 + 32));
+    int rc = env && work ? 0 : -1;
+    for (int64_t b = b0; rc == 0 && b < b1; b++) {
+        int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
+        const char *src = (const char *)base + (by_col ? v0 * ld : v0) * esz;
+        if (by_col)
+            memset(env, 0, (size_t)(k + 1) * sizeof *env);
+        rc = abft_k_topp(src, single, by_col, ld, len, k, p, per_vec->v + v0 * p,
+                         per_vec->pos + v0 * p, per_vec->cnt + v0, env, work);
+        for (int64_t kk = 0; rc == 0 && kk < k; kk++)
+            topl_add(per_blk, b, env[kk], kk);
+    }
+    free(env);
+    free(work);
+    return rc;
+}
+
 /* Top-p lists of one operand: per vector (a row i of op(A) or a column j of op(B); nvec of them,
  * blocks of bs) over positions kk < k, and per block of vectors the same of the envelope
  * max_{vector in block} |value at kk|. by_col: vector v's entries are the stored column v (stride
@@ -101,7 +128,7 @@ static void topl_add_min(topl *l, double *lmin, int64_t list, double a, int64_t 
  * column so memory is read contiguously. The magnitudes are computed and compared with each
  * list's entry threshold in vectorized chunks; only a chunk with a value to insert takes the
  * (ordered) insertion path. Each list receives its positions in ascending order either way, so
- * the lists are exactly those of a plain scalar walk. */
+ * the lists are exactly those of a plain scalar walk. (Complex data and long lists.) */
 static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_col, int64_t nvec,
                         topl *per_vec, topl *per_blk)
 {
@@ -109,29 +136,6 @@ static int scan_operand(const abft_ctx *x, const void *base, int64_t ld, int by_
     const int P = x->P, single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
     const int esz = blasft_type_size(t);
     const int64_t k = x->k, bs = x->bs, nblk = (nvec + bs - 1) / bs;
-    if (P == 1 && per_vec->p <= ABFT_K_TOPP_MAX) {
-        /* real data: every list of a block at once, vectorized (same lists) */
-        double *env = malloc((size_t)(k + 1) * sizeof *env);
-        void *work = malloc((size_t)((bs / 4) * per_vec->p * 64 + 32));
-        int rc = env && work ? 0 : -1;
-        for (int64_t b = 0; rc == 0 && b < nblk; b++) {
-            int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);
-            const char *src = (const char *)base + (by_col ? v0 * ld : v0) * esz;
-            if (by_col)
-                memset(env, 0, (size_t)(k + 1) * sizeof *env);
-            rc = abft_k_topp(src, single, by_col, ld, len, k, per_vec->p, per_vec->v + v0 * per_vec->p,
-                             per_vec->pos + v0 * per_vec->p, per_vec->cnt + v0, env, work);
-            for (int64_t kk = 0; rc == 0 && kk < k; kk++)
-                topl_add(per_blk, b, env[kk], kk);
-        }
-        free(env);
-        free(work);
-        if (rc == 0 || nblk == 0)
-            return rc;
-        if (!env || !work)
-            return -1;
-        /* the kernel does not apply here: the scalar walk below (lists are still empty) */
-    }
     enum { CHUNK = 256 };
     double *lmin = malloc((size_t)(nvec + 1) * sizeof *lmin);
     double *mags = malloc((size_t)(CHUNK > bs ? CHUNK : bs) * sizeof *mags);
@@ -195,6 +199,70 @@ static void run_scan(void *p)
     j->rc = scan_operand(j->x, j->base, j->ld, j->by_col, j->nvec, j->per_vec, j->per_blk);
 }
 
+/* Both operands' blocks as one range: [0, na) A's, then B's. */
+typedef struct scan_all_job {
+    scan_job op[2];
+    int64_t na;
+    int rc;
+} scan_all_job;
+
+static void run_scan_blocks(void *p, int64_t lo, int64_t hi)
+{
+    scan_all_job *j = p;
+    for (int o = 0; o < 2; o++) {
+        int64_t off = o ? j->na : 0;
+        const scan_job *s = &j->op[o];
+        int64_t nblk = (s->nvec + s->x->bs - 1) / s->x->bs;
+        int64_t b0 = lo - off < 0 ? 0 : lo - off, b1 = hi - off > nblk ? nblk : hi - off;
+        if (b0 < b1 && scan_blocks(s->x, s->base, s->ld, s->by_col, s->nvec, s->per_vec,
+                                   s->per_blk, b0, b1) != 0)
+            __atomic_store_n(&j->rc, -1, __ATOMIC_RELAXED);
+    }
+}
+
+/* PEA's context-dependent step, O(p^2) per checksum element: column checksums of the columns
+ * [lo, hi) (side 0) or row checksums of the rows [lo, hi) (side 1). */
+typedef struct pea_step {
+    abft_ctx *x;
+    const topl *ra, *ea, *sa, *cb, *eb, *sb;
+    const double *wsr, *wsc;
+    double q, ur, ud, nn;
+} pea_step;
+
+static void run_pea_cols(void *p, int64_t lo, int64_t hi)
+{
+    const pea_step *c = p;
+    abft_ctx *x = c->x;
+    const int R = x->R;
+    for (int64_t j = lo; j < hi; j++)
+        for (int64_t bi = 0; bi < x->nbr; bi++) {
+            double ye = topl_y(c->ea, bi, c->cb, j), sd = c->q * ye * c->ud;
+            for (int r = 0; r < R; r++) {
+                double sr = c->q * topl_y(c->sa, bi * R + r, c->cb, j) * c->ur;
+                double ws = c->wsr[bi * R + r];
+                x->vdc[abft_ci(x, bi, r, j)] = sr * sr + sd * sd * ws;
+                x->c2c[abft_ci(x, bi, r, j)] = ws * (c->nn * ye) * (c->nn * ye);
+            }
+        }
+}
+
+static void run_pea_rows(void *p, int64_t lo, int64_t hi)
+{
+    const pea_step *c = p;
+    abft_ctx *x = c->x;
+    const int R = x->R;
+    for (int64_t bj = 0; bj < x->nbc; bj++)
+        for (int r = 0; r < R; r++) {
+            double ws = c->wsc[bj * R + r];
+            for (int64_t i = lo; i < hi; i++) {
+                double sr = c->q * topl_y(c->ra, i, c->sb, bj * R + r) * c->ur;
+                double ye = topl_y(c->ra, i, c->eb, bj), sd = c->q * ye * c->ud;
+                x->vdr[abft_ri(x, i, bj, r)] = sr * sr + sd * sd * ws;
+                x->c2r[abft_ri(x, i, bj, r)] = ws * (c->nn * ye) * (c->nn * ye);
+            }
+        }
+}
+
 static int prepare_pea(abft_ctx *x)
 {
     const blasft_gemm *g = x->g;
@@ -207,11 +275,19 @@ static int prepare_pea(abft_ctx *x)
              topl_init(&eb, x->nbc, p, x->k) == 0 && topl_init(&sb, R * x->nbc, p, x->k) == 0;
     double *wsum = malloc((size_t)(R * (x->nbr + x->nbc) + 1) * sizeof *wsum);
     if (ok && wsum) {
-        /* the two operands' lists are independent: on two threads where allowed */
         scan_job ja = {x, g->a, g->lda, g->transa != 'N', x->m, &ra, &ea, 0};
         scan_job jb = {x, g->b, g->ldb, g->transb == 'N', x->n, &cb, &eb, 0};
-        abft_k_pair(x->parallel, run_scan, &ja, &jb);
-        ok = ja.rc == 0 && jb.rc == 0;
+        if (P == 1 && p <= ABFT_K_TOPP_MAX) {
+            /* every block of both operands is independent: slices of them on the threads */
+            scan_all_job j = {{ja, jb}, x->nbr, 0};
+            abft_k_for(x->threads, run_scan_blocks, &j, x->nbr + x->nbc,
+                       (x->m + x->n) * x->k);
+            ok = j.rc == 0;
+        } else {
+            /* the two operands' lists are independent: on two threads where allowed */
+            abft_k_pair(x->parallel, run_scan, &ja, &jb);
+            ok = ja.rc == 0 && jb.rc == 0;
+        }
     } else
         ok = 0;
     if (ok) {
@@ -237,26 +313,10 @@ static int prepare_pea(abft_ctx *x)
         /* blasft_pea_sigma(nn, y, t, 0) is (q * y) * 2^-t with q fixed: the same operations */
         const double q = blasft_pea_sigma(nn, 1.0, 0, 0);
         const double ur = ldexp(1.0, -BLASFT_T_DOUBLE), ud = ldexp(1.0, -x->t);
-        /* context-dependent step */
-        for (int64_t j = 0; j < x->n; j++)
-            for (int64_t bi = 0; bi < x->nbr; bi++) {
-                double ye = topl_y(&ea, bi, &cb, j), sd = q * ye * ud;
-                for (int r = 0; r < R; r++) {
-                    double sr = q * topl_y(&sa, bi * R + r, &cb, j) * ur, ws = wsr[bi * R + r];
-                    x->vdc[abft_ci(x, bi, r, j)] = sr * sr + sd * sd * ws;
-                    x->c2c[abft_ci(x, bi, r, j)] = ws * (nn * ye) * (nn * ye);
-                }
-            }
-        for (int64_t bj = 0; bj < x->nbc; bj++)
-            for (int r = 0; r < R; r++) {
-                double ws = wsc[bj * R + r];
-                for (int64_t i = 0; i < x->m; i++) {
-                    double sr = q * topl_y(&ra, i, &sb, bj * R + r) * ur;
-                    double ye = topl_y(&ra, i, &eb, bj), sd = q * ye * ud;
-                    x->vdr[abft_ri(x, i, bj, r)] = sr * sr + sd * sd * ws;
-                    x->c2r[abft_ri(x, i, bj, r)] = ws * (nn * ye) * (nn * ye);
-                }
-            }
+        /* context-dependent step (each element on its own: slices on the threads) */
+        pea_step c = {x, &ra, &ea, &sa, &cb, &eb, &sb, wsr, wsc, q, ur, ud, nn};
+        abft_k_for(x->threads, run_pea_cols, &c, x->n, x->n * x->nbr * R * 16);
+        abft_k_for(x->threads, run_pea_rows, &c, x->m, x->m * x->nbc * R * 16);
     }
     free(wsum);
     topl_free(&ra); topl_free(&ea); topl_free(&sa);
