@@ -15,6 +15,7 @@
  * (constant or repeated rows and columns) flags blocks through rounding that all elements share,
  * and those blocks count as false alarms. */
 #include "abft/abft_internal.h"
+#include "abft/abft_kernels.h"
 #include "log.h"
 
 #include <math.h>
@@ -772,6 +773,33 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
     abft_emit(x, BLASFT_EVENT_UNCORRECTABLE, b->bi, b->bj, -1, -1, b->maxsyn, b->maxthr, "reported");
 }
 
+/* The first comparison of every element of the block columns [lo, hi) without touching
+ * anything (flag_once: no refinement): dirty[bi + nbr bj] = 1 where one is flagged. */
+typedef struct precheck_job {
+    const abft_ctx *x;
+    uint8_t *dirty;
+} precheck_job;
+
+static void run_precheck(void *p, int64_t lo, int64_t hi)
+{
+    const precheck_job *j = p;
+    const abft_ctx *x = j->x;
+    for (int64_t bj = lo; bj < hi; bj++) {
+        int64_t j0 = bj * x->bs, jl = abft_len(x->n, bj, x->bs);
+        for (int64_t bi = 0; bi < x->nbr; bi++) {
+            int64_t i0 = bi * x->bs, il = abft_len(x->m, bi, x->bs);
+            int f = 0;
+            for (int64_t q = 0; q < jl && !f; q++)
+                for (int r = 0; r < x->R; r++)
+                    f |= flag_once(x, 0, abft_ci(x, bi, r, j0 + q), NULL, NULL);
+            for (int64_t q = 0; q < il && !f; q++)
+                for (int r = 0; r < x->R; r++)
+                    f |= flag_once(x, 1, abft_ri(x, i0 + q, bj, r), NULL, NULL);
+            j->dirty[bi + x->nbr * bj] = (uint8_t)f;
+        }
+    }
+}
+
 int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
 {
     const int64_t nc = abft_nc(x), nr = abft_nr(x);
@@ -806,10 +834,24 @@ int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
     outcome o;
     memset(&o, 0, sizeof o);
     blockview *b = malloc(sizeof *b);
-    if (!b)
+    uint8_t *dirty = malloc((size_t)(x->nbr * x->nbc + 1));
+    if (!b || !dirty) {
+        free(b);
+        free(dirty);
         return -1;
+    }
+    /* Most blocks are clean: their elements are compared first on the threads, read-only. A
+     * block is then scanned as before when it was flagged there, and so is every block after
+     * the first such one (handling a block changes the engine's state), so the order and the
+     * outcome of everything that is flagged stay those of the plain sequential scan. */
+    precheck_job pj = {x, dirty};
+    abft_k_for(x->threads, run_precheck, &pj, x->nbc, (nc + nr) * 32);
+    int sequential = 0;
     for (int64_t bj = 0; bj < x->nbc; bj++)
         for (int64_t bi = 0; bi < x->nbr; bi++) {
+            if (!sequential && !dirty[bi + x->nbr * bj])
+                continue;
+            sequential = 1;
             b->bi = bi;
             b->bj = bj;
             b->i0 = bi * x->bs;
@@ -820,6 +862,7 @@ int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
                 handle_block(x, b, &o);
         }
     free(b);
+    free(dirty);
     diag->detected += o.detected;
     diag->corrected += o.corrected;
     diag->blocks_recomputed += o.recomputed;
