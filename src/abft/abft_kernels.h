@@ -51,8 +51,10 @@ int abft_k_topp(const void *x, int single, int by_col, int64_t ld, int64_t nvec,
                 int p, double *vals, int64_t *pos, int *cnt, double *env, void *work);
 
 /* Elements of work a thread gets at least in abft_k_pair_split / abft_k_for: below that, waking
- * one costs more than it saves. */
+ * one costs more than it saves. Overridable at build time (-DABFT_K_MIN_WORK=...) to measure. */
+#ifndef ABFT_K_MIN_WORK
 #define ABFT_K_MIN_WORK ((int64_t)1 << 16)
+#endif
 
 /* Runs f(arg0) and f(arg1), on two threads when parallel is set, else one after the other. */
 void abft_k_pair(int parallel, void (*f)(void *), void *arg0, void *arg1);
