@@ -121,6 +121,30 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
     double *cref = fetch(c->t, c, &p, BLASFT_GPU_BUF_CCS_REF, 1), *rref = fetch(c->t, c, &p, BLASFT_GPU_BUF_CRS_REF, 1);
     double *crec = fetch(c->t, c, &p, BLASFT_GPU_BUF_CCS_REC, 0), *rrec = fetch(c->t, c, &p, BLASFT_GPU_BUF_CRS_REC, 0);
     double *ceps = fetch(c->t, c, &p, BLASFT_GPU_BUF_CCS_EPS, 0), *reps = fetch(c->t, c, &p, BLASFT_GPU_BUF_CRS_EPS, 0);
+    /* the recomputed checksums of C against double-double sums of the C the GPU produced: our
+     * side of the check must add almost no rounding of its own (one rounding of the result, and
+     * one per weighted term) */
+    double *cgpu = malloc(sizeof(double) * (size_t)(m * n > 0 ? m * n : 1));
+    gh_download_c(&d, cgpu);
+    int64_t bad_sum = 0;
+    for (int side = 0; side < 2; side++)
+        for (int64_t B = 0; B < (side ? nb : mb); B++)
+            for (int w = 0; w < r; w++)
+                for (int64_t x = 0; x < (side ? m : n); x++) {
+                    hp_dd s = hp_from(0.0);
+                    double mag = 0.0;
+                    for (int64_t e = B * bs; e < (side ? n : m) && e < (B + 1) * bs; e++) {
+                        double cv = side ? cgpu[x + e * m] : cgpu[e + x * m];
+                        s = hp_add_prod(s, wt(w, (int)(e - B * bs), bs), cv);
+                        mag += fabs(wt(w, (int)(e - B * bs), bs) * cv);
+                    }
+                    double gv = side ? rrec[x + (B * r + w) * m] : crec[(B * r + w) + x * (r * mb)];
+                    double hv = hp_to_double(s);
+                    bad_sum += !(fabs(gv - hv) <= ldexp(fabs(hv), -52) + (w ? ldexp(mag, -52) : ldexp(mag, -80)));
+                }
+    GH_CHECK(bad_sum == 0, "%s: %lld recomputed checksums of C off the double-double sums", ty,
+             (long long)bad_sum);
+    free(cgpu);
     blasft_config cfg;
     blasft_config_parse(&cfg, no_env, NULL);
     cfg.block_size = bs;
@@ -239,6 +263,18 @@ int main(void)
             one(&c, 64, tr == 2 ? 2 : 1, 0, seed++);
             pea_p_override = 0;
         }
+    /* the check pass's block sizes and ragged edges: BS 256 (four warp groups along the columns,
+     * two along the rows; last block 88 x 18), BS 512 (its partials over 48 KiB of shared
+     * memory), BS 20 and 2 (blocks narrower than a warp tile), R 1 and 2 */
+    {
+        static const int bss[] = {256, 512, 20, 2, 256};
+        for (int e = 0; e < 5; e++) {
+            int t = e % 2, tr = e % 4;
+            gh_case c = kcase(t, tr, e == 1 ? 700 : 600, e == 1 ? 1100 : 530, e < 2 ? 70 : 45, 2, 1, 7,
+                              1.0, e % 2 ? 0.5 : 0.0);
+            one(&c, bss[e], e == 4 ? 2 : 1, 0, seed++);
+        }
+    }
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);
     return gh_failures ? 1 : 0;
