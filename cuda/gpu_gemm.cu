@@ -586,7 +586,7 @@ int blasft_gpu_available(void)
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
 {
-    p->block_size = cfg->block_size;
+    p->block_size = cfg->gpu_block_size;
     p->checksums = cfg->checksums;
     p->weights = (int)cfg->weights;
     p->omega = cfg->omega;

@@ -16,6 +16,7 @@
 Exit status of check: 0 all passed, 1 a check failed."""
 import ctypes
 import json
+import os
 import sys
 import time
 
@@ -235,6 +236,12 @@ def run_bench(name):
         sys.exit("bench needs LD_PRELOAD=libblas_ft.so (plain runs bypass the interposer)")
     sizes = {"float32": (1024, 2048, 4096, 8192, 16384), "float64": (1024, 2048, 4096, 8192, 16384),
              "complex64": (1024, 4096, 8192), "complex128": (1024, 4096, 8192)}
+    # BENCH_DTYPES / BENCH_SIZES (comma lists) narrow the run, e.g. to compare two settings
+    if os.environ.get("BENCH_DTYPES"):
+        sizes = {d: sizes[d] for d in os.environ["BENCH_DTYPES"].split(",")}
+    if os.environ.get("BENCH_SIZES"):
+        keep = {int(x) for x in os.environ["BENCH_SIZES"].split(",")}
+        sizes = {d: tuple(n for n in ns if n in keep) for d, ns in sizes.items()}
     s0 = stats(lib, fw)
     # host time per call (no synchronisation inside the loop): what the interposer and the engine
     # cost the calling thread, at a size where the GPU is not the limit of a short loop

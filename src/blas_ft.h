@@ -42,7 +42,8 @@ typedef enum {
 
 /* The effective configuration (environment values after validation, defaults filled in). */
 typedef struct blasft_config {
-    int block_size;            /* BLASFT_BLOCK_SIZE */
+    int block_size;            /* BLASFT_BLOCK_SIZE: the host engine's BS */
+    int gpu_block_size;        /* the GPU engine's BS: BLASFT_BLOCK_SIZE where set, else 256 */
     double omega;              /* BLASFT_OMEGA */
     blasft_mode mode;          /* BLASFT_MODE */
     blasft_device device;      /* BLASFT_DEVICE */

@@ -12,6 +12,9 @@
 /* Defaults, one place: README.md's table repeats them. */
 static const blasft_config config_defaults = {
     .block_size = 128,
+    /* the GPU's own default: measured best or within 1 % of the best at n >= 4096 for S, D, C
+     * and Z (docs/gpu-benchmark.md, "Default block size") */
+    .gpu_block_size = 256,
     .omega = 3.0,
     .mode = BLASFT_MODE_CORRECT,
     .device = BLASFT_DEVICE_AUTO,
@@ -170,8 +173,13 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
     const char *v;
     *cfg = *d;
 
-    if ((v = lookup("BLASFT_BLOCK_SIZE", ctx)) && *v)
+    if ((v = lookup("BLASFT_BLOCK_SIZE", ctx)) && *v) {
+        const int rejected_before = bad;
         cfg->block_size = (int)parse_int("BLASFT_BLOCK_SIZE", v, 2, 1024, d->block_size, &bad);
+        /* an explicit choice holds for both engines; a rejected value leaves both defaults */
+        if (bad == rejected_before)
+            cfg->gpu_block_size = cfg->block_size;
+    }
     if ((v = lookup("BLASFT_OMEGA", ctx)) && *v) {
         char dt[32];
         snprintf(dt, sizeof dt, "%g", d->omega);

@@ -31,6 +31,7 @@ static void test_defaults(void **state)
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
     assert_int_equal(c.block_size, 128);
+    assert_int_equal(c.gpu_block_size, 256);
     assert_true(c.omega == 3.0);
     assert_int_equal(c.mode, BLASFT_MODE_CORRECT);
     assert_int_equal(c.device, BLASFT_DEVICE_AUTO);
@@ -54,6 +55,7 @@ static void test_valid_values(void **state)
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
     assert_int_equal(c.block_size, 37);
+    assert_int_equal(c.gpu_block_size, 37);
     assert_true(c.omega == 4.5);
     assert_int_equal(c.mode, BLASFT_MODE_DETECT);
     assert_int_equal(c.device, BLASFT_DEVICE_HOST);
@@ -105,12 +107,17 @@ static void test_block_size_bounds(void **state)
     env_pair lo[] = {{"BLASFT_BLOCK_SIZE", "2"}, {NULL, NULL}};
     assert_int_equal(parse(&c, lo), 0);
     assert_int_equal(c.block_size, 2);
+    assert_int_equal(c.gpu_block_size, 2);
     env_pair hi[] = {{"BLASFT_BLOCK_SIZE", "1024"}, {NULL, NULL}};
     assert_int_equal(parse(&c, hi), 0);
     assert_int_equal(c.block_size, 1024);
     env_pair over[] = {{"BLASFT_BLOCK_SIZE", "1025"}, {NULL, NULL}};
     assert_int_equal(parse(&c, over), 1);
     assert_int_equal(c.block_size, 128);
+    assert_int_equal(c.gpu_block_size, 256);
+    env_pair same[] = {{"BLASFT_BLOCK_SIZE", "128"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, same), 0);
+    assert_int_equal(c.gpu_block_size, 128);
 }
 
 static void test_consistency_settings(void **state)
