@@ -1,7 +1,7 @@
 /* Host ABFT overhead: protected GEMM (blasft_abft_run, fault-free) against the plain host BLAS
  * GEMM on the same operands, in one process, S/D/C/Z side by side. Each configuration is timed
  * as the best of --reps alternating runs (plain, protected, plain, ...), so both see the same
- * machine state; the ratio is protected / plain. Not a test: run it by hand, see
+ * machine state; the ratio is protected / plain (times in milliseconds). Not a test: run it by hand, see
  * docs/host-overhead.md.
  *
  *   bench_host_abft [--types sdcz] [--sizes 256,512,1024,2048] [--skinny 1] [--reps 5]
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
            thr ? thr : "(unset)", reps, bench_clock == CLOCK_MONOTONIC ? "wall" : "thread CPU");
     printf("| m | n | k | op |");
     for (const char *tc = types; *tc; tc++)
-        printf(" %c plain s | %c protected s | %c ratio |", *tc - 32, *tc - 32, *tc - 32);
+        printf(" %c plain ms | %c protected ms | %c ratio |", *tc - 32, *tc - 32, *tc - 32);
     printf("\n|---|---|---|---|");
     for (const char *tc = types; *tc; tc++)
         printf("---|---|---|");
@@ -194,10 +194,10 @@ int main(int argc, char **argv)
             }
             double plain, prot;
             if (time_one(&cfg, (blasft_type)(at - lt), s, reps, &plain, &prot) != 0) {
-                printf(" %.4f | failed | - |", plain);
+                printf(" %.4g | failed | - |", plain * 1e3);
                 status = 1;
             } else
-                printf(" %.4f | %.4f | %.2f |", plain, prot, prot / plain);
+                printf(" %.4g | %.4g | %.2f |", plain * 1e3, prot * 1e3, prot / plain);
             fflush(stdout);
         }
         printf("\n");
