@@ -79,7 +79,7 @@ static int auto_wants_gpu(const blasft_gemm *g, const blasft_config *cfg)
 {
     if (cfg->min_flops >= 0)
         return blasft_model_flops(g) >= cfg->min_flops;
-    return blasft_model_choose(g) == BLASFT_MODEL_GPU;
+    return blasft_model_gpu_seconds(g) < blasft_model_host_seconds(g);
 }
 
 /* The GPU runs a host-memory GEMM when asked to (BLASFT_DEVICE=gpu) or when auto mode wants it.
@@ -101,8 +101,6 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
         static int offloaded;
         if (__atomic_fetch_add(&offloaded, 1, __ATOMIC_RELAXED) > 0)
             blasft_model_gpu_ran(g, now_seconds() - t0);
-        else
-            blasft_model_gpu_first_ran(g, now_seconds() - t0);
         return 0;
     }
     static int warned;

@@ -18,21 +18,9 @@
 #define GPU_FIXED_S 0.3e-3
 #define HOST_FLOPS_PER_CORE_D 100e9
 
-/* The process's first offloaded GEMM starts CUDA, cuBLAS, the engine and the pinned staging
- * slots: a few hundred milliseconds, paid by that one call. A GEMM of a few milliseconds sent
- * there first would run a hundred times slower than on the host. So, like renting skis until
- * the rent paid equals the price: while the path has not started, a GEMM the GPU would win
- * still runs on the host and adds the time the GPU would have saved; once that sum reaches the
- * start cost, the next such GEMM starts the GPU. A process never pays more than about twice the
- * start for it, and one that makes few such calls never pays it. */
-#define GPU_START_S 0.3
-
 /* per type: measured host rate (0: none yet); the GPU's measured / predicted (0: none yet) */
 static double host_rate[4];
 static double gpu_scale;
-static int gpu_started;    /* an offloaded GEMM has returned */
-static double gpu_waiting; /* host seconds the GPU would have saved before it started */
-static double gpu_start_s; /* measured start cost (0: none yet) */
 
 static double load(double *slot)
 {
@@ -103,31 +91,4 @@ void blasft_model_gpu_ran(const blasft_gemm *g, double seconds)
     double s = seconds / gpu_raw_seconds(g);
     /* bounded: one odd call (first use, page faults) must not lock the model to one side */
     update(&gpu_scale, s < 0.25 ? 0.25 : s > 8 ? 8 : s);
-}
-
-double blasft_model_gpu_start_seconds(void)
-{
-    double s = load(&gpu_start_s);
-    return s > 0 ? s : GPU_START_S;
-}
-
-int blasft_model_choose(const blasft_gemm *g)
-{
-    double gs = blasft_model_gpu_seconds(g), hs = blasft_model_host_seconds(g);
-    if (!(gs < hs))
-        return BLASFT_MODEL_HOST;
-    if (__atomic_load_n(&gpu_started, __ATOMIC_RELAXED))
-        return BLASFT_MODEL_GPU;
-    /* a lost race adds a saving twice or not at all: the start comes a call early or late */
-    double w = load(&gpu_waiting) + (hs - gs);
-    __atomic_store(&gpu_waiting, &w, __ATOMIC_RELAXED);
-    return w >= blasft_model_gpu_start_seconds() ? BLASFT_MODEL_GPU : BLASFT_MODEL_HOST;
-}
-
-void blasft_model_gpu_first_ran(const blasft_gemm *g, double seconds)
-{
-    double start = seconds - blasft_model_gpu_seconds(g);
-    if (start > 0)
-        __atomic_store(&gpu_start_s, &start, __ATOMIC_RELAXED);
-    __atomic_store_n(&gpu_started, 1, __ATOMIC_RELAXED);
 }

@@ -19,17 +19,6 @@ double blasft_model_gpu_seconds(const blasft_gemm *g);
 /* Measurements of GEMMs that ran (wall seconds), fed back into the model. */
 void blasft_model_host_ran(const blasft_gemm *g, double seconds);
 void blasft_model_gpu_ran(const blasft_gemm *g, double seconds);
-/* Where auto mode runs g: BLASFT_MODEL_GPU when the GPU is predicted faster and its path has
- * started (or the host time it would have saved so far pays for the start, see
- * offload_model.c); BLASFT_MODEL_HOST otherwise. Counts g's saving while the GPU waits. */
-enum { BLASFT_MODEL_HOST = 0, BLASFT_MODEL_GPU = 1 };
-int blasft_model_choose(const blasft_gemm *g);
-/* The process's first offloaded GEMM returned after `seconds` (CUDA's start included): the GPU
- * path has started. */
-void blasft_model_gpu_first_ran(const blasft_gemm *g, double seconds);
-/* Seconds the model charges for starting the GPU path (default, until the first call measured
- * it). */
-double blasft_model_gpu_start_seconds(void);
 /* Smallest flop count worth timing (shorter calls are dominated by noise and fixed costs). */
 double blasft_model_flops(const blasft_gemm *g);
 #define BLASFT_MODEL_MIN_TIMED_FLOPS 1e7

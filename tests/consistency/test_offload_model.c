@@ -1,7 +1,6 @@
 /* The auto-dispatch model (consistency/offload_model.h): with its defaults small GEMMs stay on
  * the host and large ones go to the GPU; measured host and GPU times move the crossover the way
- * they should; one absurd GPU measurement cannot push the model beyond its bound; the GPU's start
- * is paid only once the host time it would have saved adds up to it. */
+ * they should; one absurd GPU measurement cannot push the model beyond its bound. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,48 +81,8 @@ static void test_model(void **state)
     assert_true(gpu_wins(&s));
 }
 
-/* Before the GPU path has started, a GEMM it would win runs on the host until the host time it
- * would have saved adds up to the start cost; the next one starts it; after that every such
- * GEMM goes there at once, and the first call's time sets the start cost. Runs first (the model
- * is process state); uses complex single, which test_model leaves alone. */
-static void test_start_paid_by_savings(void **state)
-{
-    (void)state;
-    blasft_gemm m = square(BLASFT_TYPE_C, 512, 0), tiny = square(BLASFT_TYPE_C, 16, 0);
-    /* host measured at 10 GFLOP/s: the GPU wins m by about 0.1 s, a third of the start */
-    double f = blasft_model_flops(&m);
-    blasft_model_host_ran(&m, f / 1e10);
-    double save = blasft_model_host_seconds(&m) - blasft_model_gpu_seconds(&m);
-    assert_true(save > 0 && save < blasft_model_gpu_start_seconds());
-    int calls = 0;
-    while (blasft_model_choose(&m) == BLASFT_MODEL_HOST)
-        calls++;
-    /* the savings of the calls kept on the host, plus the one that starts it, reach the start */
-    assert_true((calls + 1) * save >= blasft_model_gpu_start_seconds());
-    assert_true(calls * save < blasft_model_gpu_start_seconds());
-    /* a GEMM the host wins stays there (and adds nothing) */
-    assert_int_equal(blasft_model_choose(&tiny), BLASFT_MODEL_HOST);
-    /* started: the first call took 0.8 s more than predicted; now every GEMM the GPU wins goes */
-    blasft_model_gpu_first_ran(&m, blasft_model_gpu_seconds(&m) + 0.8);
-    assert_true(blasft_model_gpu_start_seconds() > 0.79 && blasft_model_gpu_start_seconds() < 0.81);
-    assert_int_equal(blasft_model_choose(&m), BLASFT_MODEL_GPU);
-    assert_int_equal(blasft_model_choose(&tiny), BLASFT_MODEL_HOST);
-}
-
-/* A large GEMM saves more than the start cost by itself: it starts the GPU at once. */
-static void test_large_starts_at_once(void **state)
-{
-    (void)state;
-    blasft_gemm z = square(BLASFT_TYPE_Z, 4096, 0);
-    double f = blasft_model_flops(&z);
-    blasft_model_host_ran(&z, f / 1e9); /* 550 s on the host */
-    assert_int_equal(blasft_model_choose(&z), BLASFT_MODEL_GPU);
-}
-
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_start_paid_by_savings),
-                                       cmocka_unit_test(test_large_starts_at_once),
-                                       cmocka_unit_test(test_model)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
