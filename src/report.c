@@ -136,7 +136,9 @@ static void json_string(FILE *f, const char *s)
 static void write_config(FILE *f, const blasft_config *c)
 {
     fprintf(f, "  \"config\": {\n");
-    fprintf(f, "    \"block_size\": %d,\n    \"omega\": %.17g,\n", c->block_size, c->omega);
+    fprintf(f, "    \"block_size\": %d,\n    \"gpu_block_size\": %d,\n", c->block_size,
+            c->gpu_block_size);
+    fprintf(f, "    \"omega\": %.17g,\n", c->omega);
     fprintf(f, "    \"mode\": \"%s\",\n    \"device\": \"%s\",\n", blasft_mode_name(c->mode),
             blasft_device_name(c->device));
     fprintf(f, "    \"checksums\": %d,\n    \"weights\": \"%s\",\n", c->checksums,

@@ -90,7 +90,7 @@ def report_problems(report):
             r"\d+\.\d+\.\d+", str(report.get("version"))):
         problems.append(f"version is not 'major.minor.patch': {report.get('version')!r}")
     config = report.get("config", {})
-    for key in ("block_size", "omega", "mode", "device", "host_blas", "report"):
+    for key in ("block_size", "gpu_block_size", "omega", "mode", "device", "host_blas", "report"):
         if key not in config:
             problems.append(f"config lacks '{key}'")
     calls = report.get("calls", {})

@@ -15,6 +15,7 @@ CASES = [
     ("BLASFT_BLOCK_SIZE", "0", [r"\d+ to \d+"], "block_size", 128),
     ("BLASFT_BLOCK_SIZE", "99999999999999999999999", [r"\d+ to \d+"], "block_size", 128),
     ("BLASFT_BLOCK_SIZE", "64kb", [r"\d+ to \d+"], "block_size", 128),
+    ("BLASFT_BLOCK_SIZE", "64kb", [r"\d+ to \d+"], "gpu_block_size", 256),
     ("BLASFT_OMEGA", "-1", [r"from"], "omega", 3),
     ("BLASFT_OMEGA", "nan", [r"from"], "omega", 3),
     ("BLASFT_MODE", "fix", ["correct", "detect", "off"], "mode", "correct"),
