@@ -937,7 +937,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
              * (structured data: constant or repeated rows and columns), not by a fault */
             constexpr int tt = mant<T>::t;
             const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
-            const double gam = nn * u / (1.0 - nn * u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
+            const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
             for (int e = threadIdx.x; e < rows_t * cols_t; e += blockDim.x) {
                 int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
                 double mass;
@@ -946,7 +946,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 bool same = true;
 #pragma unroll
                 for (int q = 0; q < gk_el<T>::P; q++) {
-                    double bound = 2.0 * (gam * aa * mass + 2.0 * u * (bb * co + fabs(part_of(v, q))));
+                    double bound =
+                        2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, q)));
                     same = same && fabs(part_of(old, q) - part_of(v, q)) <= bound; /* NaN: apart */
                 }
                 if (!same)

@@ -98,6 +98,20 @@ static inline BLASFT_HD void blasft_csum_add(blasft_csum *a, double x)
 
 static inline BLASFT_HD double blasft_csum_value(const blasft_csum *a) { return a->s + a->c; }
 
+/* gamma_n = n u / (1 - n u), Higham's worst-case factor for n roundings. */
+static inline BLASFT_HD double blasft_gamma(double n, double u) { return n * u / (1.0 - n * u); }
+
+/* Worst-case rounding of one computed element c of alpha op(A) op(B) + beta C_old, in any
+ * summation order, with or without FMA: gam |alpha| mass + 2u (|beta| |c_old| + |c|), with
+ * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||). The host's
+ * and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
+static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
+                                                       double mass, double abs_beta,
+                                                       double abs_cold, double abs_c)
+{
+    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c);
+}
+
 /* PEA: standard deviation bound of the rounding error of a dot product of length n whose summands
  * are all bounded by y, data with t mantissa bits: eq. 5.41 (without FMA, the +2n term) and 6.7
  * (with FMA). */

@@ -474,7 +474,7 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
     if (recompute)
         recompute_block(x, b);
     const double u = ldexp(1.0, -x->t), nn = (double)(k * x->P + 2);
-    const double gam = nn * u / (1.0 - nn * u);
+    const double gam = blasft_gamma(nn, u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
     *apart = 0;
     for (int64_t q = 0; q < jl; q++)
@@ -484,16 +484,18 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
             if (!x->beta_zero)
                 for (int part = 0; part < x->P; part++)
                     co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
-            const double base = gam * aa * na[r] * nb[q] + 2.0 * u * bb * co;
+            const double mass = na[r] * nb[q];
             int same = 1;
             for (int part = 0; part < x->P; part++) {
                 double v0 = abft_ld(saved, g->type, r + q * il, part);
                 double v1 = abft_ld(g->c, g->type, i + j * g->ldc, part);
-                same &= fabs(v0 - v1) <= 2.0 * (base + 2.0 * u * fabs(v1)); /* NaN, Inf: not */
+                /* NaN, Inf: not the same */
+                const double lim = 2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(v1));
+                same &= fabs(v0 - v1) <= lim;
                 cv += fabs(v1);
             }
             *apart += !same;
-            const double e = base + 2.0 * u * cv; /* E(i, j) */
+            const double e = blasft_element_rounding(gam, u, aa, mass, bb, co, cv); /* E(i, j) */
             for (int w = 0; w < R; w++) {
                 cole[w * jl + q] += fabs(x->w[w][r]) * e;
                 rowe[w * il + r] += fabs(x->w[w][q]) * e;
@@ -603,11 +605,12 @@ static int element_wrong(const abft_ctx *x, int64_t i, int64_t j)
         for (int part = 0; part < x->P; part++)
             co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
     const double u = ldexp(1.0, -x->t), ud = ldexp(1.0, -BLASFT_T_DOUBLE);
-    const double nn = (double)(x->k * x->P + 2), gam = nn * u / (1.0 - nn * u);
+    const double nn = (double)(x->k * x->P + 2), gam = blasft_gamma(nn, u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
     for (int part = 0; part < x->P; part++) {
         double c = abft_ld(g->c, g->type, i + j * g->ldc, part);
-        double bound = gam * aa * sab + 2.0 * u * (bb * co + fabs(v[part])) + 4.0 * ud * fabs(v[part]);
+        double bound = blasft_element_rounding(gam, u, aa, sab, bb, co, fabs(v[part])) +
+                       4.0 * ud * fabs(v[part]);
         if (!(fabs(c - v[part]) <= bound)) /* NaN, Inf: wrong */
             return 1;
     }
