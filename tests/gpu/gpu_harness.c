@@ -1,5 +1,7 @@
 #include "gpu_harness.h"
 
+#include "config.h"
+
 #include "hpref.h"
 
 #include <cuda_runtime_api.h>
@@ -38,12 +40,12 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
 
 void gh_sync(void) { die_cuda(cudaDeviceSynchronize(), "sync"); }
 
-static void *typed_copy(const double *x, int64_t count, blasft_type t)
+void *gh_typed_copy(const double *x, int64_t count, int single)
 {
-    size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    size_t ts = single ? 4 : 8;
     void *y = malloc(ts * (size_t)(count > 0 ? count : 1));
     for (int64_t i = 0; i < count; i++) {
-        if (t == BLASFT_TYPE_S)
+        if (single)
             ((float *)y)[i] = (float)x[i];
         else
             ((double *)y)[i] = x[i];
@@ -51,7 +53,7 @@ static void *typed_copy(const double *x, int64_t count, blasft_type t)
     return y;
 }
 
-static void *upload(const void *h, size_t bytes)
+void *gh_upload(const void *h, size_t bytes)
 {
     void *d = NULL;
     die_cuda(cudaMalloc(&d, bytes ? bytes : 8), "cudaMalloc");
@@ -98,15 +100,15 @@ void gh_make(gh_data *d, const gh_case *c, uint64_t seed)
         for (int64_t i = 0; i < nc; i++) d->C0[i] = (float)d->C0[i];
     }
     size_t ts = c->t == BLASFT_TYPE_S ? 4 : 8;
-    d->hA = typed_copy(d->A, na, c->t);
-    d->hB = typed_copy(d->B, nb, c->t);
-    d->hC0 = typed_copy(d->C0, nc, c->t);
-    d->dA = upload(d->hA, ts * na);
-    d->dB = upload(d->hB, ts * nb);
-    d->dC = upload(d->hC0, ts * nc);
+    d->hA = gh_typed_copy(d->A, na, c->t == BLASFT_TYPE_S);
+    d->hB = gh_typed_copy(d->B, nb, c->t == BLASFT_TYPE_S);
+    d->hC0 = gh_typed_copy(d->C0, nc, c->t == BLASFT_TYPE_S);
+    d->dA = gh_upload(d->hA, ts * na);
+    d->dB = gh_upload(d->hB, ts * nb);
+    d->dC = gh_upload(d->hC0, ts * nc);
     float af = (float)c->alpha, bf = (float)c->beta;
-    d->dalpha = upload(c->t == BLASFT_TYPE_S ? (void *)&af : (void *)&c->alpha, ts);
-    d->dbeta = upload(c->t == BLASFT_TYPE_S ? (void *)&bf : (void *)&c->beta, ts);
+    d->dalpha = gh_upload(c->t == BLASFT_TYPE_S ? (void *)&af : (void *)&c->alpha, ts);
+    d->dbeta = gh_upload(c->t == BLASFT_TYPE_S ? (void *)&bf : (void *)&c->beta, ts);
     /* reference */
     double u = c->t == BLASFT_TYPE_S ? ldexp(1.0, -24) : ldexp(1.0, -53);
     d->ref = malloc(8 * (size_t)(c->m * c->n + 1));
@@ -200,4 +202,22 @@ int64_t gh_bad_elements(const gh_data *d, const double *out, int64_t *fi, int64_
             }
         }
     return bad;
+}
+
+static const char *no_env(const char *name, void *c)
+{
+    (void)name;
+    (void)c;
+    return NULL;
+}
+
+void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p)
+{
+    blasft_config_parse(cfg, no_env, NULL);
+    cfg->block_size = p->block_size;
+    cfg->checksums = p->checksums;
+    cfg->weights = BLASFT_WEIGHTS_LINEAR;
+    cfg->pea_p = p->pea_p;
+    cfg->omega = p->omega;
+    cfg->threshold = BLASFT_THRESHOLD_PEA;
 }

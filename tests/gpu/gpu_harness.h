@@ -6,6 +6,7 @@
 #include "blasft_gpu.h"
 #include "datagen.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 extern int gh_checks, gh_failures;
@@ -41,6 +42,10 @@ typedef struct gh_data {
 } gh_data;
 
 int gh_gpu_present(void);
+/* A malloc'd copy of x[0..count) as float (single) or double. */
+void *gh_typed_copy(const double *x, int64_t count, int single);
+/* A cudaMalloc'd copy of bytes of host memory h (exits on failure). */
+void *gh_upload(const void *h, size_t bytes);
 void gh_make(gh_data *d, const gh_case *c, uint64_t seed);
 void gh_free(gh_data *d);
 /* Restores the device C to the old C. */
@@ -51,6 +56,10 @@ void gh_download_c(const gh_data *d, double *out);
 /* Number of elements of out outside ref +- bound (NaN counts). */
 int64_t gh_bad_elements(const gh_data *d, const double *out, int64_t *first_i, int64_t *first_j);
 void gh_params(blasft_gpu_params *p, int bs, int r);
+/* The host engine's configuration matching GPU parameters p (no environment read; PEA thresholds,
+ * linear weights, p's block size, checksums, PEA p and omega): the oracle the kernels are
+ * compared with. */
+void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p);
 void gh_sync(void);
 
 #endif

@@ -43,29 +43,10 @@ static double rnd(void)
     return (double)(rng_state >> 11) * ldexp(1.0, -52) - 1.0; /* [-1, 1) */
 }
 
+/* x as the type's parts: float for C, double for Z */
 static void *typed(const double *x, int64_t parts, blasft_type t)
 {
-    size_t es = t == BLASFT_TYPE_C ? 4 : 8;
-    void *y = malloc(es * (size_t)(parts + 1));
-    for (int64_t i = 0; i < parts; i++) {
-        if (t == BLASFT_TYPE_C)
-            ((float *)y)[i] = (float)x[i];
-        else
-            ((double *)y)[i] = x[i];
-    }
-    return y;
-}
-
-static void *upload(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes ? bytes : 16) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc failed\n");
-        exit(1);
-    }
-    if (bytes)
-        cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
-    return d;
+    return gh_typed_copy(x, parts, t == BLASFT_TYPE_C);
 }
 
 /* op(X)(row, col) of a stored matrix, parts into re/im */
@@ -109,12 +90,12 @@ static void zmake(zdata *d, const zcase *c, uint64_t seed)
     d->hA = typed(d->A, 2 * na, c->t);
     d->hB = typed(d->B, 2 * nb, c->t);
     d->hC0 = typed(d->C0, 2 * nc, c->t);
-    d->dA = upload(d->hA, d->ts * na);
-    d->dB = upload(d->hB, d->ts * nb);
-    d->dC = upload(d->hC0, d->ts * nc);
+    d->dA = gh_upload(d->hA, d->ts * na);
+    d->dB = gh_upload(d->hB, d->ts * nb);
+    d->dC = gh_upload(d->hC0, d->ts * nc);
     void *hal = typed(c->alpha, 2, c->t), *hbe = typed(c->beta, 2, c->t);
-    d->dal = upload(hal, d->ts);
-    d->dbe = upload(hbe, d->ts);
+    d->dal = gh_upload(hal, d->ts);
+    d->dbe = gh_upload(hbe, d->ts);
     free(hal);
     free(hbe);
     double u = c->t == BLASFT_TYPE_C ? ldexp(1.0, -24) : ldexp(1.0, -53);
@@ -346,13 +327,7 @@ static void against_host(blasft_type t, char ta, char tb, int bs, int r, double 
              blasft_gpu_debug_fetch(ctx, t, m, n, c.k, &p, BLASFT_GPU_BUF_CRS_EPS, reps) == nrs;
     GH_CHECK(ok, "debug fetch failed");
     blasft_config cfg;
-    blasft_config_parse(&cfg, no_env, NULL);
-    cfg.block_size = bs;
-    cfg.checksums = r;
-    cfg.weights = BLASFT_WEIGHTS_LINEAR;
-    cfg.pea_p = p.pea_p;
-    cfg.omega = p.omega;
-    cfg.threshold = BLASFT_THRESHOLD_PEA;
+    gh_host_cfg(&cfg, &p);
     blasft_gemm hg;
     memset(&hg, 0, sizeof hg);
     hg.type = t;

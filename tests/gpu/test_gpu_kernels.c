@@ -17,13 +17,6 @@
 static blasft_gpu_ctx *ctx;
 static int pea_p_override; /* BLASFT_PEA_P of the next cases; 0: the harness's */
 
-static const char *no_env(const char *name, void *c)
-{
-    (void)name;
-    (void)c;
-    return NULL;
-}
-
 static double opa(const gh_data *d, int64_t i, int64_t l)
 {
     return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
@@ -146,13 +139,7 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
              (long long)bad_sum);
     free(cgpu);
     blasft_config cfg;
-    blasft_config_parse(&cfg, no_env, NULL);
-    cfg.block_size = bs;
-    cfg.checksums = r;
-    cfg.weights = BLASFT_WEIGHTS_LINEAR;
-    cfg.pea_p = p.pea_p;
-    cfg.omega = p.omega;
-    cfg.threshold = BLASFT_THRESHOLD_PEA;
+    gh_host_cfg(&cfg, &p);
     blasft_gemm hg;
     memset(&hg, 0, sizeof hg);
     hg.type = c->t;
