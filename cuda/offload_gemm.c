@@ -1,5 +1,6 @@
 #include "offload.h"
 
+#include "abft/abft_engine.h"
 #include "blasft_gpu.h"
 #include "consistency/cache.h"
 #include "log.h"
@@ -182,11 +183,9 @@ static void release_all(call *K, unsigned c_how)
         blasft_cache_release(cache, &K->c.ref, c_how);
 }
 
-int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
+/* One call whose operands fit the cache's budget together. */
+static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
 {
-    pthread_once(&offload_once, offload_init);
-    if (!cache)
-        return -1;
     /* BLASFT_OFFLOAD_TRACE=on: one line per call on stderr with the phases' wall times */
     const int trace_on = cfg->offload_trace;
     double t_start = trace_on ? now_ms() : 0, t_acq = 0, t_ver = 0;
@@ -304,6 +303,108 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
         return -1;
     }
     return 0;
+}
+
+/* ---- GEMMs whose operands do not fit the budget: tiles ----------------------------------- */
+
+/* Device bytes of one call's operands: A, all of op(B)'s panels and C are held at once. */
+static double operand_bytes(const blasft_gemm *g)
+{
+    return (double)blasft_type_size(g->type) *
+           ((double)g->m * (double)g->k + (double)g->k * (double)g->n + (double)g->m * (double)g->n);
+}
+
+/* The two halves of g along m (rows of op(A) and C), n (columns of op(B) and C) or k (the second
+ * half accumulates onto the first: beta 1). */
+static void split(const blasft_gemm *g, char dim, blasft_gemm *t1, blasft_gemm *t2)
+{
+    const size_t ts = (size_t)blasft_type_size(g->type);
+    *t1 = *t2 = *g;
+    const unsigned char *a = g->a, *b = g->b;
+    unsigned char *c = g->c;
+    if (dim == 'm') {
+        int64_t h = g->m / 2;
+        t1->m = h;
+        t2->m = g->m - h;
+        t2->a = a + ts * (size_t)(g->transa == 'N' ? h : h * g->lda);
+        t2->c = c + ts * (size_t)h;
+    } else if (dim == 'n') {
+        int64_t h = g->n / 2;
+        t1->n = h;
+        t2->n = g->n - h;
+        t2->b = b + ts * (size_t)(g->transb == 'N' ? h * g->ldb : h);
+        t2->c = c + ts * (size_t)(h * g->ldc);
+    } else {
+        int64_t h = g->k / 2;
+        t1->k = h;
+        t2->k = g->k - h;
+        t2->a = a + ts * (size_t)(g->transa == 'N' ? h * g->lda : h);
+        t2->b = b + ts * (size_t)(g->transb == 'N' ? h : h * g->ldb);
+        t2->beta[0] = 1.0;
+        t2->beta[1] = 0.0;
+    }
+}
+
+/* Which dimension to halve so that the largest operand shrinks: A = m k, B = k n, C = m n; 0 when
+ * none can be (every dimension 1). */
+static char split_dim(const blasft_gemm *g)
+{
+    const double A = (double)g->m * (double)g->k, B = (double)g->k * (double)g->n,
+                 C = (double)g->m * (double)g->n;
+    char d;
+    if (C >= A && C >= B)
+        d = g->m >= g->n ? 'm' : 'n';
+    else if (A >= B)
+        d = g->m >= g->k ? 'm' : 'k';
+    else
+        d = g->n >= g->k ? 'n' : 'k';
+    const int64_t len = d == 'm' ? g->m : d == 'n' ? g->n : g->k;
+    if (len >= 2)
+        return d;
+    return g->m >= 2 ? 'm' : g->n >= 2 ? 'n' : g->k >= 2 ? 'k' : 0;
+}
+
+/* g in tiles of at most room operand bytes, in order (a k-split's halves one after the other).
+ * 0, or -1 while nothing has been written (the caller then runs the whole GEMM another way).
+ * Once a tile has run, a later one that cannot run on the GPU runs on the host engine, so that
+ * the GEMM completes with each part of C computed exactly once. *tiles counts the leaves. */
+static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double room, int *tiles)
+{
+    char d = operand_bytes(g) > room ? split_dim(g) : 0;
+    if (!d) {
+        int rc = offload_call(g, cfg);
+        if (rc != 0 && *tiles == 0)
+            return -1;
+        if (rc != 0 && blasft_abft_run(g, cfg, NULL, 0) != 0)
+            blasft_host_gemm(g);
+        ++*tiles;
+        return 0;
+    }
+    blasft_gemm t1, t2;
+    split(g, d, &t1, &t2);
+    if (offload_tiles(&t1, cfg, room, tiles) != 0)
+        return -1;
+    return offload_tiles(&t2, cfg, room, tiles);
+}
+
+int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
+{
+    pthread_once(&offload_once, offload_init);
+    if (!cache)
+        return -1;
+    blasft_cache_stats st;
+    blasft_cache_get_stats(cache, &st);
+    if (operand_bytes(g) <= (double)st.budget_bytes)
+        return offload_call(g, cfg);
+    /* larger than the budget (BLASFT_DEVICE_MEM, or the default share of the device's memory):
+     * tiles of at most half of it, so that one tile's operands fit beside what other threads
+     * hold */
+    int tiles = 0;
+    int rc = offload_tiles(g, cfg, 0.5 * (double)st.budget_bytes, &tiles);
+    /* one call, one protected GEMM in the report, however many tiles it took */
+    if (rc == 0 && tiles > 1 && g->k > 0)
+        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)-(int64_t)(tiles - 1));
+    return rc;
 }
 
 int blasft_offload_cache_stats(blasft_cache_stats *out)

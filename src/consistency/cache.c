@@ -881,6 +881,7 @@ void blasft_cache_get_stats(blasft_cache *c, blasft_cache_stats *out)
     pthread_mutex_lock(&c->lock);
     *out = c->st;
     out->used_bytes = c->used;
+    out->budget_bytes = c->opts.budget;
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -152,6 +152,7 @@ typedef struct blasft_cache_stats {
     uint64_t downloads, download_bytes;
     uint64_t encodes, evictions, write_backs, detached, conflicts, over_budget;
     size_t used_bytes, entries;
+    size_t budget_bytes; /* the byte budget in effect */
 } blasft_cache_stats;
 
 void blasft_cache_get_stats(blasft_cache *c, blasft_cache_stats *out);

@@ -9,11 +9,13 @@
  *   property  random sequences of GEMMs over a memfd with two mappings, interleaved with host
  *             writes (element stores, memcpy, read(2), second mapping, same values); zero stale
  *   declared  the same in BLASFT_CACHE=declared with every write declared
- *   evict     more operands than a 2 MiB budget holds: evictions happen, results stay right; an
- *             operand over the budget is refused (-1) with C untouched
+ *   evict     more operands than a 2 MiB budget holds: evictions happen, results stay right
+ *   tiles     GEMMs whose operands are larger than a 1 MiB budget, split along m, n or k: right
+ *             results, the budget kept, one protected GEMM counted per call
  *   threads   concurrent callers on shared and own operands, shared ones rewritten between phases
  *   speculate the deferred check: GEMM started on the cached copies, redone after a change
  * No cmocka (the device machine has none); exits 77 without a GPU. */
+#include "blas_ft.h"
 #include "blas_ft_cache.h"
 #include "blasft_gpu.h"
 #include "config.h"
@@ -22,6 +24,7 @@
 #include "hpref.h"
 #include "offload.h"
 
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -246,6 +249,40 @@ typedef struct shape {
     int64_t m, n, k, pad; /* pad: extra rows of every ld */
 } shape;
 
+/* A GEMM of type t in layout lay ('C' or 'R') with random operands (NaN in the padding of every
+ * ld, pad rows more than needed) and random scalars (beta 0 in a third of the cases). */
+static problem new_problem(dg_rng *r, blasft_type t, char lay, char ta, char tb, const shape *s)
+{
+    problem p;
+    memset(&p, 0, sizeof p);
+    p.t = t;
+    p.layout = lay;
+    p.ta = ta;
+    p.tb = tb;
+    p.m = s->m; p.n = s->n; p.k = s->k;
+    int64_t ar, ac, br, bc, cr, cc;
+    stored(&p, p.ta, p.m, p.k, &ar, &ac);
+    stored(&p, p.tb, p.k, p.n, &br, &bc);
+    stored(&p, 'N', p.m, p.n, &cr, &cc);
+    (void)ac; (void)bc; (void)cc;
+    p.lda = (ar > 1 ? ar : 1) + s->pad;
+    p.ldb = (br > 1 ? br : 1) + s->pad * 2;
+    p.ldc = (cr > 1 ? cr : 1) + s->pad;
+    size_t ts = (size_t)blasft_type_size(p.t);
+    p.a = malloc(ts * elems(&p, p.ta, p.m, p.k, p.lda));
+    p.b = malloc(ts * elems(&p, p.tb, p.k, p.n, p.ldb));
+    p.c = malloc(ts * elems(&p, 'N', p.m, p.n, p.ldc));
+    fill(&p, r, p.a, p.ta, p.m, p.k, p.lda);
+    fill(&p, r, p.b, p.tb, p.k, p.n, p.ldb);
+    fill(&p, r, p.c, 'N', p.m, p.n, p.ldc);
+    p.alpha[0] = dg_range(r, -2, 2);
+    p.alpha[1] = p.t >= 2 ? dg_range(r, -2, 2) : 0;
+    int bz = dg_below(r, 3) == 0;
+    p.beta[0] = bz ? 0 : dg_range(r, -2, 2);
+    p.beta[1] = (bz || p.t < 2) ? 0 : dg_range(r, -2, 2);
+    return p;
+}
+
 static void part_shapes(void)
 {
     static const shape shapes[] = {
@@ -269,33 +306,11 @@ static void part_shapes(void)
                             continue;
                         if (t < 2 && (x == 2 || y == 2) && (x + y) % 2) /* 'C' = 'T' for reals */
                             continue;
-                        problem p;
-                        memset(&p, 0, sizeof p);
-                        p.t = (blasft_type)t;
-                        p.layout = lay ? 'R' : 'C';
-                        p.ta = trs[x];
-                        p.tb = trs[y];
-                        p.m = s->m; p.n = s->n; p.k = s->k;
-                        int64_t ar, ac, br, bc, cr, cc;
+                        problem p = new_problem(&r, (blasft_type)t, lay ? 'R' : 'C', trs[x],
+                                                trs[y], s);
+                        int64_t ar, ac, br, bc;
                         stored(&p, p.ta, p.m, p.k, &ar, &ac);
                         stored(&p, p.tb, p.k, p.n, &br, &bc);
-                        stored(&p, 'N', p.m, p.n, &cr, &cc);
-                        p.lda = (ar > 1 ? ar : 1) + s->pad;
-                        p.ldb = (br > 1 ? br : 1) + s->pad * 2;
-                        p.ldc = (cr > 1 ? cr : 1) + s->pad;
-                        size_t ts = (size_t)blasft_type_size(p.t);
-                        p.a = malloc(ts * elems(&p, p.ta, p.m, p.k, p.lda));
-                        p.b = malloc(ts * elems(&p, p.tb, p.k, p.n, p.ldb));
-                        p.c = malloc(ts * elems(&p, 'N', p.m, p.n, p.ldc));
-                        fill(&p, &r, p.a, p.ta, p.m, p.k, p.lda);
-                        fill(&p, &r, p.b, p.tb, p.k, p.n, p.ldb);
-                        fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
-                        p.alpha[0] = dg_range(&r, -2, 2);
-                        p.alpha[1] = p.t >= 2 ? dg_range(&r, -2, 2) : 0;
-                        int bz = dg_below(&r, 3) == 0;
-                        p.beta[0] = bz ? 0 : dg_range(&r, -2, 2);
-                        p.beta[1] = (bz || p.t < 2) ? 0 : dg_range(&r, -2, 2);
-                        (void)ac; (void)bc; (void)cc;
                         /* fresh; again with A, B unchanged (C is the last result); after one
                          * element store into A and B; the last through the dispatch */
                         blasft_cache_stats before, after;
@@ -523,25 +538,66 @@ static void part_evict(void)
            (unsigned long long)s.reuses, s.used_bytes, s.entries);
     CHECK(s.evictions > 0, "no eviction under a 2 MiB budget");
     CHECK(s.used_bytes <= 2u << 20, "cache holds %zu bytes over its 2 MiB budget", s.used_bytes);
-    /* an operand larger than the budget: refused, C untouched */
-    problem big = base;
-    big.m = big.n = big.k = 600;
-    big.lda = big.ldb = big.ldc = 600;
-    big.a = malloc(8 * 600 * 600);
-    big.b = malloc(8 * 600 * 600);
-    big.c = malloc(8 * 600 * 600);
-    fill(&big, &r, big.a, 'N', 600, 600, 600);
-    fill(&big, &r, big.b, 'N', 600, 600, 600);
-    fill(&big, &r, big.c, 'N', 600, 600, 600);
-    void *c0 = malloc(8 * 600 * 600);
-    memcpy(c0, big.c, 8 * 600 * 600);
-    big.alpha[0] = 1;
-    blasft_gemm g = descriptor(&big);
-    CHECK(blasft_offload_gemm(&g, blasft_cfg()) == -1, "an operand over the budget was accepted");
-    CHECK(memcmp(c0, big.c, 8 * 600 * 600) == 0, "refused offload changed C");
-    free(big.a); free(big.b); free(big.c); free(c0);
     for (int i = 0; i < NM; i++)
         free(mats[i]);
+}
+
+/* ---- GEMMs larger than the budget: tiles ------------------------------------------------- */
+
+static void part_tiles(void)
+{
+    /* under a 1 MiB budget every one of these is over it: split along m, n or k (the last two
+     * shapes have a long k, the first a long m, ...), tiles in both layouts, every type */
+    static const struct {
+        blasft_type t;
+        char lay, ta, tb;
+        shape s;
+    } cases[] = {
+        {BLASFT_TYPE_D, 'C', 'N', 'N', {600, 500, 400, 0}},
+        {BLASFT_TYPE_S, 'R', 'T', 'N', {700, 300, 350, 2}},
+        {BLASFT_TYPE_Z, 'C', 'C', 'T', {260, 240, 300, 1}},
+        {BLASFT_TYPE_C, 'C', 'N', 'C', {500, 450, 200, 0}},
+        {BLASFT_TYPE_D, 'R', 'N', 'N', {40000, 3, 4, 1}},
+        {BLASFT_TYPE_S, 'C', 'N', 'T', {3, 50000, 5, 0}},
+        {BLASFT_TYPE_D, 'C', 'T', 'T', {6, 5, 150000, 0}},
+        {BLASFT_TYPE_Z, 'R', 'N', 'C', {4, 7, 40000, 3}},
+    };
+    dg_rng r;
+    dg_seed(&r, 0x711e5);
+    /* a small GEMM first: the offload path (and its cache) starts with the first call */
+    shape small = {8, 8, 8, 0};
+    problem w = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &small);
+    run_and_check(&w, 0, "tiles, first call");
+    free(w.a); free(w.b); free(w.c);
+    for (size_t e = 0; e < sizeof cases / sizeof *cases; e++) {
+        problem p = new_problem(&r, cases[e].t, cases[e].lay, cases[e].ta, cases[e].tb, &cases[e].s);
+        if (e % 2) { /* beta != 0 for half of them, whatever the draw */
+            p.beta[0] = 0.75;
+            p.beta[1] = p.t >= 2 ? -0.5 : 0;
+        }
+        blasft_cache_stats before, after;
+        blasft_stats sb, sa;
+        cudaDeviceSynchronize(); /* the reports of the GEMMs before are in */
+        cache_stats(&before);
+        blasft_get_stats(&sb);
+        run_and_check(&p, 0, "tiles");
+        /* the engine counts a GEMM when the stream reaches its report (a host function) */
+        cudaDeviceSynchronize();
+        cache_stats(&after);
+        blasft_get_stats(&sa);
+        CHECK(after.acquires >= before.acquires + 6, "%s case %zu: %llu acquires, not in tiles",
+              "tiles", e, (unsigned long long)(after.acquires - before.acquires));
+        CHECK(after.over_budget == before.over_budget, "tiles case %zu: an operand refused", e);
+        CHECK(after.used_bytes <= after.budget_bytes, "tiles case %zu: %zu bytes held over %zu", e,
+              after.used_bytes, after.budget_bytes);
+        CHECK(sa.protected_gemms == sb.protected_gemms + 1,
+              "tiles case %zu: one call counted as %llu protected GEMMs", e,
+              (unsigned long long)(sa.protected_gemms - sb.protected_gemms));
+        run_and_check(&p, 0, "tiles, again");
+        run_and_check(&p, 1, "tiles, dispatch");
+        free(p.a); free(p.b); free(p.c);
+    }
+    printf("tiles: %zu GEMMs over a 1 MiB budget, each 3 times\n", sizeof cases / sizeof *cases);
 }
 
 /* ---- concurrent callers ----------------------------------------------------------------- */
@@ -746,7 +802,7 @@ int main(int argc, char **argv)
     setenv("BLASFT_DEVICE", "gpu", 1);
     if (strcmp(part, "threads") && strcmp(part, "speculate")) /* small tiles: operands in many */
         setenv("BLASFT_STAGING", "1M", 1);
-    if (!strcmp(part, "property") || !strcmp(part, "declared"))
+    if (!strcmp(part, "property") || !strcmp(part, "declared") || !strcmp(part, "tiles"))
         setenv("BLASFT_DEVICE_MEM", "1M", 1);
     if (!strcmp(part, "evict"))
         setenv("BLASFT_DEVICE_MEM", "2M", 1);
@@ -762,12 +818,14 @@ int main(int argc, char **argv)
         part_property(1, argc > 2 ? atoi(argv[2]) : 300);
     else if (!strcmp(part, "evict"))
         part_evict();
+    else if (!strcmp(part, "tiles"))
+        part_tiles();
     else if (!strcmp(part, "threads"))
         part_threads();
     else if (!strcmp(part, "speculate"))
         part_speculate();
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|threads|speculate\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
