@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* Not under ThreadSanitizer: the clones' resolvers run during relocation, before its runtime
+ * has started, and crash there. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define ABFT_HOT __attribute__((target_clones("fma", "default")))
 #else
 #define ABFT_HOT
