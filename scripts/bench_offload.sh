@@ -43,7 +43,9 @@ run() { # label env... -- n reps operands type
     local envs=()
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" timeout 300 "$BIN/bench_offload" "$label" "$@" ||
+    # env inside timeout: the preload is set on the program itself, not on timeout, whose own
+    # exit report would overwrite the program's
+    timeout 300 env "${envs[@]}" "$BIN/bench_offload" "$label" "$@" ||
         echo "{\"label\": \"$label\", \"type\": \"$4\", \"n\": $1, \"operands\": \"$3\", \"failed\": true}"
 }
 FT=$BIN/libblas_ft.so.0.1.0
