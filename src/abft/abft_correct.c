@@ -585,14 +585,12 @@ static int recompute_line(abft_ctx *x, const blockview *b, int64_t *row, int64_t
     return 1;
 }
 
-/* Whether C(i, j) is further from its compensated recomputation than a correct computation in
- * any summation order can be: gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|) + the
- * recomputation's own 4 u_d |value| (per part). NaN and Inf are wrong. */
-static int element_wrong(const abft_ctx *x, int64_t i, int64_t j)
+/* The worst-case rounding of a computed C(i, j) whose part has magnitude abs_c, in any summation
+ * order: gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|) (blasft_element_rounding). */
+static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
 {
     const blasft_gemm *g = x->g;
-    double v[2], sab = 0, co = 0;
-    exact_element(x, i, j, v);
+    double sab = 0, co = 0;
     for (int64_t kk = 0; kk < x->k; kk++) {
         double a = 0, bv = 0;
         for (int part = 0; part < x->P; part++) {
@@ -604,17 +602,71 @@ static int element_wrong(const abft_ctx *x, int64_t i, int64_t j)
     if (!x->beta_zero)
         for (int part = 0; part < x->P; part++)
             co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
-    const double u = ldexp(1.0, -x->t), ud = ldexp(1.0, -BLASFT_T_DOUBLE);
-    const double nn = (double)(x->k * x->P + 2), gam = blasft_gamma(nn, u);
+    const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
+    return blasft_element_rounding(gam, u, aa, sab, bb, co, abs_c);
+}
+
+/* Whether C(i, j) is further from its compensated recomputation than a correct computation in
+ * any summation order can be: element_worst plus the recomputation's own 4 u_d |value| (per
+ * part). NaN and Inf are wrong. */
+static int element_wrong(const abft_ctx *x, int64_t i, int64_t j)
+{
+    const blasft_gemm *g = x->g;
+    double v[2];
+    exact_element(x, i, j, v);
+    const double ud = ldexp(1.0, -BLASFT_T_DOUBLE);
     for (int part = 0; part < x->P; part++) {
         double c = abft_ld(g->c, g->type, i + j * g->ldc, part);
-        double bound = blasft_element_rounding(gam, u, aa, sab, bb, co, fabs(v[part])) +
-                       4.0 * ud * fabs(v[part]);
+        double bound = element_worst(x, i, j, fabs(v[part])) + 4.0 * ud * fabs(v[part]);
         if (!(fabs(c - v[part]) <= bound)) /* NaN, Inf: wrong */
             return 1;
     }
     return 0;
+}
+
+/* After recompute_line: the line's values as the GEMM left them (saved, the block with ld il)
+ * against its recomputation (now in C). 1: one element carries most of the difference (at least
+ * half of the line's sum of |old - new|) and at least half of the line's unweighted threshold (a
+ * single element's rounding stays far below a checksum's threshold): the fault, located at
+ * (*fi, *fj); 0: otherwise every element within twice its worst-case rounding (the flag was the
+ * rounding the line's elements share: structured data); 2: neither (or no saved block). */
+static int line_verdict(const abft_ctx *x, const blockview *b, const void *saved, int64_t row,
+                        int64_t col, int64_t *fi, int64_t *fj)
+{
+    if (!saved)
+        return 2;
+    const blasft_gemm *g = x->g;
+    const int64_t len = col >= 0 ? b->il : b->jl;
+    double total = 0, top = -1;
+    int64_t at = -1;
+    int beyond = 0;
+    for (int64_t e = 0; e < len; e++) {
+        const int64_t i = col >= 0 ? b->i0 + e : row, j = col >= 0 ? col : b->j0 + e;
+        double d = 0, mag = 0;
+        for (int part = 0; part < x->P; part++) {
+            double old = abft_ld(saved, g->type, (i - b->i0) + (j - b->j0) * b->il, part);
+            double now = abft_ld(g->c, g->type, i + j * g->ldc, part);
+            double dp = fabs(old - now);
+            d = dp > d || dp != dp ? dp : d; /* NaN: apart */
+            mag += fabs(now);
+        }
+        const int out = !(d <= 2.0 * element_worst(x, i, j, mag));
+        beyond += out;
+        total += d;
+        if (d > top || d != d) {
+            top = d;
+            at = e;
+        }
+    }
+    const double thr = col >= 0 ? abft_threshold_col(x, abft_ci(x, b->bi, 0, col))
+                                : abft_threshold_row(x, abft_ri(x, row, b->bj, 0));
+    if (top != top || (top >= 0.5 * total && top >= 0.5 * thr)) {
+        *fi = col >= 0 ? b->i0 + at : row;
+        *fj = col >= 0 ? col : b->j0 + at;
+        return 1;
+    }
+    return beyond == 0 ? 0 : 2;
 }
 
 static int verify(abft_ctx *x, blockview *b)
@@ -724,13 +776,29 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
     int64_t row, col;
     int line = 0;
     if (recompute_line(x, b, &row, &col)) {
-        line = 1;
-        o->lines++;
-        abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, row, col, syn, thr, "line recomputed");
+        int64_t fi = -1, fj = -1;
+        const int verdict = line_verdict(x, b, saved, row, col, &fi, &fj);
         if (verify(x, b)) {
+            if (verdict == 1) {
+                /* one element made the flagged line's difference: located, and corrected by
+                 * the line's recomputation */
+                o->corrected++;
+                abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, fi, fj, syn, thr,
+                          "corrected (its line recomputed)");
+                free(saved);
+                return;
+            }
+            /* the line equal to its recomputation within rounding: not a fault */
+            if (verdict == 0 && nc <= 0 && settle_as_rounding(x, b, o, det, corrected0, saved, 0, 0, 0))
+                return;
+            o->lines++;
+            abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, row, col, syn, thr, "line recomputed");
             free(saved);
             return;
         }
+        line = 1;
+        o->lines++;
+        abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, row, col, syn, thr, "line recomputed");
     }
     recompute_block(x, b);
     if (verify(x, b)) {

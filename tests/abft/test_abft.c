@@ -414,10 +414,13 @@ static void plant_fn(const blasft_gemm *g, void *user)
 }
 
 static int events[8];
+static int64_t last_row = -1, last_col = -1; /* element of the last event */
 static void count_event(const blasft_event *ev, void *user)
 {
     (void)user;
     events[ev->kind]++;
+    last_row = ev->row;
+    last_col = ev->col;
 }
 
 static blasft_threshold planted_threshold = BLASFT_THRESHOLD_PEA;
@@ -912,7 +915,10 @@ static void test_two_errors_one_row(void **state)
  * the row checksum's, under the larger) flags one line only; with one checksum nothing places it
  * along that line. The campaign's 119 "detected, not located" cases were all of this kind: the
  * line is recomputed (bs elements), not the whole block, and C matches the oracle. */
-static void test_one_sided_error_line_recomputed(void **state)
+/* An error between an element's two thresholds flags one line of its block (one checksum cannot
+ * place it along the line): the line is recomputed, and its old values against the new ones
+ * locate the element (it carries the line's difference): reported as corrected, at (i, j). */
+static void test_one_sided_error_located_by_its_line(void **state)
 {
     (void)state;
     const int bs = 16;
@@ -962,10 +968,14 @@ static void test_one_sided_error_line_recomputed(void **state)
         blasft_abft_set_plant_hook(NULL, NULL);
         blasft_set_event_callback(NULL, NULL);
         assert_int_equal(d.detected, 1);
-        assert_int_equal(d.corrected, 0);
-        assert_int_equal(d.lines_recomputed, 1);
+        assert_int_equal(d.corrected, 1);
+        assert_int_equal(d.lines_recomputed, 0);
         assert_int_equal(d.blocks_recomputed, 0);
-        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 1);
+        assert_int_equal(d.false_alarms, 0);
+        assert_int_equal(events[BLASFT_EVENT_CORRECTED], 1);
+        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 0);
+        assert_int_equal(last_row, bi);
+        assert_int_equal(last_col, bj);
         assert_int_equal(compare_oracle(&x, 2.0 * bs), 0);
         drop(&x);
     }
@@ -1112,7 +1122,7 @@ int main(void)
         cmocka_unit_test(test_two_errors_one_row),
         cmocka_unit_test(test_norm_threshold),
         cmocka_unit_test(test_proj_threshold),
-        cmocka_unit_test(test_one_sided_error_line_recomputed),
+        cmocka_unit_test(test_one_sided_error_located_by_its_line),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
