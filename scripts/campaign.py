@@ -514,8 +514,10 @@ so the campaign knows exactly what was flipped and does not depend on the engine
   count only significant faults. Sign and exponent flips are reported separately (the thesis
   left them out because all were detected).
 * **Outcomes**: detected = at least one checksum element over threshold; then *corrected* (the
-  element was located and fixed), *line recomputed* (one checksum, only one line of the block
-  flagged: its bs elements recomputed), *block recomputed*, or *detected only*. *Restored* means the
+  element was located and fixed: located by the syndromes, or, where a single line of its block
+  was flagged, by comparing that line with its recomputation), *line recomputed* (one checksum,
+  only one line of the block flagged and nothing located in it: its bs elements recomputed),
+  *block recomputed*, or *detected only*. *Restored* means the
   final element is within omega BS err_prob of the exact value (the order of the rounding error of
   a checksum over BS elements, which a correction by syndrome subtraction inherits).
 """
@@ -586,7 +588,7 @@ def targets_section(rows):
                      f"/{sum(1 for r in se if r['type'] == t)}" for t in ("D", "S")),
          "met" if not se_missed else ("met at the output site" if not se_out_missed else "NOT met")],
         ["every detected single error located and corrected",
-         f"{corr}/{len(det)} corrected in place, {line} line recomputed (one flagged line), "
+         f"{corr}/{len(det)} located and corrected, {line} line recomputed (one flagged line, nothing located), "
          f"{len(det) - corr - line} block recomputed; {rest}/{len(det)} restored",
          "met" if corr == len(det) else ("restored, not all located" if rest == len(det) else "NOT met")],
         ["err_abs detection >= 62-76 % (mantissa flips)", "; ".join(out), ""],
