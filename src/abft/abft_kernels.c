@@ -4,6 +4,8 @@
  * independent sums run two at a time instead of four. */
 #include "abft/abft_kernels.h"
 
+#include "abft/abft_arith.h"
+
 #include "hostblas.h"
 
 #include <math.h>
@@ -356,24 +358,6 @@ int abft_k_mags(const void *x, int single, int P, int64_t len, const double *lmi
     return mags_scan(mags, len, lmin, per_entry, env, maxv);
 }
 
-/* Top-p insertion (blasft_topp_insert's rule: an entry enters when it exceeds the smallest of a
- * full list and goes behind every entry it does not exceed), for one list held as p values and
- * positions; cnt entries kept so far. */
-static inline int topp_insert(double *val, int64_t *pos, int cnt, int p, double v, int64_t at)
-{
-    if (cnt == p && !(v > val[p - 1]))
-        return cnt;
-    int i = cnt < p ? cnt++ : p - 1;
-    while (i > 0 && val[i - 1] < v) {
-        val[i] = val[i - 1];
-        pos[i] = pos[i - 1];
-        i--;
-    }
-    val[i] = v;
-    pos[i] = at;
-    return cnt;
-}
-
 #ifdef HAVE_DOWN_TILE
 static inline void v_abs(v4d *v)
 {
@@ -477,7 +461,7 @@ static inline void topp_group(v4d *st, int p, const v4d *m, const v4d *at)
             for (int64_t v = 4 * ng; v < nvec; v++) {                                             \
                 double mv = fabs((double)col[v]);                                                 \
                 e = e > mv ? e : mv;                                                              \
-                cnt[v] = topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);               \
+                cnt[v] = blasft_topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);        \
             }                                                                                     \
             envmax[kk] = e;                                                                       \
         }                                                                                         \
@@ -563,7 +547,7 @@ ABFT_HOT static void topp_across_f(const float *x, int64_t ld, int64_t nvec, int
             for (int64_t kk = 0; kk < k; kk++) {                                                  \
                 double mv = fabs((double)c0[kk]);                                                 \
                 env[kk] = env[kk] > mv ? env[kk] : mv;                                            \
-                cnt[v] = topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);               \
+                cnt[v] = blasft_topp_insert(vals + v * p, pos + v * p, cnt[v], p, mv, kk);        \
             }                                                                                     \
         }                                                                                         \
     } while (0)
