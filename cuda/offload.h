@@ -14,13 +14,15 @@
  * and the GEMM runs again (never a result from stale data). C is kept on the device with its
  * hash, so that C used as the next operand is not uploaded again. Synchronous: returns when the
  * host C holds the result.
- * Returns 0; -1 if it could not run there (no GPU, a copy does not fit the budget, CUDA failure):
+ * Operands larger than the budget together run in tiles, each one such call (halved along m, n
+ * or k until a tile fits in half the budget; docs/consistency.md).
+ * Returns 0; -1 if it could not run there (no GPU, CUDA failure before anything was written):
  * then the caller runs the GEMM elsewhere (a failure after C's copy back started can leave C
- * partly written: only with beta = 0 is a host rerun then still exact).
+ * partly written: only with beta = 0 is a host rerun then still exact). Once a tile has run, a
+ * later tile that cannot run on the GPU runs on the host engine and the call returns 0.
  *
  * Still missing for issue 6 (docs/consistency.md): the engine's encodings are not kept (the
- * codec hook is NULL: the engine encodes every operand on every call), no tiling of operands
- * larger than the budget (-1: the engine's plain copies, then the host). */
+ * codec hook is NULL: the engine encodes every operand on every call). */
 #ifndef BLASFT_OFFLOAD_H
 #define BLASFT_OFFLOAD_H
 
