@@ -9,6 +9,7 @@
 #include "abft/abft_engine.h"
 #include "abft/abft_inject.h"
 #include "abft/abft_kernels.h"
+#include "abft_test_util.h"
 #include "gemm.h"
 
 #include <math.h>
@@ -25,20 +26,6 @@ static double urand(void) /* [0, 1) */
     return (double)(rng >> 11) * 0x1.0p-53;
 }
 
-static blasft_config base_cfg(int bs, int checksums)
-{
-    blasft_config c;
-    memset(&c, 0, sizeof c);
-    c.block_size = bs;
-    c.omega = 3.0;
-    c.mode = BLASFT_MODE_CORRECT;
-    c.checksums = checksums;
-    c.weights = BLASFT_WEIGHTS_LINEAR;
-    c.threshold = BLASFT_THRESHOLD_PEA;
-    c.pea_p = 2;
-    c.on_error = BLASFT_ON_ERROR_RECOMPUTE;
-    return c;
-}
 
 /* A test GEMM with its own buffers; values in [lo, hi). */
 typedef struct tgemm {
@@ -112,19 +99,10 @@ static void drop(tgemm *x)
     free(x->c0);
 }
 
-static double ld_el(const void *p, blasft_type t, int64_t idx, int part)
-{
-    switch (t) {
-    case BLASFT_TYPE_S: return ((const float *)p)[idx];
-    case BLASFT_TYPE_D: return ((const double *)p)[idx];
-    case BLASFT_TYPE_C: return ((const float *)p)[2 * idx + part];
-    default: return ((const double *)p)[2 * idx + part];
-    }
-}
 
 static double opel(const void *p, blasft_type t, char tr, int64_t ld, int64_t r, int64_t c, int part)
 {
-    double v = ld_el(p, t, tr == 'N' ? r + c * ld : c + r * ld, part);
+    double v = abft_ld(p, t, tr == 'N' ? r + c * ld : c + r * ld, part);
     return part && tr == 'C' ? -v : v;
 }
 
@@ -151,15 +129,15 @@ static int compare_oracle(const tgemm *x, double tol_factor)
             long double ci = g->alpha[0] * im + g->alpha[1] * re;
             sc *= fabs(g->alpha[0]) + fabs(g->alpha[1]);
             if (g->beta[0] != 0.0 || g->beta[1] != 0.0) {
-                long double orr = ld_el(x->c0, g->type, i + j * g->ldc, 0);
-                long double oi = P == 2 ? ld_el(x->c0, g->type, i + j * g->ldc, 1) : 0;
+                long double orr = abft_ld(x->c0, g->type, i + j * g->ldc, 0);
+                long double oi = P == 2 ? abft_ld(x->c0, g->type, i + j * g->ldc, 1) : 0;
                 cr += g->beta[0] * orr - g->beta[1] * oi;
                 ci += g->beta[0] * oi + g->beta[1] * orr;
                 sc += (fabs(g->beta[0]) + fabs(g->beta[1])) * (fabsl(orr) + fabsl(oi));
             }
             long double tol = tol_factor * (g->k + 4) * u * (sc + 1e-300L);
             for (int part = 0; part < P; part++) {
-                long double got = ld_el(g->c, g->type, i + j * g->ldc, part);
+                long double got = abft_ld(g->c, g->type, i + j * g->ldc, part);
                 long double want = part ? ci : cr;
                 if (!(fabsl(got - want) <= tol)) {
                     if (bad < 3)
@@ -262,7 +240,7 @@ static void run_shape(blasft_type t, char ta, char tb, int64_t m, int64_t n, int
                       blasft_weights w, double lo)
 {
     tgemm x = make(t, ta, tb, m, n, k, pad, alpha, beta, lo, 1.0);
-    blasft_config cfg = base_cfg(bs, checksums);
+    blasft_config cfg = abft_t_cfg(bs, checksums);
     cfg.threshold = th;
     cfg.weights = w;
     blasft_abft_diag d;
@@ -403,13 +381,8 @@ static void plant_fn(const blasft_gemm *g, void *user)
     for (int q = 0; q < p->n; q++) {
         int64_t idx = p->i[q] + p->j[q] * g->ldc;
         double v = p->value[q] != 0.0 ? p->value[q]
-                                      : ld_el(g->c, g->type, idx, p->part[q]) * p->mul[q] + p->add[q];
-        switch (g->type) {
-        case BLASFT_TYPE_S: ((float *)g->c)[idx] = (float)v; break;
-        case BLASFT_TYPE_D: ((double *)g->c)[idx] = v; break;
-        case BLASFT_TYPE_C: ((float *)g->c)[2 * idx + p->part[q]] = (float)v; break;
-        default: ((double *)g->c)[2 * idx + p->part[q]] = v; break;
-        }
+                                      : abft_ld(g->c, g->type, idx, p->part[q]) * p->mul[q] + p->add[q];
+        abft_st(g->c, g->type, idx, p->part[q], v);
     }
 }
 
@@ -430,7 +403,7 @@ static blasft_abft_diag run_planted(blasft_type t, int bs, int checksums, blasft
                                     blasft_on_error on_error, plant *p, int expect_oracle)
 {
     tgemm x = make(t, 'N', 'T', 3 * bs, 2 * bs + 1, 50, 1, 1.0, 0.5, 0.5, 1.0);
-    blasft_config cfg = base_cfg(bs, checksums);
+    blasft_config cfg = abft_t_cfg(bs, checksums);
     cfg.mode = mode;
     cfg.on_error = on_error;
     cfg.threshold = planted_threshold;
@@ -624,7 +597,7 @@ static void fill_kind(void *p, blasft_type t, int64_t n, int kind)
         else if (kind == 1)
             v = (urand() < 0.5 ? -1 : 1) * pow(10.0, 12.0 * urand() - 6.0);
         else /* pairs x, -x(1 + d): every dot product nearly cancels */
-            v = (i & 1) ? -ld_el(p, t, i - 1, 0) * (1.0 + 1e-4 * urand()) : 0.5 + urand();
+            v = (i & 1) ? -abft_ld(p, t, i - 1, 0) * (1.0 + 1e-4 * urand()) : 0.5 + urand();
         if (t == BLASFT_TYPE_S)
             ((float *)p)[i] = (float)v;
         else
@@ -653,7 +626,7 @@ static void test_norm_threshold(void **state)
             tgemm x = make(t, 'N', 'N', 67, 61, 2048, 0, 1.0, 0.0, 0.0, 1.0);
             fill_kind(x.a, t, x.g.lda * 2048, kind);
             fill_kind(x.b, t, x.g.ldb * 61, kind);
-            blasft_config cfg = base_cfg(32, 2);
+            blasft_config cfg = abft_t_cfg(32, 2);
             cfg.threshold = BLASFT_THRESHOLD_NORM;
             blasft_abft_diag d;
             assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
@@ -705,7 +678,7 @@ static void fill_pairs(tgemm *x, int kind)
     blasft_gemm *g = &x->g;
     for (int64_t kk = 0; kk < g->k; kk++)
         for (int64_t i = 0; i < g->m; i++) {
-            double v = kind == 3 && (kk & 1) ? -ld_el(x->a, g->type, i + (kk - 1) * g->lda, 0) *
+            double v = kind == 3 && (kk & 1) ? -abft_ld(x->a, g->type, i + (kk - 1) * g->lda, 0) *
                                                    (1.0 + pow(10.0, -3.0 - 3.0 * urand()))
                                              : kind_value(kind);
             if (g->type == BLASFT_TYPE_S)
@@ -715,7 +688,7 @@ static void fill_pairs(tgemm *x, int kind)
         }
     for (int64_t j = 0; j < g->n; j++)
         for (int64_t kk = 0; kk < g->k; kk++) {
-            double v = kind == 3 && (kk & 1) ? ld_el(x->b, g->type, kk - 1 + j * g->ldb, 0) *
+            double v = kind == 3 && (kk & 1) ? abft_ld(x->b, g->type, kk - 1 + j * g->ldb, 0) *
                                                    (1.0 + pow(10.0, -3.0 - 3.0 * urand()))
                                              : kind_value(kind);
             if (g->type == BLASFT_TYPE_S)
@@ -743,8 +716,8 @@ static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const dou
         for (int64_t i = i0; i < i0 + len; i++) {
             long double lane[15] = {0}, el[4] = {0}, prefix = 0, w2 = (long double)w[i - i0] * w[i - i0];
             for (int64_t kk = 0; kk < p1; kk++) {
-                long double p = (long double)ld_el(x->a, g->type, i + kk * g->lda, 0) *
-                                ld_el(x->b, g->type, kk + j * g->ldb, 0);
+                long double p = (long double)abft_ld(x->a, g->type, i + kk * g->lda, 0) *
+                                abft_ld(x->b, g->type, kk + j * g->ldb, 0);
                 prefix += p;
                 if (kk < p0)
                     continue;
@@ -772,8 +745,8 @@ static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const dou
     for (int64_t i = i0; i < i0 + len; i++) {
         long double pr = 0, full = 0, w2 = (long double)w[i - i0] * w[i - i0];
         for (int64_t kk = 0; kk < g->k; kk++) {
-            long double p = (long double)ld_el(x->a, g->type, i + kk * g->lda, 0) *
-                            ld_el(x->b, g->type, kk + j * g->ldb, 0);
+            long double p = (long double)abft_ld(x->a, g->type, i + kk * g->lda, 0) *
+                            abft_ld(x->b, g->type, kk + j * g->ldb, 0);
             pr += p * p;
             full += p;
         }
@@ -821,7 +794,7 @@ static void test_proj_threshold(void **state)
             const int64_t m = 97, n = 61, k = 1501;
             tgemm x = make(t, 'N', 'N', m, n, k, 3, 1.0, 0.0, 0.0, 1.0);
             fill_pairs(&x, kind);
-            blasft_config cfg = base_cfg(32, 2);
+            blasft_config cfg = abft_t_cfg(32, 2);
             cfg.threshold = BLASFT_THRESHOLD_PROJ;
             blasft_abft_diag d;
             assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
@@ -924,7 +897,7 @@ static void test_one_sided_error_located_by_its_line(void **state)
     const int bs = 16;
     for (int t = 0; t < 2; t++) {
         tgemm x = make((blasft_type)t, 'N', 'T', 3 * bs, 2 * bs + 1, 50, 1, 1.0, 0.5, 0.5, 1.0);
-        blasft_config cfg = base_cfg(bs, 1);
+        blasft_config cfg = abft_t_cfg(bs, 1);
         blasft_abft_diag d;
         /* thresholds of every element from a clean run (they never depend on the new C) */
         assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
@@ -1006,7 +979,7 @@ static void test_nonfinite_inputs_unprotected(void **state)
     (void)state;
     tgemm x = make(BLASFT_TYPE_D, 'N', 'N', 10, 10, 10, 0, 1.0, 0.0, 0.5, 1.0);
     ((double *)x.a)[3] = INFINITY;
-    blasft_config cfg = base_cfg(4, 1);
+    blasft_config cfg = abft_t_cfg(4, 1);
     assert_int_equal(blasft_abft_run(&x.g, &cfg, NULL, 0), -1);
     assert_memory_equal(x.c, x.c0, (size_t)x.csize * sizeof(double)); /* untouched */
     drop(&x);
@@ -1049,7 +1022,7 @@ static void test_inject_parser(void **state)
 static void run_injected(blasft_type t, const char *spec, int checksums, int expect_detect)
 {
     tgemm x = make(t, 'T', 'N', 64, 64, 64, 0, 1.0, 0.0, 0.5, 1.0);
-    blasft_config cfg = base_cfg(32, checksums);
+    blasft_config cfg = abft_t_cfg(32, checksums);
     snprintf(cfg.inject, sizeof cfg.inject, "%s", spec);
     blasft_abft_diag d;
     assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);

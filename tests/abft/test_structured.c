@@ -6,6 +6,7 @@
  * data must still be found and removed. The oracle: C(i, j) = alpha k x_i y_j exactly (long
  * double), since A(i, l) = x_i and B(l, j) = y_j. */
 #include "abft/abft_engine.h"
+#include "abft_test_util.h"
 #include "blas_ft.h"
 #include "gemm.h"
 
@@ -27,24 +28,6 @@ static double urand(void) /* [0, 1) */
     return (double)(rng >> 11) * 0x1.0p-53;
 }
 
-static void put(void *p, blasft_type t, int64_t idx, int part, double v)
-{
-    switch (t) {
-    case BLASFT_TYPE_S: ((float *)p)[idx] = (float)v; break;
-    case BLASFT_TYPE_D: ((double *)p)[idx] = v; break;
-    case BLASFT_TYPE_C: ((float *)p)[2 * idx + part] = (float)v; break;
-    default: ((double *)p)[2 * idx + part] = v; break;
-    }
-}
-static double get(const void *p, blasft_type t, int64_t idx, int part)
-{
-    switch (t) {
-    case BLASFT_TYPE_S: return ((const float *)p)[idx];
-    case BLASFT_TYPE_D: return ((const double *)p)[idx];
-    case BLASFT_TYPE_C: return ((const float *)p)[2 * idx + part];
-    default: return ((const double *)p)[2 * idx + part];
-    }
-}
 
 typedef struct plant {
     int64_t i, j;
@@ -55,7 +38,7 @@ static void plant_fn(const blasft_gemm *g, void *user)
 {
     const plant *p = user;
     int64_t idx = p->i + p->j * g->ldc;
-    put(g->c, g->type, idx, 0, get(g->c, g->type, idx, 0) * p->mul);
+    abft_st(g->c, g->type, idx, 0, abft_ld(g->c, g->type, idx, 0) * p->mul);
 }
 
 /* One GEMM, C = alpha op(A) op(B), A(i, l) = x_i, B(l, j) = y_j; constant: all x (and all y)
@@ -89,13 +72,13 @@ static blasft_abft_diag run(blasft_type t, int constant, int bs, int r, blasft_o
     for (int64_t l = 0; l < k; l++)
         for (int part = 0; part < P; part++) {
             for (int64_t i = 0; i < m; i++)
-                put(a, t, i + l * m, part, x[2 * i + part]);
+                abft_st(a, t, i + l * m, part, x[2 * i + part]);
             for (int64_t j = 0; j < n; j++)
-                put(b, t, l + j * k, part, y[2 * j + part]);
+                abft_st(b, t, l + j * k, part, y[2 * j + part]);
         }
     for (int64_t e = 0; e < m * n; e++)
         for (int part = 0; part < P; part++)
-            put(c, t, e, part, NAN); /* beta = 0: never read */
+            abft_st(c, t, e, part, NAN); /* beta = 0: never read */
     blasft_gemm g;
     memset(&g, 0, sizeof g);
     g.type = t;
@@ -111,15 +94,8 @@ static blasft_abft_diag run(blasft_type t, int constant, int bs, int r, blasft_o
     g.c = c;
     g.ldc = m;
     g.routine = "test_structured";
-    blasft_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.block_size = bs;
-    cfg.omega = 3.0;
+    blasft_config cfg = abft_t_cfg(bs, r);
     cfg.mode = mode;
-    cfg.checksums = r;
-    cfg.weights = BLASFT_WEIGHTS_LINEAR;
-    cfg.threshold = BLASFT_THRESHOLD_PEA;
-    cfg.pea_p = 2;
     cfg.on_error = on_error;
     blasft_abft_set_plant_hook(p ? plant_fn : NULL, (void *)p);
     blasft_abft_diag d;
@@ -133,7 +109,7 @@ static blasft_abft_diag run(blasft_type t, int constant, int bs, int r, blasft_o
             long double want[2] = {k * (xr * yr - xi * yi), k * (xr * yi + xi * yr)};
             long double tol = 4.0L * (k + 2) * u * k * (fabsl(xr) + fabsl(xi)) * (fabsl(yr) + fabsl(yi));
             for (int part = 0; part < P; part++)
-                bad += !(fabsl(get(c, t, i + j * m, part) - want[part]) <= tol);
+                bad += !(fabsl(abft_ld(c, t, i + j * m, part) - want[part]) <= tol);
         }
     assert_int_equal(bad, 0);
     free(a);
