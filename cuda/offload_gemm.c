@@ -364,27 +364,36 @@ static char split_dim(const blasft_gemm *g)
     return g->m >= 2 ? 'm' : g->n >= 2 ? 'n' : g->k >= 2 ? 'k' : 0;
 }
 
+/* What the tiles of one call did. */
+typedef struct tiling {
+    int done;      /* tiles run */
+    int protected; /* of them protected (GPU or host engine), each counted once by its engine */
+} tiling;
+
 /* g in tiles of at most room operand bytes, in order (a k-split's halves one after the other).
  * 0, or -1 while nothing has been written (the caller then runs the whole GEMM another way).
- * Once a tile has run, a later one that cannot run on the GPU runs on the host engine, so that
- * the GEMM completes with each part of C computed exactly once. *tiles counts the leaves. */
-static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double room, int *tiles)
+ * Once a tile has run, a later one that cannot run on the GPU runs on the host engine (or, if
+ * that refuses it, unprotected on the host BLAS), so that the GEMM completes with each part of C
+ * computed exactly once. */
+static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double room, tiling *t)
 {
     char d = operand_bytes(g) > room ? split_dim(g) : 0;
     if (!d) {
         int rc = offload_call(g, cfg);
-        if (rc != 0 && *tiles == 0)
+        if (rc != 0 && t->done == 0)
             return -1;
-        if (rc != 0 && blasft_abft_run(g, cfg, NULL, 0) != 0)
+        t->done++;
+        if (rc == 0 || blasft_abft_run(g, cfg, NULL, 0) == 0)
+            t->protected++;
+        else
             blasft_host_gemm(g);
-        ++*tiles;
         return 0;
     }
     blasft_gemm t1, t2;
     split(g, d, &t1, &t2);
-    if (offload_tiles(&t1, cfg, room, tiles) != 0)
+    if (offload_tiles(&t1, cfg, room, t) != 0)
         return -1;
-    return offload_tiles(&t2, cfg, room, tiles);
+    return offload_tiles(&t2, cfg, room, t);
 }
 
 int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
@@ -399,11 +408,16 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     /* larger than the budget (BLASFT_DEVICE_MEM, or the default share of the device's memory):
      * tiles of at most half of it, so that one tile's operands fit beside what other threads
      * hold */
-    int tiles = 0;
-    int rc = offload_tiles(g, cfg, 0.5 * (double)st.budget_bytes, &tiles);
-    /* one call, one protected GEMM in the report, however many tiles it took */
-    if (rc == 0 && tiles > 1 && g->k > 0)
-        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)-(int64_t)(tiles - 1));
+    tiling t = {0, 0};
+    int rc = offload_tiles(g, cfg, 0.5 * (double)st.budget_bytes, &t);
+    /* one call, one GEMM in the report, however many tiles it took: protected when every tile
+     * was (each protected tile counted itself), else unprotected */
+    if (rc == 0 && g->k > 0 && t.protected > 0) {
+        int keep = t.protected == t.done ? 1 : 0;
+        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)-(int64_t)(t.protected - keep));
+        if (!keep)
+            blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+    }
     return rc;
 }
 
