@@ -440,6 +440,28 @@ static plant one(int64_t i, int64_t j, double value, double mul)
     return p;
 }
 
+/* Under threshold method `method`, one planted fault of each kind (small, sign, large, NaN, Inf;
+ * either part of complex data) in every type is detected and corrected in place. */
+static void planted_faults_corrected(blasft_threshold method)
+{
+    planted_threshold = method;
+    for (int t = 0; t < 4; t++) {
+        double values[] = {0, 0, 0, NAN, INFINITY};
+        double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
+        for (int v = 0; v < 5; v++) {
+            plant p = one(9, 20, values[v], muls[v]);
+            p.part[0] = t >= 2 ? v % 2 : 0;
+            blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
+                                             BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+            assert_int_equal(d.detected, 1);
+            assert_int_equal(d.corrected, 1);
+            assert_int_equal(d.false_alarms, 0);
+            assert_int_equal(d.blocks_recomputed, 0);
+        }
+    }
+    planted_threshold = BLASFT_THRESHOLD_PEA;
+}
+
 /* The vectorized top-p lists against blasft_topp_insert entry by entry: rows and columns, float
  * and double, ragged vector counts and lengths, p 1..8, and data with ties (few distinct
  * magnitudes) where the insertion order decides which position stays. */
@@ -641,22 +663,7 @@ static void test_norm_threshold(void **state)
             blasft_abft_diag_free(&d);
             drop(&x);
         }
-    planted_threshold = BLASFT_THRESHOLD_NORM;
-    for (int t = 0; t < 4; t++) {
-        double values[] = {0, 0, 0, NAN, INFINITY};
-        double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
-        for (int v = 0; v < 5; v++) {
-            plant p = one(9, 20, values[v], muls[v]);
-            p.part[0] = t >= 2 ? v % 2 : 0;
-            blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
-                                             BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
-            assert_int_equal(d.detected, 1);
-            assert_int_equal(d.corrected, 1);
-            assert_int_equal(d.false_alarms, 0);
-            assert_int_equal(d.blocks_recomputed, 0);
-        }
-    }
-    planted_threshold = BLASFT_THRESHOLD_PEA;
+    planted_faults_corrected(BLASFT_THRESHOLD_NORM);
 }
 
 /* PROJ: data of one kind for A (m x k, lda) and B (k x n, ldb), real types: 0 uniform [-1, 1],
@@ -825,22 +832,7 @@ static void test_proj_threshold(void **state)
     assert_true(ratio[nr / 2] >= 1.2 && ratio[nr / 2] <= 3.0); /* about 1/sqrt(C) = 2 */
     free(ratio);
 
-    planted_threshold = BLASFT_THRESHOLD_PROJ;
-    for (int t = 0; t < 4; t++) {
-        double values[] = {0, 0, 0, NAN, INFINITY};
-        double muls[] = {1.001, -1.0, 0x1p40, 0, 0};
-        for (int v = 0; v < 5; v++) {
-            plant p = one(9, 20, values[v], muls[v]);
-            p.part[0] = t >= 2 ? v % 2 : 0;
-            blasft_abft_diag d = run_planted((blasft_type)t, 16, 1, BLASFT_MODE_CORRECT,
-                                             BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
-            assert_int_equal(d.detected, 1);
-            assert_int_equal(d.corrected, 1);
-            assert_int_equal(d.false_alarms, 0);
-            assert_int_equal(d.blocks_recomputed, 0);
-        }
-    }
-    planted_threshold = BLASFT_THRESHOLD_PEA;
+    planted_faults_corrected(BLASFT_THRESHOLD_PROJ);
 }
 
 static void test_two_errors_one_row(void **state)
