@@ -51,6 +51,16 @@ typedef struct region {
     size_t words;         /* logical words in all */
 } region;
 
+/* The region of a rows-of-row_bytes x cols layout with columns ld_bytes apart, whose byte b is at
+ * base + b - bias. */
+static region region_of(const void *base, size_t bias, size_t row_bytes, size_t cols,
+                        size_t ld_bytes)
+{
+    region r = {base, bias, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
+    r.words = r.words_per_col * cols;
+    return r;
+}
+
 static inline uint64_t load_word(const unsigned char *p)
 {
     uint64_t w;
@@ -207,8 +217,7 @@ blasft_hash128 blasft_hash_chunk(const void *base, size_t row_bytes, size_t cols
                                  size_t chunk)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
-    r.words = r.words_per_col * cols;
+    region r = region_of(base, 0, row_bytes, cols, ld_bytes);
     return hash_chunk(&r, chunk);
 }
 
@@ -217,8 +226,7 @@ blasft_hash128 blasft_hash_chunk_dense(const void *buf, size_t buf_lo, size_t ro
 {
     pthread_once(&seed_once, seed_init);
     /* the dense copy is the region with ld = row_bytes (the hash never reads past a row) */
-    region r = {buf, buf_lo, row_bytes, cols, row_bytes, (row_bytes + 7) / 8, 0};
-    r.words = r.words_per_col * cols;
+    region r = region_of(buf, buf_lo, row_bytes, cols, row_bytes);
     return hash_chunk(&r, chunk);
 }
 
@@ -253,8 +261,7 @@ void blasft_hash2d_chunks(const void *base, size_t row_bytes, size_t cols, size_
                           int threads, blasft_hash128 *out)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
-    r.words = r.words_per_col * cols;
+    region r = region_of(base, 0, row_bytes, cols, ld_bytes);
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     if (row_bytes * cols < PARALLEL_MIN_BYTES)
         threads = 1;
@@ -282,8 +289,7 @@ blasft_hash128 blasft_hash2d(const void *base, size_t row_bytes, size_t cols, si
                              int threads)
 {
     pthread_once(&seed_once, seed_init);
-    region r = {base, 0, row_bytes, cols, ld_bytes, (row_bytes + 7) / 8, 0};
-    r.words = r.words_per_col * cols;
+    region r = region_of(base, 0, row_bytes, cols, ld_bytes);
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     if (row_bytes * cols < PARALLEL_MIN_BYTES)
         threads = 1;
