@@ -41,16 +41,16 @@ enum {
     BLASFT_GPU_SKIP_TOPP = 2,        /* "PEA max p" preprocessing */
     BLASFT_GPU_SKIP_REFGEMM = 4,     /* the two reference checksum GEMMs */
     BLASFT_GPU_SKIP_CHECKSUM_C = 8,  /* checksums of the new C */
-    BLASFT_GPU_SKIP_COMPARE = 16,    /* compare / locate / correct */
+    BLASFT_GPU_SKIP_COMPARE = 16,    /* thresholds, compare, locate, correct */
     BLASFT_GPU_SKIP_REPORT = 32,     /* the host function that delivers counters */
 };
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages);
 
 /* Benchmark timeline: with tracing on, every protected GEMM records events where its stages end
  * (0 start, 1 encode A, 2 encode B, 3 top-p lists, 4 main GEMM, 5 reference GEMMs, 6 check sums
- * of C, 7 compare/correct: the end); trace_read synchronises and gives each point's time in ms
- * from point 0 for the last GEMM (stages left out keep an earlier GEMM's time: trace without
- * skips). */
+ * of C compared with the references, 7 correction: the end); trace_read synchronises and gives
+ * each point's time in ms from point 0 for the last GEMM (stages left out keep an earlier GEMM's
+ * time: trace without skips). */
 #define BLASFT_GPU_TRACE_POINTS 8
 int blasft_gpu_set_trace(blasft_gpu_ctx *ctx, int on);
 int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms);

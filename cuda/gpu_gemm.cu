@@ -507,17 +507,15 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
             return -2;
         mark(5, s1);
         cudaEventRecord(ctx->ev_ref, s1);
+        cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     }
 
-    /* the check: checksums of the new C, then compare / locate / correct */
-    if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C)) {
-        gk_check_sums<T>(kg.C, g->ldc, m, n, bs, r, ws, kg.Ccs_rec, kg.Crs_rec, kg.cnt, s0);
-    }
+    /* the check: checksums of the new C compared with the references, then locate / correct */
+    if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C))
+        gk_check_sums<T>(kg, !(skip & BLASFT_GPU_SKIP_COMPARE), s0);
     mark(6, s0);
-    if (!ref_serial)
-        cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     if (!(skip & BLASFT_GPU_SKIP_COMPARE))
-        gk_check<T>(kg, s0);
+        gk_correct<T>(kg, s0);
     mark(7, s0);
 
     slot->busy.store(1, std::memory_order_relaxed);

@@ -645,47 +645,52 @@ template <typename T> __device__ __forceinline__ double sq_el(T x)
     return s;
 }
 
-/* One thread per checksum element, both sides; a flagged element lists its block once. */
-template <typename T>
-__global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
+/* Flags the block (I, J) of a checksum element over its threshold; each block is listed once. */
+template <typename T> __device__ __forceinline__ void flag_block(const gk_gemm<T> &g, int64_t I, int64_t J)
 {
-    int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x;
-    int64_t ncol = g.r * g.mb * g.n, nrow = g.m * g.r * g.nb;
-    int64_t I, J;
-    bool flag;
-    if (e < ncol) {
-        int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb);
-        const T ref = g.Ccs_ref[e];
-        int64_t bi = u / g.r;
+    if (atomicExch(&g.tile_flag[I + J * g.mb], 1) == 0)
+        g.tile_list[atomicAdd(&g.cnt->tile_count, 1u)] = (int)(I + J * g.mb);
+}
+
+/* The threshold of checksum element e (side 0: column checksums, index into Ccs_*; side 1: row
+ * checksums, index into Crs_*), stored in Ccs_eps / Crs_eps (the correction reads it). */
+template <typename T> __device__ double checksum_eps(const gk_gemm<T> &g, int side, int64_t e)
+{
+    if (side == 0) {
+        int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb), bi = u / g.r;
         double osq = g.Ccs_sq ? g.Ccs_sq[bi + j * g.mb] : 0.0;
         /* block lists: op(B)'s column j is bounded by its column block's envelope */
         gk_topp tb = g.block_lists ? g.tEb : g.tB;
         int64_t vb = g.block_lists ? j / g.bs : j;
-        double eps = pea_eps(g, pea_y(g, g.tAc, u, tb, vb), pea_y(g, g.tEa, bi, tb, vb),
-                             0, (int)(u % g.r), bi == g.mb - 1, osq, sq_el(ref));
+        double eps = pea_eps(g, pea_y(g, g.tAc, u, tb, vb), pea_y(g, g.tEa, bi, tb, vb), 0,
+                             (int)(u % g.r), bi == g.mb - 1, osq, sq_el(g.Ccs_ref[e]));
         g.Ccs_eps[e] = eps;
-        flag = over_el(ref, g.Ccs_rec, e, eps);
-        I = u / g.r;
-        J = j / g.bs;
+        return eps;
+    }
+    int64_t i = e % g.m, v = e / g.m, bj = v / g.r;
+    double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
+    gk_topp ta = g.block_lists ? g.tEa : g.tA;
+    int64_t va = g.block_lists ? i / g.bs : i;
+    double eps = pea_eps(g, pea_y(g, ta, va, g.tBc, v), pea_y(g, ta, va, g.tEb, bj), 1,
+                         (int)(v % g.r), bj == g.nb - 1, osq, sq_el(g.Crs_ref[e]));
+    g.Crs_eps[e] = eps;
+    return eps;
+}
+
+/* One thread per checksum element, both sides: threshold and comparison, for the check passes
+ * that do not compare themselves. */
+template <typename T> __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
+{
+    int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    int64_t ncol = g.r * g.mb * g.n, nrow = g.m * g.r * g.nb;
+    if (e < ncol) {
+        if (over_el(g.Ccs_ref[e], g.Ccs_rec, e, checksum_eps(g, 0, e)))
+            flag_block(g, e % (g.r * g.mb) / g.r, e / (g.r * g.mb) / g.bs);
     } else if (e < ncol + nrow) {
         e -= ncol;
-        int64_t i = e % g.m, v = e / g.m;
-        const T ref = g.Crs_ref[e];
-        int64_t bj = v / g.r;
-        double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
-        gk_topp ta = g.block_lists ? g.tEa : g.tA;
-        int64_t va = g.block_lists ? i / g.bs : i;
-        double eps = pea_eps(g, pea_y(g, ta, va, g.tBc, v), pea_y(g, ta, va, g.tEb, bj),
-                             1, (int)(v % g.r), bj == g.nb - 1, osq, sq_el(ref));
-        g.Crs_eps[e] = eps;
-        flag = over_el(ref, g.Crs_rec, e, eps);
-        I = i / g.bs;
-        J = v / g.r;
-    } else {
-        return;
+        if (over_el(g.Crs_ref[e], g.Crs_rec, e, checksum_eps(g, 1, e)))
+            flag_block(g, e % g.m / g.bs, e / g.m / g.r);
     }
-    if (flag && atomicExch(&g.tile_flag[I + J * g.mb], 1) == 0)
-        g.tile_list[atomicAdd(&g.cnt->tile_count, 1u)] = (int)(I + J * g.mb);
 }
 
 template <typename T> __device__ __forceinline__ T opA(const gk_gemm<T> &g, int64_t i, int64_t l)
@@ -1102,6 +1107,141 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     }
 }
 
+/* The check's pass over C for blocks of at most 256 rows: one CUDA block per BS x BS block of C,
+ * one warp per 32-row strip, the block's columns in slices of 16. A lane holds its row's 16
+ * values of the slice in registers (16 independent loads in flight) and adds them to its row
+ * sums; the slice also goes through the warp's own shared-memory tile, from which the lane adds
+ * its neighbour's row (the row sums' second copy) and lane pair 2c, 2c+1 sums column c over the
+ * strip (both copies). The strips' column sums are joined in warp order after one barrier per
+ * slice. Every checksum is computed by two lanes in the same order (the weighted products never
+ * contracted into an FMA, which would round one copy differently) and compared bit for bit; a
+ * mismatch counts an encoder fault and stores NaN. With compare, each checksum's threshold is
+ * then computed and the checksum compared with its reference, so no second pass is needed.
+ * Bound by the FP64 pipe (four compensated sums per element); docs/gpu-benchmark.md has times. */
+constexpr int kSlice = 16;
+
+template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps)
+{
+    /* per warp: the slice tile (kSlice x 33 of T), reused for the strip's column partials */
+    return (size_t)warps * (sizeof(T) * kSlice * 33 > sizeof(blasft_csum) * kSlice * 2 * 2
+                                ? sizeof(T) * kSlice * 33
+                                : sizeof(blasft_csum) * kSlice * 2 * 2);
+}
+
+template <typename T, int R>
+__global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, int compare)
+{
+    extern __shared__ double smem[];
+    const T *C = g.C;
+    const int64_t ldc = g.ldc, m = g.m, n = g.n, mb = g.mb;
+    const int bs = g.bs, wscheme = g.wscheme;
+    gk_counters *cnt = g.cnt;
+    bool flagged = false;
+    const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const size_t region = sliced_smem<T>(1);
+    T(*tile)[33] = (T(*)[33])((char *)smem + region * wp);
+    blasft_csum(*part)[2][R] = (blasft_csum(*)[2][R])((char *)smem + region * wp);
+    const int64_t I = blockIdx.x, J = blockIdx.y, i0 = I * bs, j0 = J * bs;
+    const int rows_t = (int)(m - i0 < bs ? m - i0 : bs), cols_t = (int)(n - j0 < bs ? n - j0 : bs);
+    const int row = wp * 32 + lane, strips = (rows_t + 31) >> 5;
+    const bool live = wp < strips; /* warps past the block's last strip only join the barriers */
+    const T *col0 = C + (i0 + row) + j0 * ldc;
+    blasft_csum own[R], nbr[R];
+#pragma unroll
+    for (int w = 0; w < R; w++)
+        own[w] = nbr[w] = blasft_csum{0.0, 0.0};
+    for (int q0 = 0; q0 < cols_t; q0 += kSlice) {
+        if (live) {
+            T v[kSlice];
+#pragma unroll
+            for (int c = 0; c < kSlice; c++)
+                v[c] = row < rows_t && q0 + c < cols_t ? col0[(int64_t)(q0 + c) * ldc] : (T)0;
+#pragma unroll
+            for (int c = 0; c < kSlice; c++)
+                tile[c][lane] = v[c];
+            __syncwarp();
+            /* four independent chains per step: the row (from registers), the neighbour's row,
+             * and the column over the strip's upper and lower 16 rows (lanes 2c, 2c+1: column c) */
+            const int c = lane >> 1;
+            blasft_csum colp[R], colq[R];
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                colp[w] = colq[w] = blasft_csum{0.0, 0.0};
+#pragma unroll
+            for (int q = 0; q < kSlice; q++) {
+                const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
+                const double u0 = (double)tile[c][q], u1 = (double)tile[c][q + 16];
+                blasft_csum_add(&own[0], x);
+                blasft_csum_add(&nbr[0], y);
+                blasft_csum_add(&colp[0], u0);
+                blasft_csum_add(&colq[0], u1);
+                if (R > 1) {
+                    const double wc = weight_of(1, wscheme, q0 + q, bs);
+                    blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
+                    blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
+                    blasft_csum_add(&colp[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
+                    blasft_csum_add(&colq[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
+                }
+            }
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                csum_merge(&colp[w], colq[w]);
+            __syncwarp();
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                part[c][lane & 1][w] = colp[w];
+        }
+        __syncthreads();
+        /* thread t < 32 R: copy t & 1 of column (t >> 1) & 15's checksum t >> 5, joined over
+         * the strips in warp order */
+        if (threadIdx.x < 32 * R) {
+            const int t = threadIdx.x, cp = t & 1, c = (t >> 1) & 15, w = t >> 5;
+            const blasft_csum(*p0)[2][R] = (const blasft_csum(*)[2][R])smem;
+            blasft_csum a = p0[c][cp][w];
+            for (int s = 1; s < strips; s++)
+                csum_merge(&a, ((const blasft_csum(*)[2][R])((const char *)smem + region * s))[c][cp][w]);
+            double v = blasft_csum_value(&a);
+            const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+            if (cp == 0 && q0 + c < cols_t) {
+                if (!(v == twin) && !(v != v && twin != twin)) {
+                    atomicAdd(&cnt->encoder_faults, 1ull);
+                    v = nan("");
+                }
+                g.Ccs_rec[(I * R + w) + (j0 + q0 + c) * (R * mb)] = v;
+            }
+        }
+        __syncthreads();
+    }
+    /* the column checksums against their thresholds (written above by this block) */
+    if (compare)
+        for (int x = threadIdx.x; x < cols_t * R; x += blockDim.x) {
+            const int64_t e = (I * R + x % R) + (j0 + x / R) * (R * mb);
+            const double eps = checksum_eps(g, 0, e); /* every one: the correction reads them */
+            flagged = over((double)g.Ccs_ref[e], g.Ccs_rec[e], eps) || flagged;
+        }
+    if (live) {
+#pragma unroll
+        for (int w = 0; w < R; w++) {
+            double v = blasft_csum_value(&own[w]);
+            const double twin = __shfl_xor_sync(0xffffffffu, blasft_csum_value(&nbr[w]), 1);
+            if (row < rows_t) {
+                if (!(v == twin) && !(v != v && twin != twin)) {
+                    atomicAdd(&cnt->encoder_faults, 1ull);
+                    v = nan("");
+                }
+                const int64_t e = (i0 + row) + (J * R + w) * m;
+                g.Crs_rec[e] = v;
+                if (compare) {
+                    const double eps = checksum_eps(g, 1, e);
+                    flagged = over((double)g.Crs_ref[e], v, eps) || flagged;
+                }
+            }
+        }
+    }
+    if (__syncthreads_or(flagged) && threadIdx.x == 0)
+        flag_block(g, I, J);
+}
+
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
 
 } // namespace
@@ -1183,13 +1323,10 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
         topp_launch<T, GK_PMAX>(X, ld, contiguous, L, V, p, out, scratch, st);
 }
 
-template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st)
+template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
 {
-    int64_t total = g.r * g.mb * g.n + g.m * g.r * g.nb;
-    if (total == 0)
-        return;
-    compare_kernel<T><<<blocks_for(total, kThreads), kThreads, 0, st>>>(g);
-    correct_kernel<T><<<64, kThreads, 0, st>>>(g);
+    if (g.r * g.mb * g.n + g.m * g.r * g.nb > 0)
+        correct_kernel<T><<<64, kThreads, 0, st>>>(g);
 }
 
 size_t fused_smem(int bs, int r)
@@ -1198,26 +1335,40 @@ size_t fused_smem(int bs, int r)
            sizeof(blasft_csum) * (fused_state(bs, r) + (size_t)2 * kSub * r);
 }
 
-template <typename T>
-void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, int wscheme,
-                   double *Ccs, double *Crs, gk_counters *cnt, cudaStream_t st)
+template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st)
 {
-    int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    const int64_t m = g.m, n = g.n, mb = g.mb, nb = g.nb;
+    const int bs = g.bs, r = g.r;
     if (mb == 0 || nb == 0)
         return;
-    const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
     if constexpr (gk_el<T>::P == 1) {
-        if (fused_smem(bs, r) <= 48 * 1024 && nb <= 65535) {
-            size_t sm = fused_smem(bs, r); /* at most 48 KiB: no opt-in needed */
-            check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads, sm, st>>>(
-                C, ldc, m, n, bs, r, wscheme, Ccs, Crs, mb, cnt);
+        if (bs <= 256 && nb <= 65535) {
+            const int strips = (bs + 31) / 32 < 8 ? (bs + 31) / 32 : 8, warps = strips > r ? strips : r;
+            const dim3 grid((unsigned int)mb, (unsigned int)nb);
+            const size_t sm = sliced_smem<T>(warps); /* under 48 KiB: no opt-in needed */
+            if (r > 1)
+                check_sums_sliced<T, 2><<<grid, 32 * warps, sm, st>>>(g, compare);
+            else
+                check_sums_sliced<T, 1><<<grid, 32 * warps, sm, st>>>(g, compare);
             return;
         }
+        if (fused_smem(bs, r) <= 48 * 1024 && nb <= 65535) {
+            check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads,
+                                  fused_smem(bs, r), st>>>(g.C, g.ldc, m, n, bs, r, g.wscheme,
+                                                           g.Ccs_rec, g.Crs_rec, mb, g.cnt);
+        }
     }
-    /* two passes (complex data, or a block too large for the fused pass): column checksums, then
-     * row checksums */
-    gk_encode<T, double>(C, ldc, 1, m, n, bs, r, wscheme, Ccs, r * mb, 1, none, cnt, st);
-    gk_encode<T, double>(C, ldc, 0, n, m, bs, r, wscheme, Crs, 1, m, none, cnt, st);
+    if (gk_el<T>::P == 2 || fused_smem(bs, r) > 48 * 1024 || nb > 65535) {
+        /* two passes (complex data, or a block too large for the fused pass): column checksums,
+         * then row checksums */
+        const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
+        gk_encode<T, double>(g.C, g.ldc, 1, m, n, bs, r, g.wscheme, g.Ccs_rec, r * mb, 1, none,
+                             g.cnt, st);
+        gk_encode<T, double>(g.C, g.ldc, 0, n, m, bs, r, g.wscheme, g.Crs_rec, 1, m, none, g.cnt,
+                             st);
+    }
+    if (compare)
+        compare_kernel<T><<<blocks_for(r * mb * n + m * r * nb, kThreads), kThreads, 0, st>>>(g);
 }
 
 #define INSTANTIATE(T)                                                                             \
@@ -1225,9 +1376,8 @@ void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r,
                                   int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t, int);     \
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
-    template void gk_check<T>(const gk_gemm<T> &, cudaStream_t);                                 \
-    template void gk_check_sums<T>(const T *, int64_t, int64_t, int64_t, int, int, int, double *,  \
-                                   double *, gk_counters *, cudaStream_t);
+    template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
+    template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
 INSTANTIATE(float2)

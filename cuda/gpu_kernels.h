@@ -118,13 +118,14 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
                  gk_topp scratch, cudaStream_t st);
 int64_t gk_topp_scratch(int64_t V, int64_t L);
 
-/* The recomputed checksums of C (both sides) in one pass: Ccs (R*mb) x n, Crs m x (R*nb), in
- * double (complex: parts interleaved), each computed redundantly by a lane pair. */
-template <typename T>
-void gk_check_sums(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, int wscheme,
-                   double *Ccs, double *Crs, gk_counters *cnt, cudaStream_t st);
+/* The recomputed checksums of C (both sides) in one pass: Ccs_rec (R*mb) x n, Crs_rec
+ * m x (R*nb), in double (complex: parts interleaved), each computed redundantly by two lanes.
+ * With compare, every element's threshold is computed (Ccs_eps, Crs_eps; the references and
+ * top-p lists must be ready) and the element compared with its reference; the blocks over it are
+ * listed for gk_correct. */
+template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st);
 
-/* Thresholds, comparison, location, correction and recomputation of flagged blocks. */
-template <typename T> void gk_check(const gk_gemm<T> &g, cudaStream_t st);
+/* Location, correction and recomputation of the flagged blocks. */
+template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st);
 
 #endif
