@@ -438,9 +438,16 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         cudaEventRecord(ctx->ev_fork, s0);
         cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
     }
+    /* op(A) = A: its encoding and row lists in one read */
+    const bool fused_a = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && ta == 'N' &&
+                         !kg.block_lists &&
+                         gk_encode_topp_rows<T>(kg.A, g->lda, m, k, bs, r, ws, kg.AcsT, 1, k,
+                                                gk_aux{GK_AUX_MAX, envA, 1, k}, pp, kg.tA, scratch,
+                                                kg.cnt, sp);
     if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
-        gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
+        if (!fused_a)
+            gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
+                            gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
         mark(1, sp);
         gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
                         gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, sp, tb == 'C');
@@ -450,7 +457,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
         gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
         if (!kg.block_lists) {
-            gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
+            if (!fused_a)
+                gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
             gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);

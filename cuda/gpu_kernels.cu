@@ -11,6 +11,7 @@ extern "C" {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
 template <typename T> struct mant;
 template <> struct mant<float> { static constexpr int t = BLASFT_T_FLOAT; };
@@ -418,6 +419,116 @@ __device__ __forceinline__ void reg_store(gk_topp out, int64_t e, const reg_topp
             out.val[e * GK_PMAX + i] = t.v[i] < 0.0 ? 0.0 : t.v[i];
             out.pos[e * GK_PMAX + i] = t.v[i] < 0.0 ? -1 : (int)t.at[i];
         }
+}
+
+/* Encoding and top-p lists of op(A) = A in one read (contiguous case: element (s, l) is
+ * X[s + l*ld]; sums along s, the top-p lists of the S vectors s along l). One CUDA block per block
+ * b of at most 256 positions s and chunk of indices l, one warp per 32-position strip, l in slices
+ * of 16: a lane holds its vector's 16 values of the slice in registers and adds them to its
+ * running top-p list in order of l (the chunk's partial list, merged afterwards by topp_merge);
+ * the slice also goes through the warp's tile, where lane pair 2c, 2c+1 sums index c over the
+ * strip (both copies, the strip's upper and lower 16 positions as two chains) and takes its
+ * envelope max; the strips are joined in warp order after one barrier per slice. The checksums'
+ * values are those of a compensated sum in this order, each pair compared bit for bit. */
+template <typename T> __host__ __device__ constexpr size_t rows_region()
+{
+    return sizeof(T) * kSlice * 33 > (sizeof(blasft_csum) * 2 * 2 + sizeof(double)) * kSlice
+               ? sizeof(T) * kSlice * 33
+               : (sizeof(blasft_csum) * 2 * 2 + sizeof(double)) * kSlice;
+}
+
+template <typename T, int R, int P>
+__global__ void __launch_bounds__(kThreads, 3)
+encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int wscheme, T *out,
+                 int64_t out_l, int64_t out_v, gk_aux aux, int64_t chunk, int p, gk_topp part,
+                 gk_counters *cnt)
+{
+    extern __shared__ double smem[];
+    const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const size_t region = rows_region<T>();
+    T(*tile)[33] = (T(*)[33])((char *)smem + region * wp);
+    blasft_csum(*cpart)[2][R] = (blasft_csum(*)[2][R])((char *)smem + region * wp);
+    double *cenv = (double *)((char *)smem + region * wp + sizeof(blasft_csum) * kSlice * 2 * R);
+    const int64_t b = blockIdx.x, s0 = b * bs, l_lo = (int64_t)blockIdx.y * chunk;
+    const int64_t l_hi = l_lo + chunk < L ? l_lo + chunk : L;
+    const int len = (int)(S - s0 < bs ? S - s0 : bs);
+    const int row = wp * 32 + lane, strips = (len + 31) >> 5;
+    const bool live = wp < strips, vec = live && row < len;
+    const T *rp = X + (s0 + row);
+    reg_topp<P> t;
+    for (int64_t q0 = l_lo; q0 < l_hi; q0 += kSlice) {
+        if (live) {
+            T v[kSlice];
+#pragma unroll
+            for (int c = 0; c < kSlice; c++)
+                v[c] = row < len && q0 + c < l_hi ? rp[(q0 + c) * ld] : (T)0;
+#pragma unroll
+            for (int c = 0; c < kSlice; c++) {
+                tile[c][lane] = v[c];
+                if (vec && q0 + c < l_hi)
+                    t.add(fabs((double)v[c]), q0 + c);
+            }
+            __syncwarp();
+            const int c = lane >> 1;
+            blasft_csum colp[R], colq[R];
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                colp[w] = colq[w] = blasft_csum{0.0, 0.0};
+            double ax = 0.0;
+#pragma unroll
+            for (int q = 0; q < kSlice; q++) {
+                const double u0 = (double)tile[c][q], u1 = (double)tile[c][q + 16];
+                blasft_csum_add(&colp[0], u0);
+                blasft_csum_add(&colq[0], u1);
+                if (R > 1) {
+                    blasft_csum_add(&colp[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
+                    blasft_csum_add(&colq[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
+                }
+                ax = fmax(ax, fmax(fabs(u0), fabs(u1)));
+            }
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                csum_merge(&colp[w], colq[w]);
+            __syncwarp();
+#pragma unroll
+            for (int w = 0; w < R; w++)
+                cpart[c][lane & 1][w] = colp[w];
+            if ((lane & 1) == 0)
+                cenv[c] = ax;
+        }
+        __syncthreads();
+        /* thread t < 32 R: copy t & 1 of index (t >> 1) & 15's checksum t >> 5 */
+        if (threadIdx.x < 32 * R) {
+            const int tt = threadIdx.x, cp = tt & 1, c = (tt >> 1) & 15, w = tt >> 5;
+            blasft_csum a = ((const blasft_csum(*)[2][R])smem)[c][cp][w];
+            double at = ((const double *)((const char *)smem + sizeof(blasft_csum) * kSlice * 2 * R))[c];
+            for (int st = 1; st < strips; st++) {
+                const char *rg = (const char *)smem + region * st;
+                csum_merge(&a, ((const blasft_csum(*)[2][R])rg)[c][cp][w]);
+                at = fmax(at, ((const double *)(rg + sizeof(blasft_csum) * kSlice * 2 * R))[c]);
+            }
+            double v = blasft_csum_value(&a);
+            const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+            const int64_t l = q0 + c;
+            if (cp == 0 && l < l_hi) {
+                if (!(v == twin) && !(v != v && twin != twin)) {
+                    atomicAdd(&cnt->encoder_faults, 1ull);
+                    v = nan("");
+                }
+                out[l * out_l + (b * R + w) * out_v] = (T)v;
+                if (w == 0 && aux.kind == GK_AUX_MAX)
+                    aux.out[l * aux.ld_l + b * aux.ld_b] = at;
+            }
+        }
+        __syncthreads();
+    }
+    if (vec)
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            if (i < p) {
+                part.val[((int64_t)blockIdx.y * GK_PMAX + i) * S + s0 + row] = t.v[i];
+                part.pos[((int64_t)blockIdx.y * GK_PMAX + i) * S + s0 + row] = (int)t.at[i];
+            }
 }
 
 /* One warp per contiguous vector (large V) ... */
@@ -1118,7 +1229,6 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
  * mismatch counts an encoder fault and stores NaN. With compare, each checksum's threshold is
  * then computed and the checksum compared with its reference, so no second pass is needed.
  * Bound by the FP64 pipe (four compensated sums per element); docs/gpu-benchmark.md has times. */
-constexpr int kSlice = 16;
 
 template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps)
 {
@@ -1306,6 +1416,48 @@ static void topp_launch(const T *X, int64_t ld, int contiguous, int64_t L, int64
     topp_merge<P><<<blocks_for(V, kThreads), kThreads, 0, st>>>(scratch, nch, V, p, out);
 }
 
+template <typename T, int R, int P>
+static void encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L, int bs,
+                                    int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux,
+                                    int p, gk_topp lists, gk_topp scratch, gk_counters *cnt,
+                                    cudaStream_t st)
+{
+    /* chunks along l: as many as the strided top-p pass would use (the scratch is sized for
+     * them), whole slices each */
+    int64_t nch = strided_chunks(S, L), chunk = (L + nch - 1) / nch;
+    chunk = (chunk + kSlice - 1) / kSlice * kSlice;
+    nch = (L + chunk - 1) / chunk;
+    const int64_t nblk = (S + bs - 1) / bs;
+    const int strips = (bs + 31) / 32 < 8 ? (bs + 31) / 32 : 8, warps = strips > R ? strips : R;
+    encode_topp_rows<T, R, P><<<dim3((unsigned int)nblk, (unsigned int)nch), 32 * warps,
+                                rows_region<T>() * warps, st>>>(X, ld, S, L, bs, wscheme, out, out_l,
+                                                                out_v, aux, chunk, p, scratch, cnt);
+    topp_merge<P><<<blocks_for(S, kThreads), kThreads, 0, st>>>(scratch, nch, S, p, lists);
+}
+
+template <typename T>
+bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
+                         gk_topp scratch, gk_counters *cnt, cudaStream_t st)
+{
+    if constexpr (gk_el<T>::P == 2) {
+        return false; /* complex data: the separate passes */
+    } else {
+        if (bs > 256 || S == 0 || L == 0 || (S + bs - 1) / bs > 2147483647 || r > 2 ||
+            (aux.kind != GK_AUX_NONE && aux.kind != GK_AUX_MAX))
+            return false;
+#define ETR(RR, PP)                                                                                \
+    encode_topp_rows_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l, out_v, aux, p, lists, \
+                                       scratch, cnt, st)
+        if (r > 1)
+            p <= 1 ? ETR(2, 1) : p <= 2 ? ETR(2, 2) : p <= 4 ? ETR(2, 4) : ETR(2, GK_PMAX);
+        else
+            p <= 1 ? ETR(1, 1) : p <= 2 ? ETR(1, 2) : p <= 4 ? ETR(1, 4) : ETR(1, GK_PMAX);
+#undef ETR
+        return true;
+    }
+}
+
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
                  gk_topp scratch, cudaStream_t st)
@@ -1377,7 +1529,10 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
-    template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);
+    template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
+    template bool gk_encode_topp_rows<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,  \
+                                         int64_t, int64_t, gk_aux, int, gk_topp, gk_topp,          \
+                                         gk_counters *, cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
 INSTANTIATE(float2)

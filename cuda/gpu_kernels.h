@@ -118,6 +118,14 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
                  gk_topp scratch, cudaStream_t st);
 int64_t gk_topp_scratch(int64_t V, int64_t L);
 
+/* gk_encode (contiguous case) and gk_topp_run of the S vectors along l (strided case) in one
+ * read of X, for real data, BS <= 256, R <= 2 and aux NONE or MAX (op(A) = A: its column
+ * checksums, envelope and row lists). Returns false, launching nothing, where it does not apply. */
+template <typename T>
+bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
+                         gk_topp scratch, gk_counters *cnt, cudaStream_t st);
+
 /* The recomputed checksums of C (both sides) in one pass: Ccs_rec (R*mb) x n, Crs_rec
  * m x (R*nb), in double (complex: parts interleaved), each computed redundantly by two lanes.
  * With compare, every element's threshold is computed (Ccs_eps, Crs_eps; the references and
