@@ -444,22 +444,28 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                          gk_encode_topp_rows<T>(kg.A, g->lda, m, k, bs, r, ws, kg.AcsT, 1, k,
                                                 gk_aux{GK_AUX_MAX, envA, 1, k}, pp, kg.tA, scratch,
                                                 kg.cnt, sp);
-    if (!(skip & BLASFT_GPU_SKIP_ENCODE)) {
-        if (!fused_a)
-            gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                            gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
-        mark(1, sp);
+    if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused_a)
+        gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
+                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
+    mark(1, sp);
+    /* op(B) = B: its encoding and column lists in one read */
+    const bool fused_b = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && tb == 'N' &&
+                         !kg.block_lists &&
+                         gk_encode_topp_cols<T>(kg.B, g->ldb, n, k, bs, r, ws, kg.Bcs, 1, k,
+                                                gk_aux{GK_AUX_MAX, envB, 1, k}, pp, kg.tB, scratch,
+                                                kg.cnt, sp);
+    if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused_b)
         gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
                         gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, sp, tb == 'C');
-        mark(2, sp);
-    }
+    mark(2, sp);
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
         gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
         if (!kg.block_lists) {
             if (!fused_a)
                 gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
-            gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
+            if (!fused_b)
+                gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
         gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);

@@ -531,6 +531,117 @@ encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int wsche
             }
 }
 
+/* Encoding and top-p lists of op(B) = B in one read (strided case: element (s, l) is
+ * X[l + s*ld]; sums along s, the top-p lists of the S vectors s along l). One CUDA block per block
+ * b of at most 256 positions s and chunk of at most 256 indices l, one warp per 32 indices (a lane
+ * per index l: coalesced loads), s in slices of 16. A lane adds its index's 16 values to its sums
+ * and envelope; through the warp's tile it adds its neighbour's (the second copy) and lane pair
+ * 2c, 2c+1 builds the top-p lists of vector c over the strip's first and second 16 indices; the
+ * pair's lists, then the strips', are merged in order of l (one barrier per slice) and stored as
+ * the chunk's partial list (merged by topp_merge). Each checksum is computed by two lanes in the
+ * same order and compared bit for bit. */
+template <typename T, int P> __host__ __device__ constexpr size_t cols_smem(int warps)
+{
+    return (size_t)warps * (sizeof(T) * kSlice * 33 + (sizeof(double) + sizeof(int)) * kSlice * P);
+}
+
+template <typename T, int R, int P>
+__global__ void __launch_bounds__(kThreads)
+encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int wscheme, T *out,
+                 int64_t out_l, int64_t out_v, gk_aux aux, int64_t chunk, int p, gk_topp part,
+                 gk_counters *cnt)
+{
+    extern __shared__ double smem[];
+    const int warps = blockDim.x >> 5, wp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    T(*tile)[33] = (T(*)[33])((char *)smem + sizeof(T) * kSlice * 33 * wp);
+    double(*lv)[kSlice][P] = (double(*)[kSlice][P])((char *)smem + sizeof(T) * kSlice * 33 * warps);
+    int(*lp)[kSlice][P] = (int(*)[kSlice][P])((char *)(lv + warps));
+    const int64_t b = blockIdx.x, s0 = b * bs, l_lo = (int64_t)blockIdx.y * chunk;
+    const int64_t l_hi = l_lo + chunk < L ? l_lo + chunk : L;
+    const int len = (int)(S - s0 < bs ? S - s0 : bs);
+    const int64_t l = l_lo + wp * 32 + lane;
+    const bool live = l < l_hi;
+    const int c = lane >> 1, h = lane & 1;
+    blasft_csum own[R], nbr[R];
+#pragma unroll
+    for (int w = 0; w < R; w++)
+        own[w] = nbr[w] = blasft_csum{0.0, 0.0};
+    double ax = 0.0;
+    for (int q0 = 0; q0 < len; q0 += kSlice) {
+        T v[kSlice];
+#pragma unroll
+        for (int q = 0; q < kSlice; q++)
+            v[q] = live && q0 + q < len ? X[l + (s0 + q0 + q) * ld] : (T)0;
+#pragma unroll
+        for (int q = 0; q < kSlice; q++)
+            tile[q][lane] = v[q];
+        __syncwarp();
+        reg_topp<P> t;
+#pragma unroll
+        for (int q = 0; q < kSlice; q++) {
+            const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
+            blasft_csum_add(&own[0], x);
+            blasft_csum_add(&nbr[0], y);
+            if (R > 1) {
+                const double wc = weight_of(1, wscheme, q0 + q, bs);
+                blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
+                blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
+            }
+            ax = fmax(ax, fabs(x));
+            /* vector c of the slice, indices 16h + q of the strip, in order of l */
+            const int64_t lq = l_lo + wp * 32 + 16 * h + q;
+            if (q0 + c < len && lq < l_hi)
+                t.add(fabs((double)tile[c][16 * h + q]), lq);
+        }
+        /* lane 2c takes its partner's list after its own (the partner's indices come later) */
+#pragma unroll
+        for (int i = 0; i < P; i++) {
+            const double pv = __shfl_down_sync(0xffffffffu, t.v[i], 1);
+            const int pa = __shfl_down_sync(0xffffffffu, (int)t.at[i], 1);
+            if (h == 0 && pa >= 0)
+                t.add(pv, pa);
+        }
+        if (h == 0)
+#pragma unroll
+            for (int i = 0; i < P; i++) {
+                lv[wp][c][i] = t.v[i];
+                lp[wp][c][i] = (int)t.at[i];
+            }
+        __syncthreads();
+        /* thread c < 16: vector c's list over the chunk, strips in order of l */
+        if (threadIdx.x < kSlice && q0 + (int)threadIdx.x < len) {
+            const int cc = threadIdx.x;
+            reg_topp<P> u;
+            for (int st = 0; st < warps; st++)
+#pragma unroll
+                for (int i = 0; i < P; i++)
+                    if (lp[st][cc][i] >= 0)
+                        u.add(lv[st][cc][i], lp[st][cc][i]);
+#pragma unroll
+            for (int i = 0; i < P; i++)
+                if (i < p) {
+                    part.val[((int64_t)blockIdx.y * GK_PMAX + i) * S + s0 + q0 + cc] = u.v[i];
+                    part.pos[((int64_t)blockIdx.y * GK_PMAX + i) * S + s0 + q0 + cc] = (int)u.at[i];
+                }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int w = 0; w < R; w++) {
+        double v = blasft_csum_value(&own[w]);
+        const double twin = __shfl_xor_sync(0xffffffffu, blasft_csum_value(&nbr[w]), 1);
+        if (live) {
+            if (!(v == twin) && !(v != v && twin != twin)) {
+                atomicAdd(&cnt->encoder_faults, 1ull);
+                v = nan("");
+            }
+            out[l * out_l + (b * R + w) * out_v] = (T)v;
+        }
+    }
+    if (live && aux.kind == GK_AUX_MAX)
+        aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
+}
+
 /* One warp per contiguous vector (large V) ... */
 template <typename T, int P>
 __global__ void __launch_bounds__(kThreads)
@@ -1458,6 +1569,49 @@ bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, i
     }
 }
 
+template <typename T, int R, int P>
+static bool encode_topp_cols_launch(const T *X, int64_t ld, int64_t S, int64_t L, int bs,
+                                    int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux,
+                                    int p, gk_topp lists, gk_topp scratch, gk_counters *cnt,
+                                    cudaStream_t st)
+{
+    /* chunks of at most 256 indices l (a warp per 32), no more of them than the scratch holds
+     * (the strided top-p pass's count): otherwise the separate passes */
+    const int64_t most = strided_chunks(S, L);
+    int64_t chunk = (L + most - 1) / most;
+    chunk = (chunk + 31) / 32 * 32;
+    if (chunk > 256)
+        return false;
+    const int64_t nch = (L + chunk - 1) / chunk, nblk = (S + bs - 1) / bs;
+    const int warps = (int)(chunk / 32);
+    encode_topp_cols<T, R, P><<<dim3((unsigned int)nblk, (unsigned int)nch), 32 * warps,
+                                cols_smem<T, P>(warps), st>>>(X, ld, S, L, bs, wscheme, out, out_l,
+                                                              out_v, aux, chunk, p, scratch, cnt);
+    topp_merge<P><<<blocks_for(S, kThreads), kThreads, 0, st>>>(scratch, nch, S, p, lists);
+    return true;
+}
+
+template <typename T>
+bool gk_encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
+                         gk_topp scratch, gk_counters *cnt, cudaStream_t st)
+{
+    if constexpr (gk_el<T>::P == 2) {
+        return false; /* complex data: the separate passes */
+    } else {
+        if (bs > 256 || S == 0 || L == 0 || (S + bs - 1) / bs > 2147483647 || r > 2 ||
+            (aux.kind != GK_AUX_NONE && aux.kind != GK_AUX_MAX))
+            return false;
+#define ETC(RR, PP)                                                                                \
+    encode_topp_cols_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l, out_v, aux, p, lists, \
+                                       scratch, cnt, st)
+        if (r > 1)
+            return p <= 1 ? ETC(2, 1) : p <= 2 ? ETC(2, 2) : p <= 4 ? ETC(2, 4) : ETC(2, GK_PMAX);
+        return p <= 1 ? ETC(1, 1) : p <= 2 ? ETC(1, 2) : p <= 4 ? ETC(1, 4) : ETC(1, GK_PMAX);
+#undef ETC
+    }
+}
+
 template <typename T>
 void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p, gk_topp out,
                  gk_topp scratch, cudaStream_t st)
@@ -1531,6 +1685,9 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
     template bool gk_encode_topp_rows<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,  \
+                                         int64_t, int64_t, gk_aux, int, gk_topp, gk_topp,          \
+                                         gk_counters *, cudaStream_t);                            \
+    template bool gk_encode_topp_cols<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,  \
                                          int64_t, int64_t, gk_aux, int, gk_topp, gk_topp,          \
                                          gk_counters *, cudaStream_t);
 INSTANTIATE(float)

@@ -126,6 +126,15 @@ bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, i
                          T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
                          gk_topp scratch, gk_counters *cnt, cudaStream_t st);
 
+/* gk_encode (strided case) and gk_topp_run of the S vectors along l (contiguous case) in one
+ * read of X, under the same conditions and where the top-p scratch allows chunks of at most 256
+ * indices l (op(B) = B: its row checksums, envelope and column lists). Returns false, launching
+ * nothing, where it does not apply. */
+template <typename T>
+bool gk_encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
+                         gk_topp scratch, gk_counters *cnt, cudaStream_t st);
+
 /* The recomputed checksums of C (both sides) in one pass: Ccs_rec (R*mb) x n, Crs_rec
  * m x (R*nb), in double (complex: parts interleaved), each computed redundantly by two lanes.
  * With compare, every element's threshold is computed (Ccs_eps, Crs_eps; the references and
