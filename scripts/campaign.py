@@ -574,11 +574,13 @@ def targets_section(rows):
     corr = sum(1 for r in det if r["outcome"] == "corrected")
     line = sum(1 for r in det if r["outcome"] == "line_recomputed")
     rest = sum(1 for r in det if restored(r))
-    out = []
+    out, low = [], []
     for t in ("D", "S"):
         m = [r for r in inj if r["type"] == t and r["field"] == "mantissa" and significant(r, "abs")]
         d = sum(1 for r in m if r["detected"] > 0)
         out.append(f"{'FP64' if t == 'D' else 'FP32'} {pct(d, len(m))} ({d}/{len(m)})")
+        if m and d < 0.62 * len(m):
+            low.append("FP64" if t == "D" else "FP32")
     body = [
         ["zero false positives", f"{gx}/{g} fault-free GEMMs flagged (95 % upper bound {upper95(gx, g):.2e})",
          "met" if gx == 0 else "NOT met"],
@@ -586,12 +588,14 @@ def targets_section(rows):
          f"{len(se) - len(se_missed)}/{len(se)} detected; output site {len(se_out) - len(se_out_missed)}/{len(se_out)}; "
          + "; ".join(f"{'FP64' if t == 'D' else 'FP32'} {sum(1 for r in se if r['type'] == t) - sum(1 for r in se_missed if r['type'] == t)}"
                      f"/{sum(1 for r in se if r['type'] == t)}" for t in ("D", "S")),
-         "met" if not se_missed else ("met at the output site" if not se_out_missed else "NOT met")],
+         "met" if not se_missed else ("NOT met (inner site; met at the output site)" if not se_out_missed
+                                      else "NOT met")],
         ["every detected single error located and corrected",
          f"{corr}/{len(det)} located and corrected, {line} line recomputed (one flagged line, nothing located), "
          f"{len(det) - corr - line} block recomputed; {rest}/{len(det)} restored",
          "met" if corr == len(det) else ("restored, not all located" if rest == len(det) else "NOT met")],
-        ["err_abs detection >= 62-76 % (mantissa flips)", "; ".join(out), ""],
+        ["err_abs detection >= 62-76 % (mantissa flips; the thesis's FP64 figure)", "; ".join(out),
+         "met" if not low else "NOT met for " + " and ".join(low)],
     ]
     return md_table(["target (issue 3)", "measured", "verdict"], body) + "\n\n"
 

@@ -669,7 +669,12 @@ int main(int argc, char **argv)
             truth_free(&tr);
             dg_rng r;
             dg_seed(&r, o.seed ^ ((uint64_t)o.bs[bi] << 32) ^ (uint64_t)*tc);
-            for (int it = 0; it < o.inject; it++) {
+            /* a --bits range above this type's word (e.g. 52-63 with FP32) has nothing to flip */
+            const int width = p.single ? 32 : 64;
+            if (o.inject > 0 && o.bit_lo >= width)
+                fprintf(stderr, "campaign: --bits %d-%d lies outside the %d-bit words of %c: no injections there\n",
+                        o.bit_lo, o.bit_hi, width, *tc);
+            for (int it = 0; it < o.inject && o.bit_lo < width; it++) {
                 int site = o.sites == 1 ? FAULT_SITE_OUTPUT
                            : o.sites == 2 ? FAULT_SITE_INNER
                            : (it & 1) ? FAULT_SITE_INNER : FAULT_SITE_OUTPUT;
