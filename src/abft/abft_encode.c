@@ -2,6 +2,7 @@
  * (the redundancy of thesis 6.3 / Alg. A.1: a unit must not be the only one to check its own
  * result), and the reference checksum products on the host BLAS. All sums are Neumaier-compensated
  * in double with exact products (fma), so our side adds almost no rounding error. */
+#include "abft/abft_inject.h"
 #include "abft/abft_internal.h"
 #include "abft/abft_kernels.h"
 
@@ -174,7 +175,7 @@ static void run_pass(void *p, int64_t k0, int64_t k1)
  * neighbouring lanes do; work: the operand elements a pass reads), and compares them; on disagreement reports an encoder fault and tries
  * again (three rounds at most, then keeps the last result). */
 static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_t, int64_t),
-                     double *out, int64_t n, int64_t work)
+                     double *out, int64_t n, int64_t work, int inject)
 {
     double *second = malloc((size_t)(n > 0 ? n : 1) * sizeof *second);
     if (!second)
@@ -186,6 +187,13 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_
         if (j0.rc || j1.rc) {
             rc = -1;
             break;
+        }
+        /* BLASFT_INJECT site=encoder: the first round's second copy is corrupted */
+        const blasft_inject_spec *spec = inject && round == 0 && x->cfg->inject[0]
+                                             ? blasft_inject_get(x->cfg->inject) : NULL;
+        if (spec && spec->site == BLASFT_SITE_ENCODER && spec->faults > 0) {
+            uint64_t st = blasft_inject_next_stream(spec);
+            x->injected += (uint64_t)blasft_inject_flip_checksums(spec, &st, x->g->type, second, n);
         }
         if (memcmp(out, second, (size_t)n * sizeof *out) == 0)
             break;
@@ -228,8 +236,8 @@ int abft_encode_operands(abft_ctx *x)
     x->bc = malloc((size_t)(nbc > 0 ? nbc : 1) * sizeof(double));
     if (!x->ac || !x->bc)
         return -1;
-    if (redundant(x, encode_a_pass, x->ac, nac, x->m * x->k * x->P) ||
-        redundant(x, encode_b_pass, x->bc, nbc, x->k * x->n * x->P))
+    if (redundant(x, encode_a_pass, x->ac, nac, x->m * x->k * x->P, 1) ||
+        redundant(x, encode_b_pass, x->bc, nbc, x->k * x->n * x->P, 0))
         return -1;
     /* An Inf or NaN anywhere in A or B makes its block checksum non-finite: no check possible. */
     if (!all_finite(x->ac, nac) || !all_finite(x->bc, nbc))

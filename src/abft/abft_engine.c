@@ -152,7 +152,7 @@ static uint64_t run_gemm(abft_ctx *x)
 {
     const blasft_gemm *g = x->g;
     const blasft_inject_spec *spec = x->cfg->inject[0] ? blasft_inject_get(x->cfg->inject) : NULL;
-    if (!spec || spec->faults <= 0) {
+    if (!spec || spec->faults <= 0 || spec->site == BLASFT_SITE_ENCODER) {
         data_gemm(x);
         return 0;
     }
@@ -202,7 +202,7 @@ int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_
     if (abft_threshold_prepare(x) != 0 || abft_reference(x, 0, x->nbr, 0, x->nbc) != 0)
         goto out;
     /* from here on C is written: no more falling back */
-    diag->faults_injected = run_gemm(x);
+    diag->faults_injected = run_gemm(x) + x->injected;
     if (plant_hook)
         plant_hook(g, plant_user);
     rc = 0;

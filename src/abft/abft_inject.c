@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const char *const accepted =
-    "faults=<n>, bits=sign|exponent|mantissa|any|<i>-<j>, site=output|inner, seed=<s>, "
+    "faults=<n>, bits=sign|exponent|mantissa|any|<i>-<j>, site=output|inner|encoder, seed=<s>, "
     "pattern=random|row|column|block (comma-separated)";
 
 static int parse_u64(const char *v, size_t len, uint64_t *out)
@@ -63,6 +63,8 @@ int blasft_inject_parse(const char *s, blasft_inject_spec *out, char *err, size_
                 sp.site = BLASFT_SITE_OUTPUT;
             else if (is(v, vl, "inner"))
                 sp.site = BLASFT_SITE_INNER;
+            else if (is(v, vl, "encoder"))
+                sp.site = BLASFT_SITE_ENCODER;
             else
                 bad = 1;
         } else if (is(p, kl, "pattern")) {
@@ -210,6 +212,21 @@ int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type
         }
         int part = P == 2 ? (int)below(st, 2) : 0;
         blasft_flip_bit(t, c, fi + fj * ldc, part, pick_bit(spec, st, t));
+        done++;
+    }
+    return done;
+}
+
+int blasft_inject_flip_checksums(const blasft_inject_spec *spec, uint64_t *st, blasft_type t,
+                                 double *v, int64_t n)
+{
+    int done = 0;
+    for (int f = 0; f < spec->faults && n > 0; f++) {
+        /* the bit class of the data type, placed in the double's fields of the same kind */
+        int single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C, bit = pick_bit(spec, st, t);
+        if (single)
+            bit = bit == 31 ? 63 : bit >= 23 ? 52 + (bit - 23) * 10 / 8 : bit + 29;
+        blasft_flip_bit(BLASFT_TYPE_D, v, (int64_t)below(st, (uint64_t)n), 0, bit);
         done++;
     }
     return done;

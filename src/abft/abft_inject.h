@@ -2,8 +2,10 @@
  *   faults=<n per GEMM>        number of bit flips (default 1)
  *   bits=sign|exponent|mantissa|any|<i>-<j>   which bit of the element (default mantissa; i-j
  *                              inclusive, 0 = least significant, clipped to the type's width)
- *   site=output|inner          output: flip elements of C after the GEMM; inner: split K, flip in
- *                              the partial product of the first k1 steps, accumulate the rest
+ *   site=output|inner|encoder  output: flip elements of C after the GEMM; inner: split K, flip in
+ *                              the partial product of the first k1 steps, accumulate the rest;
+ *                              encoder: flip entries of the second copy of op(A)'s encoding (the
+ *                              redundant computation's comparison must find it)
  *   seed=<s>                   deterministic, but each GEMM call draws from its own stream
  *   pattern=random|row|column|block   where the n faults go: anywhere; a burst along one row or
  *                              one column inside one block; n random elements of one block
@@ -18,7 +20,7 @@
 
 typedef enum { BLASFT_BITS_SIGN, BLASFT_BITS_EXPONENT, BLASFT_BITS_MANTISSA, BLASFT_BITS_ANY,
                BLASFT_BITS_RANGE } blasft_bits_class;
-typedef enum { BLASFT_SITE_OUTPUT, BLASFT_SITE_INNER } blasft_inject_site;
+typedef enum { BLASFT_SITE_OUTPUT, BLASFT_SITE_INNER, BLASFT_SITE_ENCODER } blasft_inject_site;
 typedef enum { BLASFT_PATTERN_RANDOM, BLASFT_PATTERN_ROW, BLASFT_PATTERN_COLUMN,
                BLASFT_PATTERN_BLOCK } blasft_inject_pattern;
 
@@ -46,6 +48,11 @@ uint64_t blasft_inject_next_stream(const blasft_inject_spec *spec);
  * pattern over blocks of size bs; state is advanced. Returns the number of flips. */
 int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *state, blasft_type t, void *c,
                        int64_t ldc, int64_t m, int64_t n, int bs);
+
+/* Flips spec->faults bits (chosen as for type t) in random entries of the n doubles v, which hold
+ * checksums of data of type t; state is advanced. Returns the number of flips. */
+int blasft_inject_flip_checksums(const blasft_inject_spec *spec, uint64_t *state, blasft_type t,
+                                 double *v, int64_t n);
 
 /* Flips bit `bit` of element idx, part `part` (exposed for the tests). */
 void blasft_flip_bit(blasft_type t, void *c, int64_t idx, int part, int bit);

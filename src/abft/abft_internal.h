@@ -43,6 +43,7 @@ typedef struct abft_ctx {
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */
     uint64_t encoder_faults;
+    uint64_t injected;       /* faults planted at site encoder (BLASFT_INJECT) */
 } abft_ctx;
 
 /* Elements (of A, B and C together) below which a second thread costs more than it saves. */

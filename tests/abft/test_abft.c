@@ -994,6 +994,8 @@ static void test_inject_parser(void **state)
     assert_int_equal(s.site, BLASFT_SITE_INNER);
     assert_int_equal(s.pattern, BLASFT_PATTERN_ROW);
     assert_true(s.seed == 7);
+    assert_int_equal(blasft_inject_parse("site=encoder", &s, err, sizeof err), 0);
+    assert_int_equal(s.site, BLASFT_SITE_ENCODER);
     assert_int_equal(blasft_inject_parse("bits=3-9", &s, err, sizeof err), 0);
     assert_int_equal(s.bits, BLASFT_BITS_RANGE);
     assert_int_equal(s.bit_lo, 3);
@@ -1047,6 +1049,29 @@ static void test_injection_sites(void **state)
         }
 }
 
+/* site=encoder corrupts one copy of op(A)'s redundant encoding: the comparison must see it (an
+ * encoder fault, the encoding computed again), and the GEMM stays clean and correct */
+static void test_injection_encoder(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++)
+        for (int seed = 0; seed < 10; seed++) {
+            static const char *const bits[] = {"sign", "exponent", "mantissa", "any", "0-0"};
+            char s[128];
+            snprintf(s, sizeof s, "faults=%d,bits=%s,site=encoder,seed=%d", 1 + seed % 3, bits[seed % 5], seed);
+            tgemm x = make((blasft_type)t, seed % 2 ? 'N' : 'T', 'N', 61, 47, 33, 2, 1.0, 0.0, 0.5, 1.0);
+            blasft_config cfg = abft_t_cfg(16, 1 + seed % 2);
+            snprintf(cfg.inject, sizeof cfg.inject, "%s", s);
+            blasft_abft_diag d;
+            assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+            assert_int_equal(d.faults_injected, (uint64_t)(1 + seed % 3));
+            assert_int_equal(d.encoder_faults, 1);
+            assert_int_equal(d.detected, 0);
+            assert_int_equal(compare_oracle(&x, 2.0), 0);
+            drop(&x);
+        }
+}
+
 static void test_inject_flip_patterns(void **state)
 {
     (void)state;
@@ -1092,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
         cmocka_unit_test(test_injection_sites),
+        cmocka_unit_test(test_injection_encoder),
         cmocka_unit_test(test_inject_flip_patterns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
