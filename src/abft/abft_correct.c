@@ -200,6 +200,23 @@ static int candidates(const blockview *b, cand *out, int single)
     return n;
 }
 
+/* Extended localization's consistency (method.md 3): an element located by both its column and
+ * its row (F2) carries one error, so the two unweighted syndromes must agree within the sum of
+ * their thresholds, in every part, plus the double rounding of the recomputed checksums that
+ * carry the error (a few units of 2^-53 of its size: an exponent flip makes it huge). */
+static int f2_syndromes_agree(const abft_ctx *x, const blockview *b, int i, int j)
+{
+    const int64_t ec = lookup_ci(x, b, 0, j), er = lookup_ri(x, b, 0, i);
+    const double tol = abft_threshold_col(x, ec) + abft_threshold_row(x, er);
+    for (int part = 0; part < x->P; part++) {
+        double sc = x->refc[ec * x->P + part] - x->recc[ec * x->P + part];
+        double sr = x->refr[er * x->P + part] - x->recr[er * x->P + part];
+        if (!(fabs(sc - sr) <= tol + ldexp(fabs(sc) + fabs(sr), -50)))
+            return 0;
+    }
+    return 1;
+}
+
 static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
 {
     int extended = x->R == 2 && blasft_weights_locate(x->scheme);
@@ -207,6 +224,10 @@ static int find_candidates(const abft_ctx *x, const blockview *b, cand *out)
     /* a NaN/Inf syndrome pair locates nothing, but one flagged row and column still intersect */
     if (n < 0 && extended && b->nfc == 1 && b->nfr == 1)
         n = candidates(b, out, 1);
+    for (int q = 0; extended && q < n; q++)
+        if (out[q].by_col && b->fr[out[q].i] && b->lr[out[q].i] == out[q].j &&
+            !f2_syndromes_agree(x, b, out[q].i, out[q].j))
+            return -1; /* more than one error behind this element's lines: recompute */
     return n;
 }
 
