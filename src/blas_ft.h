@@ -107,7 +107,8 @@ typedef struct blasft_event {
     int64_t col;
     double syndrome;        /* |reference - recomputed| checksum difference */
     double threshold;       /* the threshold it was compared with */
-    const char *action;     /* "corrected", "recomputed", "reported", "aborted" */
+    const char *action;     /* "corrected" (with two checksums "corrected (F1)" or "(F2)": placed
+                               by one side or by both), "recomputed", "reported", "aborted" */
 } blasft_event;
 
 typedef void (*blasft_event_callback)(const blasft_event *event, void *user);

@@ -133,9 +133,12 @@ static int scan_block(abft_ctx *x, blockview *b)
 typedef struct cand {
     int i, j;      /* offsets in the block */
     int by_col;    /* syndrome taken from the column checksum */
+    int cls;       /* extended localization's class: 2 located by both sides (F2), 1 by one
+                      side (F1); 0 single localization */
 } cand;
 
-/* Candidate elements; returns their number, or -1 for F0 (recompute the block). single: use
+/* Candidate elements (with their class F1/F2 under extended localization); returns their number,
+ * or -1 for F0 (recompute the block). single: use
  * single localization (one flagged row and one flagged column). */
 static int candidates(const blockview *b, cand *out, int single)
 {
@@ -151,6 +154,7 @@ static int candidates(const blockview *b, cand *out, int single)
         out[0].i = i;
         out[0].j = j;
         out[0].by_col = 1;
+        out[0].cls = 0;
         return 1;
     }
     for (int j = 0; j < b->jl; j++) {
@@ -164,6 +168,7 @@ static int candidates(const blockview *b, cand *out, int single)
             out[n].i = i;
             out[n].j = j;
             out[n].by_col = 1;
+            out[n].cls = b->fr[i] && b->lr[i] == j ? 2 : 1;
             n++;
         }
     }
@@ -179,6 +184,7 @@ static int candidates(const blockview *b, cand *out, int single)
             out[n].i = i;
             out[n].j = j;
             out[n].by_col = 0;
+            out[n].cls = 1;
             n++;
         } else {
             /* a flagged row that locates nothing must be explained by a column's location */
@@ -404,7 +410,8 @@ static void correct_element(abft_ctx *x, const blockview *b, const cand *c, outc
         for (int part = 0; part < x->P; part++)
             abft_st(g->c, g->type, i + j * g->ldc, part, v[part] + s[part]);
     o->corrected++;
-    abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, i, j, smax, thr, "corrected");
+    abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, i, j, smax, thr,
+              c->cls == 2 ? "corrected (F2)" : c->cls == 1 ? "corrected (F1)" : "corrected");
 }
 
 /* Recomputes C(i0:i0+il, j0:j0+jl) on the host BLAS from the operands and the saved old C. */

@@ -388,12 +388,14 @@ static void plant_fn(const blasft_gemm *g, void *user)
 
 static int events[8];
 static int64_t last_row = -1, last_col = -1; /* element of the last event */
+static char last_action[32];
 static void count_event(const blasft_event *ev, void *user)
 {
     (void)user;
     events[ev->kind]++;
     last_row = ev->row;
     last_col = ev->col;
+    snprintf(last_action, sizeof last_action, "%s", ev->action ? ev->action : "");
 }
 
 static blasft_threshold planted_threshold = BLASFT_THRESHOLD_PEA;
@@ -602,6 +604,11 @@ static void test_single_error_corrected(void **state)
                 assert_int_equal(d.corrected, 1);
                 assert_int_equal(d.blocks_recomputed, 0);
                 assert_int_equal(events[BLASFT_EVENT_CORRECTED], 1);
+                /* with two checksums a finite error is seen and placed by both sides: F2 */
+                if (r == 2 && v < 3)
+                    assert_string_equal(last_action, "corrected (F2)");
+                else if (r == 1)
+                    assert_string_equal(last_action, "corrected");
             }
         }
 }
