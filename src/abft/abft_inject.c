@@ -179,9 +179,20 @@ static int pick_bit(const blasft_inject_spec *spec, uint64_t *st, blasft_type t)
     return lo + (int)below(st, (uint64_t)(hi - lo + 1));
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type t, void *c,
                        int64_t ldc, int64_t m, int64_t n, int bs)
 {
+    int64_t hit_i[64], hit_j[64]; /* the random pattern's first elements, not hit twice */
     if (spec->faults <= 0 || m <= 0 || n <= 0)
         return 0;
     int P = t == BLASFT_TYPE_C || t == BLASFT_TYPE_Z ? 2 : 1;
@@ -189,26 +200,54 @@ int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type
     int64_t i = (int64_t)below(st, (uint64_t)m), j = (int64_t)below(st, (uint64_t)n);
     int64_t bi0 = i / bs * bs, bj0 = j / bs * bs;
     int64_t bi1 = bi0 + bs < m ? bi0 + bs : m, bj1 = bj0 + bs < n ? bj0 + bs : n;
+    /* every flip lands on an element of its own (two flips of one bit would cancel): a burst is
+     * at most the block's row or column long, the block pattern at most the block's size */
+    const int64_t bh = bi1 - bi0, bw = bj1 - bj0, area = bh * bw;
+    int64_t count = spec->faults;
+    if (spec->pattern == BLASFT_PATTERN_ROW && count > bw)
+        count = bw;
+    else if (spec->pattern == BLASFT_PATTERN_COLUMN && count > bh)
+        count = bh;
+    else if (spec->pattern == BLASFT_PATTERN_BLOCK && count > area)
+        count = area;
+    else if (spec->pattern == BLASFT_PATTERN_RANDOM && count > m * n)
+        count = m * n;
+    /* the block pattern walks the block with a stride coprime to its size: distinct elements */
+    int64_t start = (int64_t)below(st, (uint64_t)area), stride = 1 + (int64_t)below(st, (uint64_t)area);
+    while (gcd64(stride, area) != 1)
+        stride++;
     int done = 0;
-    for (int f = 0; f < spec->faults; f++) {
+    for (int64_t f = 0; f < count; f++) {
         int64_t fi = i, fj = j;
         switch (spec->pattern) {
         case BLASFT_PATTERN_RANDOM:
-            if (f > 0) {
-                fi = (int64_t)below(st, (uint64_t)m);
-                fj = (int64_t)below(st, (uint64_t)n);
+            if (f > 0) { /* a fresh element, drawn again where it was hit already */
+                int again;
+                do {
+                    fi = (int64_t)below(st, (uint64_t)m);
+                    fj = (int64_t)below(st, (uint64_t)n);
+                    again = 0;
+                    for (int64_t q = 0; q < f && q < 64 && !again; q++)
+                        again = hit_i[q] == fi && hit_j[q] == fj;
+                } while (again);
+            }
+            if (f < 64) {
+                hit_i[f] = fi;
+                hit_j[f] = fj;
             }
             break;
         case BLASFT_PATTERN_ROW: /* consecutive columns, wrapping inside the block */
-            fj = bj0 + (j - bj0 + f) % (bj1 - bj0);
+            fj = bj0 + (j - bj0 + f) % bw;
             break;
         case BLASFT_PATTERN_COLUMN:
-            fi = bi0 + (i - bi0 + f) % (bi1 - bi0);
+            fi = bi0 + (i - bi0 + f) % bh;
             break;
-        case BLASFT_PATTERN_BLOCK:
-            fi = bi0 + (int64_t)below(st, (uint64_t)(bi1 - bi0));
-            fj = bj0 + (int64_t)below(st, (uint64_t)(bj1 - bj0));
+        case BLASFT_PATTERN_BLOCK: {
+            int64_t e = (start + f * stride) % area;
+            fi = bi0 + e % bh;
+            fj = bj0 + e / bh;
             break;
+        }
         }
         int part = P == 2 ? (int)below(st, 2) : 0;
         blasft_flip_bit(t, c, fi + fj * ldc, part, pick_bit(spec, st, t));
@@ -221,12 +260,16 @@ int blasft_inject_flip_checksums(const blasft_inject_spec *spec, uint64_t *st, b
                                  double *v, int64_t n)
 {
     int done = 0;
-    for (int f = 0; f < spec->faults && n > 0; f++) {
+    /* distinct entries: a walk with a stride coprime to n */
+    int64_t start = (int64_t)below(st, (uint64_t)n), stride = 1 + (int64_t)below(st, (uint64_t)n);
+    while (n > 0 && gcd64(stride, n) != 1)
+        stride++;
+    for (int64_t f = 0; f < spec->faults && f < n; f++) {
         /* the bit class of the data type, placed in the double's fields of the same kind */
         int single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C, bit = pick_bit(spec, st, t);
         if (single)
             bit = bit == 31 ? 63 : bit >= 23 ? 52 + (bit - 23) * 10 / 8 : bit + 29;
-        blasft_flip_bit(BLASFT_TYPE_D, v, (int64_t)below(st, (uint64_t)n), 0, bit);
+        blasft_flip_bit(BLASFT_TYPE_D, v, (start + f * stride) % n, 0, bit);
         done++;
     }
     return done;

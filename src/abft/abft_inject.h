@@ -8,7 +8,9 @@
  *                              redundant computation's comparison must find it)
  *   seed=<s>                   deterministic, but each GEMM call draws from its own stream
  *   pattern=random|row|column|block   where the n faults go: anywhere; a burst along one row or
- *                              one column inside one block; n random elements of one block
+ *                              one column inside one block; n random elements of one block. Every
+ *                              flip hits an element of its own (a burst is at most the block's
+ *                              row or column long, the block pattern at most its size)
  * Complex types flip the real or the imaginary part at random. */
 #ifndef BLASFT_ABFT_INJECT_H
 #define BLASFT_ABFT_INJECT_H

@@ -1101,6 +1101,25 @@ static void test_inject_flip_patterns(void **state)
                 changed++;
             }
     assert_int_equal(changed, 5);
+    /* more faults than the block holds: each element once, none flipped back */
+    static const char *const pats[] = {"row", "column", "block", "random"};
+    static const int most[] = {8, 8, 64, 40 * 40};
+    for (int q = 0; q < 4; q++)
+        for (int seed = 0; seed < 20; seed++) {
+            char sp[96];
+            snprintf(sp, sizeof sp, "faults=%d,bits=sign,pattern=%s,seed=%d", q < 3 ? 100 : 30, pats[q], seed);
+            assert_int_equal(blasft_inject_parse(sp, &s, err, sizeof err), 0);
+            for (int i = 0; i < 40 * 40; i++)
+                c[i] = c0[i];
+            st = blasft_inject_next_stream(&s);
+            int made = blasft_inject_flip(&s, &st, BLASFT_TYPE_D, c, 40, 40, 40, 8);
+            int want = q < 3 ? most[q] : 30;
+            assert_int_equal(made, want);
+            changed = 0;
+            for (int i = 0; i < 40 * 40; i++)
+                changed += c[i] != c0[i];
+            assert_int_equal(changed, want);
+        }
     /* different calls draw different streams */
     assert_true(blasft_inject_next_stream(&s) != blasft_inject_next_stream(&s));
 }
