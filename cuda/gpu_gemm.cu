@@ -438,25 +438,24 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         cudaEventRecord(ctx->ev_fork, s0);
         cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
     }
-    /* op(A) = A: its encoding and row lists in one read */
-    const bool fused_a = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && ta == 'N' &&
-                         !kg.block_lists &&
-                         gk_encode_topp_rows<T>(kg.A, g->lda, m, k, bs, r, ws, kg.AcsT, 1, k,
-                                                gk_aux{GK_AUX_MAX, envA, 1, k}, pp, kg.tA, scratch,
-                                                kg.cnt, sp);
-    if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused_a)
-        gk_encode<T, T>(kg.A, g->lda, ta == 'N', m, k, bs, r, ws, kg.AcsT, 1, k,
-                        gk_aux{GK_AUX_MAX, envA, 1, k}, kg.cnt, sp, ta == 'C');
+    /* an operand stored as used (op = N): its encoding and top-p lists in one read; else (or
+     * where the fused pass does not apply) the separate passes */
+    const bool fuse = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && !kg.block_lists;
+    auto encode = [&](int is_b, const T *X, int64_t ld, char t, int64_t S, T *out, double *env,
+                      gk_topp lists) {
+        const gk_aux aux{GK_AUX_MAX, env, 1, k};
+        /* op(A)'s blocks run down A's columns, op(B)'s across B's */
+        const int contiguous = is_b ? t != 'N' : t == 'N';
+        const bool fused = fuse && t == 'N' &&
+                           gk_encode_topp<T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, pp,
+                                             lists, scratch, kg.cnt, sp);
+        if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused)
+            gk_encode<T, T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, kg.cnt, sp, t == 'C');
+        return fused;
+    };
+    const bool fused_a = encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
     mark(1, sp);
-    /* op(B) = B: its encoding and column lists in one read */
-    const bool fused_b = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && tb == 'N' &&
-                         !kg.block_lists &&
-                         gk_encode_topp_cols<T>(kg.B, g->ldb, n, k, bs, r, ws, kg.Bcs, 1, k,
-                                                gk_aux{GK_AUX_MAX, envB, 1, k}, pp, kg.tB, scratch,
-                                                kg.cnt, sp);
-    if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused_b)
-        gk_encode<T, T>(kg.B, g->ldb, tb != 'N', n, k, bs, r, ws, kg.Bcs, 1, k,
-                        gk_aux{GK_AUX_MAX, envB, 1, k}, kg.cnt, sp, tb == 'C');
+    const bool fused_b = encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
     mark(2, sp);
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);

@@ -8,6 +8,8 @@ extern "C" {
 
 #include <math.h>
 
+#include <type_traits>
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -421,6 +423,60 @@ __device__ __forceinline__ void reg_store(gk_topp out, int64_t e, const reg_topp
         }
 }
 
+/* A lane's sums along its row of the slice: its own values (registers) into own, its neighbour's
+ * (lane ^ 1, from the warp's tile) into nbr, the second copy of the neighbour's sums; q0 is the
+ * slice's first position in the block; *ax takes max |own value|. */
+template <typename T, int R>
+__device__ __forceinline__ void lane_row_sums(const T (&v)[kSlice], const T (*tile)[33], int lane,
+                                              int q0, int wscheme, int bs, blasft_csum (&own)[R],
+                                              blasft_csum (&nbr)[R], double *ax)
+{
+    double mx = *ax;
+#pragma unroll
+    for (int q = 0; q < kSlice; q++) {
+        const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
+        blasft_csum_add(&own[0], x);
+        blasft_csum_add(&nbr[0], y);
+        if (R > 1) {
+            const double wc = weight_of(1, wscheme, q0 + q, bs);
+            blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
+            blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
+        }
+        mx = fmax(mx, fabs(x));
+    }
+    *ax = mx;
+}
+
+/* Lane pair 2c, 2c+1 of a warp: column c of the warp's slice tile (kSlice columns x 32 rows)
+ * summed over the strip's rows, both lanes the same (the two copies), the upper and lower 16 rows
+ * as two chains joined in that order; wp is the strip (its rows start at wp * 32 in the block);
+ * *ax takes max |x| over the column. */
+template <typename T, int R>
+__device__ __forceinline__ void strip_column_sums(const T (*tile)[33], int c, int wp, int wscheme,
+                                                  int bs, blasft_csum (&col)[R], double *ax)
+{
+    blasft_csum lower[R];
+#pragma unroll
+    for (int w = 0; w < R; w++)
+        col[w] = lower[w] = blasft_csum{0.0, 0.0};
+    double mx = 0.0;
+#pragma unroll
+    for (int q = 0; q < kSlice; q++) {
+        const double u0 = (double)tile[c][q], u1 = (double)tile[c][q + 16];
+        blasft_csum_add(&col[0], u0);
+        blasft_csum_add(&lower[0], u1);
+        if (R > 1) {
+            blasft_csum_add(&col[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
+            blasft_csum_add(&lower[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
+        }
+        mx = fmax(mx, fmax(fabs(u0), fabs(u1)));
+    }
+#pragma unroll
+    for (int w = 0; w < R; w++)
+        csum_merge(&col[w], lower[w]);
+    *ax = mx;
+}
+
 /* Encoding and top-p lists of op(A) = A in one read (contiguous case: element (s, l) is
  * X[s + l*ld]; sums along s, the top-p lists of the S vectors s along l). One CUDA block per block
  * b of at most 256 positions s and chunk of indices l, one warp per 32-position strip, l in slices
@@ -470,25 +526,9 @@ encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int wsche
             }
             __syncwarp();
             const int c = lane >> 1;
-            blasft_csum colp[R], colq[R];
-#pragma unroll
-            for (int w = 0; w < R; w++)
-                colp[w] = colq[w] = blasft_csum{0.0, 0.0};
-            double ax = 0.0;
-#pragma unroll
-            for (int q = 0; q < kSlice; q++) {
-                const double u0 = (double)tile[c][q], u1 = (double)tile[c][q + 16];
-                blasft_csum_add(&colp[0], u0);
-                blasft_csum_add(&colq[0], u1);
-                if (R > 1) {
-                    blasft_csum_add(&colp[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
-                    blasft_csum_add(&colq[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
-                }
-                ax = fmax(ax, fmax(fabs(u0), fabs(u1)));
-            }
-#pragma unroll
-            for (int w = 0; w < R; w++)
-                csum_merge(&colp[w], colq[w]);
+            blasft_csum colp[R];
+            double ax;
+            strip_column_sums<T, R>(tile, c, wp, wscheme, bs, colp, &ax);
             __syncwarp();
 #pragma unroll
             for (int w = 0; w < R; w++)
@@ -576,18 +616,10 @@ encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int wsche
         for (int q = 0; q < kSlice; q++)
             tile[q][lane] = v[q];
         __syncwarp();
+        lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, &ax);
         reg_topp<P> t;
 #pragma unroll
         for (int q = 0; q < kSlice; q++) {
-            const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
-            blasft_csum_add(&own[0], x);
-            blasft_csum_add(&nbr[0], y);
-            if (R > 1) {
-                const double wc = weight_of(1, wscheme, q0 + q, bs);
-                blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
-                blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
-            }
-            ax = fmax(ax, fabs(x));
             /* vector c of the slice, indices 16h + q of the strip, in order of l */
             const int64_t lq = l_lo + wp * 32 + 16 * h + q;
             if (q0 + c < len && lq < l_hi)
@@ -1381,32 +1413,13 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
             for (int c = 0; c < kSlice; c++)
                 tile[c][lane] = v[c];
             __syncwarp();
-            /* four independent chains per step: the row (from registers), the neighbour's row,
-             * and the column over the strip's upper and lower 16 rows (lanes 2c, 2c+1: column c) */
+            /* the row (from registers) and the neighbour's row (from the tile) */
+            double ax = 0.0;
+            lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, &ax);
+            /* lanes 2c, 2c+1: column c of the slice over the strip */
             const int c = lane >> 1;
-            blasft_csum colp[R], colq[R];
-#pragma unroll
-            for (int w = 0; w < R; w++)
-                colp[w] = colq[w] = blasft_csum{0.0, 0.0};
-#pragma unroll
-            for (int q = 0; q < kSlice; q++) {
-                const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
-                const double u0 = (double)tile[c][q], u1 = (double)tile[c][q + 16];
-                blasft_csum_add(&own[0], x);
-                blasft_csum_add(&nbr[0], y);
-                blasft_csum_add(&colp[0], u0);
-                blasft_csum_add(&colq[0], u1);
-                if (R > 1) {
-                    const double wc = weight_of(1, wscheme, q0 + q, bs);
-                    blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
-                    blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
-                    blasft_csum_add(&colp[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
-                    blasft_csum_add(&colq[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
-                }
-            }
-#pragma unroll
-            for (int w = 0; w < R; w++)
-                csum_merge(&colp[w], colq[w]);
+            blasft_csum colp[R];
+            strip_column_sums<T, R>(tile, c, wp, wscheme, bs, colp, &ax);
             __syncwarp();
 #pragma unroll
             for (int w = 0; w < R; w++)
@@ -1528,7 +1541,7 @@ static void topp_launch(const T *X, int64_t ld, int contiguous, int64_t L, int64
 }
 
 template <typename T, int R, int P>
-static void encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L, int bs,
+static bool encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L, int bs,
                                     int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux,
                                     int p, gk_topp lists, gk_topp scratch, gk_counters *cnt,
                                     cudaStream_t st)
@@ -1544,12 +1557,14 @@ static void encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L
                                 rows_region<T>() * warps, st>>>(X, ld, S, L, bs, wscheme, out, out_l,
                                                                 out_v, aux, chunk, p, scratch, cnt);
     topp_merge<P><<<blocks_for(S, kThreads), kThreads, 0, st>>>(scratch, nch, S, p, lists);
+    return true;
 }
 
-template <typename T>
-bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
-                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
-                         gk_topp scratch, gk_counters *cnt, cudaStream_t st)
+/* Where the fused operand passes apply (real data, BS <= 256, R <= 2, aux NONE or MAX), launch(R,
+ * P) with the instantiation for r checksums and lists of capacity P >= p; false where they do
+ * not, or where launch declines. */
+template <typename T, typename F>
+static bool fused_dispatch(int64_t S, int64_t L, int bs, int r, int p, gk_aux aux, F launch)
 {
     if constexpr (gk_el<T>::P == 2) {
         return false; /* complex data: the separate passes */
@@ -1557,15 +1572,14 @@ bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, i
         if (bs > 256 || S == 0 || L == 0 || (S + bs - 1) / bs > 2147483647 || r > 2 ||
             (aux.kind != GK_AUX_NONE && aux.kind != GK_AUX_MAX))
             return false;
-#define ETR(RR, PP)                                                                                \
-    encode_topp_rows_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l, out_v, aux, p, lists, \
-                                       scratch, cnt, st)
-        if (r > 1)
-            p <= 1 ? ETR(2, 1) : p <= 2 ? ETR(2, 2) : p <= 4 ? ETR(2, 4) : ETR(2, GK_PMAX);
-        else
-            p <= 1 ? ETR(1, 1) : p <= 2 ? ETR(1, 2) : p <= 4 ? ETR(1, 4) : ETR(1, GK_PMAX);
-#undef ETR
-        return true;
+        auto with_r = [&](auto rr) {
+            using I1 = std::integral_constant<int, 1>;
+            using I2 = std::integral_constant<int, 2>;
+            using I4 = std::integral_constant<int, 4>;
+            using I8 = std::integral_constant<int, GK_PMAX>;
+            return p <= 1 ? launch(rr, I1{}) : p <= 2 ? launch(rr, I2{}) : p <= 4 ? launch(rr, I4{}) : launch(rr, I8{});
+        };
+        return r > 1 ? with_r(std::integral_constant<int, 2>{}) : with_r(std::integral_constant<int, 1>{});
     }
 }
 
@@ -1592,24 +1606,17 @@ static bool encode_topp_cols_launch(const T *X, int64_t ld, int64_t S, int64_t L
 }
 
 template <typename T>
-bool gk_encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
-                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
-                         gk_topp scratch, gk_counters *cnt, cudaStream_t st)
+bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
+                    int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p,
+                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st)
 {
-    if constexpr (gk_el<T>::P == 2) {
-        return false; /* complex data: the separate passes */
-    } else {
-        if (bs > 256 || S == 0 || L == 0 || (S + bs - 1) / bs > 2147483647 || r > 2 ||
-            (aux.kind != GK_AUX_NONE && aux.kind != GK_AUX_MAX))
-            return false;
-#define ETC(RR, PP)                                                                                \
-    encode_topp_cols_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l, out_v, aux, p, lists, \
-                                       scratch, cnt, st)
-        if (r > 1)
-            return p <= 1 ? ETC(2, 1) : p <= 2 ? ETC(2, 2) : p <= 4 ? ETC(2, 4) : ETC(2, GK_PMAX);
-        return p <= 1 ? ETC(1, 1) : p <= 2 ? ETC(1, 2) : p <= 4 ? ETC(1, 4) : ETC(1, GK_PMAX);
-#undef ETC
-    }
+    return fused_dispatch<T>(S, L, bs, r, p, aux, [&](auto R, auto P) {
+        constexpr int RR = decltype(R)::value, PP = decltype(P)::value;
+        return contiguous ? encode_topp_rows_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l,
+                                                               out_v, aux, p, lists, scratch, cnt, st)
+                          : encode_topp_cols_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l,
+                                                               out_v, aux, p, lists, scratch, cnt, st);
+    });
 }
 
 template <typename T>
@@ -1684,12 +1691,9 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
-    template bool gk_encode_topp_rows<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,  \
-                                         int64_t, int64_t, gk_aux, int, gk_topp, gk_topp,          \
-                                         gk_counters *, cudaStream_t);                            \
-    template bool gk_encode_topp_cols<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,  \
-                                         int64_t, int64_t, gk_aux, int, gk_topp, gk_topp,          \
-                                         gk_counters *, cudaStream_t);
+    template bool gk_encode_topp<T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,  \
+                                    int64_t, int64_t, gk_aux, int, gk_topp, gk_topp, gk_counters *, \
+                                    cudaStream_t);
 INSTANTIATE(float)
 INSTANTIATE(double)
 INSTANTIATE(float2)

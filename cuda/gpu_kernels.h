@@ -118,22 +118,15 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
                  gk_topp scratch, cudaStream_t st);
 int64_t gk_topp_scratch(int64_t V, int64_t L);
 
-/* gk_encode (contiguous case) and gk_topp_run of the S vectors along l (strided case) in one
- * read of X, for real data, BS <= 256, R <= 2 and aux NONE or MAX (op(A) = A: its column
- * checksums, envelope and row lists). Returns false, launching nothing, where it does not apply. */
+/* gk_encode and gk_topp_run of the S vectors along l in one read of X, for real data, BS <= 256,
+ * R <= 2 and aux NONE or MAX: contiguous, element (s, l) is X[s + l*ld] (op(A) = A: its column
+ * checksums, envelope and row lists); strided, X[l + s*ld] (op(B) = B: row checksums, envelope,
+ * column lists; only where the top-p scratch allows chunks of at most 256 indices l). Returns
+ * false, launching nothing, where it does not apply. */
 template <typename T>
-bool gk_encode_topp_rows(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
-                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
-                         gk_topp scratch, gk_counters *cnt, cudaStream_t st);
-
-/* gk_encode (strided case) and gk_topp_run of the S vectors along l (contiguous case) in one
- * read of X, under the same conditions and where the top-p scratch allows chunks of at most 256
- * indices l (op(B) = B: its row checksums, envelope and column lists). Returns false, launching
- * nothing, where it does not apply. */
-template <typename T>
-bool gk_encode_topp_cols(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
-                         T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p, gk_topp lists,
-                         gk_topp scratch, gk_counters *cnt, cudaStream_t st);
+bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
+                    int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p,
+                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st);
 
 /* The recomputed checksums of C (both sides) in one pass: Ccs_rec (R*mb) x n, Crs_rec
  * m x (R*nb), in double (complex: parts interleaved), each computed redundantly by two lanes.
