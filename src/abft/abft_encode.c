@@ -150,10 +150,17 @@ static int all_finite(const double *v, int64_t n)
     return 1;
 }
 
-static void encoder_fault(abft_ctx *x)
+/* An encoding's two copies disagreed: the event names the block of the first entry that differs
+ * (a row block of op(A) or a column block of op(B); the other coordinate -1). */
+static void encoder_fault(abft_ctx *x, int is_b, const double *a, const double *b, int64_t n)
 {
+    int64_t e = 0;
+    while (e < n && memcmp(&a[e], &b[e], sizeof *a) == 0)
+        e++;
+    const int64_t v = is_b ? e / (x->k * x->P) : e % (x->R * x->nbr * x->P) / x->P;
     x->encoder_faults++;
-    abft_emit(x, BLASFT_EVENT_ENCODER_FAULT, -1, -1, -1, -1, 0.0, 0.0, "recomputed");
+    abft_emit(x, BLASFT_EVENT_ENCODER_FAULT, is_b ? -1 : v / x->R, is_b ? v / x->R : -1, -1, -1,
+              0.0, 0.0, "encoded again");
 }
 
 typedef struct pass_job {
@@ -175,7 +182,7 @@ static void run_pass(void *p, int64_t k0, int64_t k1)
  * neighbouring lanes do; work: the operand elements a pass reads), and compares them; on disagreement reports an encoder fault and tries
  * again (three rounds at most, then keeps the last result). */
 static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_t, int64_t),
-                     double *out, int64_t n, int64_t work, int inject)
+                     double *out, int64_t n, int64_t work, int is_b)
 {
     double *second = malloc((size_t)(n > 0 ? n : 1) * sizeof *second);
     if (!second)
@@ -189,7 +196,7 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_
             break;
         }
         /* BLASFT_INJECT site=encoder: the first round's second copy is corrupted */
-        const blasft_inject_spec *spec = inject && round == 0 && x->cfg->inject[0]
+        const blasft_inject_spec *spec = !is_b && round == 0 && x->cfg->inject[0]
                                              ? blasft_inject_get(x->cfg->inject) : NULL;
         if (spec && spec->site == BLASFT_SITE_ENCODER && spec->faults > 0) {
             uint64_t st = blasft_inject_next_stream(spec);
@@ -197,7 +204,7 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_
         }
         if (memcmp(out, second, (size_t)n * sizeof *out) == 0)
             break;
-        encoder_fault(x);
+        encoder_fault(x, is_b, out, second, n);
     }
     free(second);
     return rc;
@@ -236,8 +243,8 @@ int abft_encode_operands(abft_ctx *x)
     x->bc = malloc((size_t)(nbc > 0 ? nbc : 1) * sizeof(double));
     if (!x->ac || !x->bc)
         return -1;
-    if (redundant(x, encode_a_pass, x->ac, nac, x->m * x->k * x->P, 1) ||
-        redundant(x, encode_b_pass, x->bc, nbc, x->k * x->n * x->P, 0))
+    if (redundant(x, encode_a_pass, x->ac, nac, x->m * x->k * x->P, 0) ||
+        redundant(x, encode_b_pass, x->bc, nbc, x->k * x->n * x->P, 1))
         return -1;
     /* An Inf or NaN anywhere in A or B makes its block checksum non-finite: no check possible. */
     if (!all_finite(x->ac, nac) || !all_finite(x->bc, nbc))
@@ -402,6 +409,29 @@ static void old_c_norms(abft_ctx *x)
     }
 }
 
+/* The checksums of C disagreed between their two copies: the event names the block of C of the
+ * first column checksum that differs, else of the first row checksum. */
+static void c_checksum_fault(abft_ctx *x, const double *colv, const double *sc, int64_t nc,
+                             const double *rowv, const double *sr, int64_t nr)
+{
+    int64_t e = 0, bi = -1, bj = -1;
+    while (e < nc && memcmp(&colv[e], &sc[e], sizeof *sc) == 0)
+        e++;
+    if (e < nc) {
+        const int64_t v = e / x->P, rows = x->R * x->nbr;
+        bi = v % rows / x->R;
+        bj = v / rows / x->bs;
+    } else {
+        for (e = 0; e < nr && memcmp(&rowv[e], &sr[e], sizeof *sr) == 0;)
+            e++;
+        const int64_t v = e / x->P;
+        bi = v % x->m / x->bs;
+        bj = v / x->m / x->R;
+    }
+    x->encoder_faults++;
+    abft_emit(x, BLASFT_EVENT_ENCODER_FAULT, bi, bj, -1, -1, 0.0, 0.0, "computed again");
+}
+
 int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,
                      int64_t bj0, int64_t bj1)
 {
@@ -423,7 +453,7 @@ int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t b
         if (memcmp(sc, colv, (size_t)nc * sizeof *sc) == 0 &&
             memcmp(sr, rowv, (size_t)nr * sizeof *sr) == 0)
             break;
-        encoder_fault(x);
+        c_checksum_fault(x, colv, sc, nc, rowv, sr, nr);
     }
     if (old) {
         old_c_norms(x);

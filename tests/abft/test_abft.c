@@ -389,12 +389,15 @@ static void plant_fn(const blasft_gemm *g, void *user)
 static int events[8];
 static int64_t last_row = -1, last_col = -1; /* element of the last event */
 static char last_action[32];
+static int64_t last_brow = -2, last_bcol = -2; /* block of the last event */
 static void count_event(const blasft_event *ev, void *user)
 {
     (void)user;
     events[ev->kind]++;
     last_row = ev->row;
     last_col = ev->col;
+    last_brow = ev->block_row;
+    last_bcol = ev->block_col;
     snprintf(last_action, sizeof last_action, "%s", ev->action ? ev->action : "");
 }
 
@@ -1070,10 +1073,18 @@ static void test_injection_encoder(void **state)
             blasft_config cfg = abft_t_cfg(16, 1 + seed % 2);
             snprintf(cfg.inject, sizeof cfg.inject, "%s", s);
             blasft_abft_diag d;
+            memset(events, 0, sizeof events);
+            blasft_set_event_callback(count_event, NULL);
             assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+            blasft_set_event_callback(NULL, NULL);
             assert_int_equal(d.faults_injected, (uint64_t)(1 + seed % 3));
             assert_int_equal(d.encoder_faults, 1);
             assert_int_equal(d.detected, 0);
+            /* the event names the row block of op(A) whose encoding disagreed */
+            assert_int_equal(events[BLASFT_EVENT_ENCODER_FAULT], 1);
+            assert_true(last_brow >= 0 && last_brow < (61 + 15) / 16);
+            assert_int_equal(last_bcol, -1);
+            assert_string_equal(last_action, "encoded again");
             assert_int_equal(compare_oracle(&x, 2.0), 0);
             drop(&x);
         }
