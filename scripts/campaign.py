@@ -36,6 +36,15 @@ GRIDS = {
         ("orth", [65536], 96, [32, 64], 16),
         ("cancel", [6], 96, [32], 16),
     ],
+    # n = 256 of the documented run's series with a third of its injections: for a second
+    # configuration (e.g. -- --checksums 2 --weights linear, extended localization)
+    "n256": [
+        ("pos", [0, 3], 256, [32, 64, 128, 256], 64),
+        ("full", [0, 3], 256, [32, 64, 128, 256], 64),
+        ("orth", [2, 1024, 65536], 256, [32, 64, 128, 256], 64),
+        ("heavy", [12], 256, [32, 64, 128, 256], 64),
+        ("cancel", [6], 256, [32, 64, 128, 256], 64),
+    ],
     # the documented run: about 3000 CPU-seconds (a few minutes with --jobs 16)
     "docs": [
         ("pos", [0, 1, 2, 3, 4, 5], 256, [32, 64, 128, 256], 192),
