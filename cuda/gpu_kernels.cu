@@ -425,13 +425,13 @@ __device__ __forceinline__ void reg_store(gk_topp out, int64_t e, const reg_topp
 
 /* A lane's sums along its row of the slice: its own values (registers) into own, its neighbour's
  * (lane ^ 1, from the warp's tile) into nbr, the second copy of the neighbour's sums; q0 is the
- * slice's first position in the block; *ax takes max |own value|. */
+ * slice's first position in the block; *ax (if given) takes max |own value|. */
 template <typename T, int R>
 __device__ __forceinline__ void lane_row_sums(const T (&v)[kSlice], const T (*tile)[33], int lane,
                                               int q0, int wscheme, int bs, blasft_csum (&own)[R],
                                               blasft_csum (&nbr)[R], double *ax)
 {
-    double mx = *ax;
+    double mx = ax ? *ax : 0.0;
 #pragma unroll
     for (int q = 0; q < kSlice; q++) {
         const double x = (double)v[q], y = (double)tile[q][lane ^ 1];
@@ -442,15 +442,17 @@ __device__ __forceinline__ void lane_row_sums(const T (&v)[kSlice], const T (*ti
             blasft_csum_add(&own[R - 1], __dmul_rn(wc, x));
             blasft_csum_add(&nbr[R - 1], __dmul_rn(wc, y));
         }
-        mx = fmax(mx, fabs(x));
+        if (ax)
+            mx = fmax(mx, fabs(x));
     }
-    *ax = mx;
+    if (ax)
+        *ax = mx;
 }
 
 /* Lane pair 2c, 2c+1 of a warp: column c of the warp's slice tile (kSlice columns x 32 rows)
  * summed over the strip's rows, both lanes the same (the two copies), the upper and lower 16 rows
  * as two chains joined in that order; wp is the strip (its rows start at wp * 32 in the block);
- * *ax takes max |x| over the column. */
+ * *ax (if given) takes max |x| over the column. */
 template <typename T, int R>
 __device__ __forceinline__ void strip_column_sums(const T (*tile)[33], int c, int wp, int wscheme,
                                                   int bs, blasft_csum (&col)[R], double *ax)
@@ -469,12 +471,14 @@ __device__ __forceinline__ void strip_column_sums(const T (*tile)[33], int c, in
             blasft_csum_add(&col[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q, bs), u0));
             blasft_csum_add(&lower[R - 1], __dmul_rn(weight_of(1, wscheme, wp * 32 + q + 16, bs), u1));
         }
-        mx = fmax(mx, fmax(fabs(u0), fabs(u1)));
+        if (ax)
+            mx = fmax(mx, fmax(fabs(u0), fabs(u1)));
     }
 #pragma unroll
     for (int w = 0; w < R; w++)
         csum_merge(&col[w], lower[w]);
-    *ax = mx;
+    if (ax)
+        *ax = mx;
 }
 
 /* Encoding and top-p lists of op(A) = A in one read (contiguous case: element (s, l) is
@@ -1413,13 +1417,12 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
             for (int c = 0; c < kSlice; c++)
                 tile[c][lane] = v[c];
             __syncwarp();
-            /* the row (from registers) and the neighbour's row (from the tile) */
-            double ax = 0.0;
-            lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, &ax);
+            /* the row (from registers) and the neighbour's row (from the tile); no envelope */
+            lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, nullptr);
             /* lanes 2c, 2c+1: column c of the slice over the strip */
             const int c = lane >> 1;
             blasft_csum colp[R];
-            strip_column_sums<T, R>(tile, c, wp, wscheme, bs, colp, &ax);
+            strip_column_sums<T, R>(tile, c, wp, wscheme, bs, colp, nullptr);
             __syncwarp();
 #pragma unroll
             for (int w = 0; w < R; w++)
