@@ -175,7 +175,7 @@ void CUDART_CB deliver(void *arg)
     report_slot *s = (report_slot *)arg;
     const gk_counters &c = s->c;
     blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
-    blasft_stat_add(BLASFT_STAT_CHECKS, s->checks);
+    blasft_stat_add(BLASFT_STAT_CHECKS, s->checks + c.row_checks);
     blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, c.detected);
     blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, c.corrected);
     blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, c.recomputed);
@@ -393,6 +393,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     kg.tEa = {(double *)(w + L.tEa_v), (int *)(w + L.tEa_p)};
     kg.tEb = {(double *)(w + L.tEb_v), (int *)(w + L.tEb_p)};
     double *envA = (double *)(w + L.EnvA), *envB = (double *)(w + L.EnvB);
+    kg.envB = envB;
+    /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
+    const bool lazy = p->rows_on_demand && gk_rows_on_demand_fits(P, bs, nb, kg.block_lists);
+    kg.rows_on_demand = lazy;
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
     kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
     /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
@@ -455,11 +459,14 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     };
     const bool fused_a = encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
     mark(1, sp);
-    const bool fused_b = encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
+    /* rows on demand: op(B) is encoded where a block flags (gk_correct); its top-p lists, which
+     * the column checksums' thresholds use, are made here */
+    const bool fused_b = !lazy && encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
     mark(2, sp);
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
         gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
-        gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
+        if (!lazy)
+            gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
         if (!kg.block_lists) {
             if (!fused_a)
                 gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
@@ -467,7 +474,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
         gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
-        gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
+        if (!lazy)
+            gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
         mark(3, sp);
     }
 
@@ -498,9 +506,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                (blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
                                  kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
                         "cublas gemm (column checksums)") &&
-                blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha,
-                                 kg.A, g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
-                        "cublas gemm (row checksums)"));
+                (lazy ||
+                 blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha,
+                                  kg.A, g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
+                         "cublas gemm (row checksums)")));
     };
     if (ref_serial && !ref_gemms())
         return -2;
@@ -532,7 +541,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     mark(7, s0);
 
     slot->busy.store(1, std::memory_order_relaxed);
-    slot->checks = (uint64_t)(r * mb * n + m * r * nb) * P; /* every part, as the host counts */
+    /* every part, as the host counts; on demand, the row checks are added as they are made */
+    slot->checks = (uint64_t)(r * mb * n + (lazy ? 0 : m * r * nb)) * P;
     slot->type = "SDCZ"[g->type == BLASFT_TYPE_S ? 0 : g->type == BLASFT_TYPE_D ? 1
                         : g->type == BLASFT_TYPE_C ? 2 : 3];
     slot->routine = g->routine ? g->routine : "gpu_gemm";
@@ -603,6 +613,7 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->omega = cfg->omega;
     p->pea_p = cfg->pea_p;
     p->pea_block_lists = cfg->gpu_pea_lists == 1;
+    p->rows_on_demand = cfg->gpu_row_checks == 0;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }

@@ -706,17 +706,15 @@ topp_contig_warp(const T *X, int64_t ld, int64_t L, int64_t V, int p, gk_topp ou
         reg_store<P>(out, v, r, p);
 }
 
-/* ... one CUDA block per contiguous vector (few long vectors): warps' lists merged by thread 0. */
+/* The top-p list of the contiguous vector x (length L) by a whole CUDA block of kThreads: warps'
+ * lists merged by thread 0 into list v of out; ends with a barrier (the block may call it again). */
 template <typename T, int P>
-__global__ void __launch_bounds__(kThreads)
-topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
+__device__ void block_topp(const T *x, int64_t L, int p, gk_topp out, int64_t v)
 {
     __shared__ double sv[kThreads / 32][P];
     __shared__ long long sp[kThreads / 32][P];
-    const int64_t v = blockIdx.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     reg_topp<P> t;
-    const T *x = X + v * ld;
     int64_t l = threadIdx.x;
     for (; l + 3 * kThreads < L; l += 4 * kThreads) {
         double x0 = mag(x[l]), x1 = mag(x[l + kThreads]);
@@ -749,6 +747,15 @@ topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
                     f.add(sv[w][i], sp[w][i]);
         reg_store<P>(out, v, f, p);
     }
+    __syncthreads();
+}
+
+/* ... one CUDA block per contiguous vector (few long vectors). */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads)
+topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
+{
+    block_topp<T, P>(X + (int64_t)blockIdx.x * ld, L, p, out, blockIdx.x);
 }
 
 /* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after.
@@ -1385,7 +1392,7 @@ template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps
                                 : sizeof(blasft_csum) * kSlice * 2 * 2);
 }
 
-template <typename T, int R>
+template <typename T, int R, bool ROWS>
 __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, int compare)
 {
     extern __shared__ double smem[];
@@ -1418,7 +1425,8 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
                 tile[c][lane] = v[c];
             __syncwarp();
             /* the row (from registers) and the neighbour's row (from the tile); no envelope */
-            lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, nullptr);
+            if (ROWS)
+                lane_row_sums<T, R>(v, tile, lane, q0, wscheme, bs, own, nbr, nullptr);
             /* lanes 2c, 2c+1: column c of the slice over the strip */
             const int c = lane >> 1;
             blasft_csum colp[R];
@@ -1456,7 +1464,7 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
             const double eps = checksum_eps(g, 0, e); /* every one: the correction reads them */
             flagged = over((double)g.Ccs_ref[e], g.Ccs_rec[e], eps) || flagged;
         }
-    if (live) {
+    if (ROWS && live) {
 #pragma unroll
         for (int w = 0; w < R; w++) {
             double v = blasft_csum_value(&own[w]);
@@ -1479,9 +1487,124 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
         flag_block(g, I, J);
 }
 
+/* Row side on demand (gk_gemm::rows_on_demand): one CUDA block per block column J holding a
+ * flagged block computes what the check pass leaves out there, as the eager passes would: op(B)'s
+ * row checksums of J for every l (a lane pair each, compared), their envelope and the top-p lists
+ * of both; then for every flagged block (I, J) the reference row checksums alpha op(A)(I,:)
+ * Bcs(:,J) + beta (old C's), accumulated in double, C's row sums over J (a lane pair each,
+ * compared) and their thresholds. correct_kernel reads them as it reads the eager ones. */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
+{
+    if (g.cnt->tile_count == 0)
+        return; /* the clean case: nothing flagged */
+    constexpr int kPairs = kThreads / 2;
+    const int tid = threadIdx.x, pair = tid >> 1, r = g.r, bs = g.bs;
+    const bool writer = (tid & 1) == 0;
+    for (int64_t J = blockIdx.x; J < g.nb; J += gridDim.x) {
+        int any = 0;
+        for (int64_t I = tid; I < g.mb; I += kThreads)
+            any |= g.tile_flag[I + J * g.mb];
+        if (!__syncthreads_or(any))
+            continue;
+        const int64_t j0 = J * bs;
+        const int cols_t = (int)(g.n - j0 < bs ? g.n - j0 : bs);
+        for (int64_t l0 = 0; l0 < g.k; l0 += kPairs) {
+            const int64_t l = l0 + pair;
+            const bool in = l < g.k;
+            blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+            double env = 0.0;
+            if (in)
+                for (int q = 0; q < cols_t; q++) {
+                    const double x = (double)opB(g, l, j0 + q);
+                    blasft_csum_add(&acc[0], x);
+                    if (r > 1)
+                        blasft_csum_add(&acc[1], __dmul_rn(weight_of(1, g.wscheme, q, bs), x));
+                    env = fmax(env, fabs(x));
+                }
+            for (int w = 0; w < r; w++) {
+                double v = blasft_csum_value(&acc[w]);
+                const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+                if (in && writer) {
+                    if (!(v == twin) && !(v != v && twin != twin)) {
+                        atomicAdd(&g.cnt->encoder_faults, 1ull);
+                        v = nan("");
+                    }
+                    g.Bcs[l + (J * r + w) * g.k] = (T)v;
+                }
+            }
+            if (in && writer)
+                g.envB[l + J * g.k] = env;
+        }
+        __syncthreads();
+        for (int w = 0; w < r; w++)
+            block_topp<T, P>(g.Bcs + (J * r + w) * g.k, g.k, g.p, g.tBc, J * r + w);
+        block_topp<double, P>(g.envB + J * g.k, g.k, g.p, g.tEb, J);
+        const T alpha = alpha_of(g), beta = beta_of(g);
+        for (int64_t I = 0; I < g.mb; I++) {
+            if (!g.tile_flag[I + J * g.mb])
+                continue;
+            const int64_t i0 = I * bs;
+            const int rows_t = (int)(g.m - i0 < bs ? g.m - i0 : bs);
+            for (int ii = tid; ii < rows_t; ii += kThreads) {
+                const int64_t i = i0 + ii;
+                double d[2] = {0.0, 0.0};
+                for (int64_t l = 0; l < g.k; l++) {
+                    const double a = (double)opA(g, i, l);
+                    for (int w = 0; w < r; w++)
+                        d[w] = fma(a, (double)g.Bcs[l + (J * r + w) * g.k], d[w]);
+                }
+                for (int w = 0; w < r; w++) {
+                    const int64_t e = i + (J * r + w) * g.m;
+                    double ref = (double)alpha * d[w];
+                    if (g.Crs_sq) /* beta != 0: Crs_ref holds the old C's row checksums */
+                        ref += (double)beta * (double)g.Crs_ref[e];
+                    g.Crs_ref[e] = (T)ref;
+                    checksum_eps(g, 1, e);
+                }
+            }
+            for (int base = 0; base < rows_t; base += kPairs) {
+                const int ii = base + pair;
+                const bool in = ii < rows_t;
+                blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+                const T *row = g.C + (i0 + (in ? ii : 0)) + j0 * g.ldc;
+                if (in)
+                    for (int q = 0; q < cols_t; q++) {
+                        const double x = (double)row[(int64_t)q * g.ldc];
+                        blasft_csum_add(&acc[0], x);
+                        if (r > 1)
+                            blasft_csum_add(&acc[1], __dmul_rn(weight_of(1, g.wscheme, q, bs), x));
+                    }
+                for (int w = 0; w < r; w++) {
+                    double v = blasft_csum_value(&acc[w]);
+                    const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+                    if (in && writer) {
+                        if (!(v == twin) && !(v != v && twin != twin)) {
+                            atomicAdd(&g.cnt->encoder_faults, 1ull);
+                            v = nan("");
+                        }
+                        g.Crs_rec[(i0 + ii) + (J * r + w) * g.m] = v;
+                    }
+                }
+            }
+            if (tid == 0)
+                atomicAdd(&g.cnt->row_checks, (unsigned long long)rows_t * r);
+        }
+        __syncthreads(); /* the next block column reuses nothing, but keep the warps together */
+    }
+}
+
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
 
+/* where check_sums_sliced serves real data: a block's strips fit one CUDA block, J fits grid.y */
+bool sliced_check(int bs, int64_t nb) { return bs <= 256 && nb <= 65535; }
+
 } // namespace
+
+bool gk_rows_on_demand_fits(int parts, int bs, int64_t nb, int block_lists)
+{
+    return parts == 1 && sliced_check(bs, nb) && !block_lists;
+}
 
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
@@ -1641,8 +1764,22 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
 
 template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
 {
-    if (g.r * g.mb * g.n + g.m * g.r * g.nb > 0)
-        correct_kernel<T><<<64, kThreads, 0, st>>>(g);
+    if (g.r * g.mb * g.n + g.m * g.r * g.nb == 0)
+        return;
+    if constexpr (gk_el<T>::P == 1) {
+        if (g.rows_on_demand) {
+            const unsigned int grid = (unsigned int)(g.nb < 128 ? g.nb : 128);
+            if (g.p <= 1)
+                rows_on_demand<T, 1><<<grid, kThreads, 0, st>>>(g);
+            else if (g.p <= 2)
+                rows_on_demand<T, 2><<<grid, kThreads, 0, st>>>(g);
+            else if (g.p <= 4)
+                rows_on_demand<T, 4><<<grid, kThreads, 0, st>>>(g);
+            else
+                rows_on_demand<T, GK_PMAX><<<grid, kThreads, 0, st>>>(g);
+        }
+    }
+    correct_kernel<T><<<64, kThreads, 0, st>>>(g);
 }
 
 size_t fused_smem(int bs, int r)
@@ -1658,14 +1795,19 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
     if (mb == 0 || nb == 0)
         return;
     if constexpr (gk_el<T>::P == 1) {
-        if (bs <= 256 && nb <= 65535) {
+        if (sliced_check(bs, nb)) {
             const int strips = (bs + 31) / 32 < 8 ? (bs + 31) / 32 : 8, warps = strips > r ? strips : r;
             const dim3 grid((unsigned int)mb, (unsigned int)nb);
             const size_t sm = sliced_smem<T>(warps); /* under 48 KiB: no opt-in needed */
-            if (r > 1)
-                check_sums_sliced<T, 2><<<grid, 32 * warps, sm, st>>>(g, compare);
+            /* rows on demand: the column checksums alone (gk_correct does the rest) */
+            if (r > 1 && !g.rows_on_demand)
+                check_sums_sliced<T, 2, true><<<grid, 32 * warps, sm, st>>>(g, compare);
+            else if (!g.rows_on_demand)
+                check_sums_sliced<T, 1, true><<<grid, 32 * warps, sm, st>>>(g, compare);
+            else if (r > 1)
+                check_sums_sliced<T, 2, false><<<grid, 32 * warps, sm, st>>>(g, compare);
             else
-                check_sums_sliced<T, 1><<<grid, 32 * warps, sm, st>>>(g, compare);
+                check_sums_sliced<T, 1, false><<<grid, 32 * warps, sm, st>>>(g, compare);
             return;
         }
         if (fused_smem(bs, r) <= 48 * 1024 && nb <= 65535) {

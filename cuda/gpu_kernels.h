@@ -45,6 +45,7 @@ typedef struct gk_record {
 typedef struct gk_counters {
     unsigned long long detected, corrected, recomputed, uncorrectable, encoder_faults;
     unsigned long long false_alarms; /* recomputed blocks equal to the GEMM's within rounding */
+    unsigned long long row_checks; /* row checksum elements compared on demand (times P) */
     unsigned int tile_count; /* flagged tiles listed in tile_list */
     unsigned int nrec;
     gk_record rec[GK_MAX_RECORDS];
@@ -91,6 +92,12 @@ template <typename T> struct gk_gemm {
     int block_lists;          /* 1: bound op(A)'s rows / op(B)'s columns by their blocks' envelopes
                                  (tA, tB not built) */
     double *Ccs_sq, *Crs_sq;  /* sum of squares of the old C per (block, column) / (row, block) */
+    /* 1: the check pass computes column checksums only, and gk_correct computes the row side
+     * (Bcs, envB with tBc and tEb, Crs_ref, Crs_rec, Crs_eps) for the block columns holding a
+     * flagged block, before locating; 0: every checksum in the check pass (gk_rows_on_demand_fits
+     * says where 1 is allowed) */
+    int rows_on_demand;
+    double *envB; /* k x nb: max over block J's columns of |op(B)(l, j)| (rows on demand) */
     /* sum and max of w^2: [side 0 column checksums / 1 row checksums][checksum w][full block 0,
      * last block 1] */
     double w2[2][2][2], wmax2[2][2][2];
@@ -135,7 +142,12 @@ bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L
  * listed for gk_correct. */
 template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st);
 
-/* Location, correction and recomputation of the flagged blocks. */
+/* Whether the check of these parameters can leave the row side to the flagged blocks: real data,
+ * the one-pass check (BS <= 256), top-p lists per vector. */
+bool gk_rows_on_demand_fits(int parts, int bs, int64_t nb, int block_lists);
+
+/* Location, correction and recomputation of the flagged blocks (with rows_on_demand, first the
+ * row side of their block columns). */
 template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st);
 
 #endif

@@ -60,6 +60,7 @@ typedef struct blasft_config {
     uint64_t staging;          /* BLASFT_STAGING: bytes of pinned host staging memory */
     int hash_threads;          /* BLASFT_HASH_THREADS: threads of the change check */
     int gpu_pea_lists;         /* BLASFT_GPU_PEA_LISTS: 0 vector (per row/column), 1 block */
+    int gpu_row_checks;        /* BLASFT_GPU_ROW_CHECKS: 0 flagged (row side on demand), 1 all */
     int gpu_helper_priority;   /* BLASFT_GPU_HELPER_PRIORITY: 0 high, 1 low, 2 default */
     int offload_trace;         /* BLASFT_OFFLOAD_TRACE: 1 prints each offloaded GEMM's phase times */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */

@@ -30,6 +30,7 @@ static const blasft_config config_defaults = {
     .device_mem = 0,
     .staging = 256u << 20,
     .hash_threads = 0, /* filled in: the online cores */
+    .gpu_row_checks = 0, /* flagged: docs/gpu-benchmark.md, "Row side on demand" */
 };
 
 #define MAX_STAGING ((uint64_t)512 << 20)
@@ -44,6 +45,7 @@ static const char *const log_names[] = {"off", "error", "warn", "info", "debug",
 static const char *const cache_names[] = {"off", "hash", "declared", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
+static const char *const gpu_rows_names[] = {"flagged", "all", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
 
 const char *blasft_mode_name(blasft_mode m) { return mode_names[m]; }
@@ -55,6 +57,7 @@ const char *blasft_log_level_name(blasft_log_level l) { return log_names[l]; }
 const char *blasft_cache_mode_name(blasft_cache_mode m) { return cache_names[m]; }
 const char *blasft_off_on_name(int on) { return off_on_names[on != 0]; }
 const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]; }
+const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; }
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 
 static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
@@ -228,6 +231,9 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
     if ((v = lookup("BLASFT_GPU_PEA_LISTS", ctx)) && *v)
         cfg->gpu_pea_lists =
             parse_choice("BLASFT_GPU_PEA_LISTS", v, gpu_lists_names, d->gpu_pea_lists, &bad);
+    if ((v = lookup("BLASFT_GPU_ROW_CHECKS", ctx)) && *v)
+        cfg->gpu_row_checks =
+            parse_choice("BLASFT_GPU_ROW_CHECKS", v, gpu_rows_names, d->gpu_row_checks, &bad);
     if ((v = lookup("BLASFT_GPU_HELPER_PRIORITY", ctx)) && *v)
         cfg->gpu_helper_priority = parse_choice("BLASFT_GPU_HELPER_PRIORITY", v, gpu_priority_names,
                                                 d->gpu_helper_priority, &bad);

@@ -157,8 +157,9 @@ static void write_config(FILE *f, const blasft_config *c)
                "    \"hash_threads\": %d,\n",
             blasft_cache_mode_name(c->cache), (unsigned long long)c->device_mem,
             (unsigned long long)c->staging, c->hash_threads);
-    fprintf(f, "    \"gpu_pea_lists\": \"%s\",\n    \"gpu_helper_priority\": \"%s\",\n",
-            blasft_gpu_pea_lists_name(c->gpu_pea_lists),
+    fprintf(f, "    \"gpu_pea_lists\": \"%s\",\n    \"gpu_row_checks\": \"%s\",\n"
+               "    \"gpu_helper_priority\": \"%s\",\n",
+            blasft_gpu_pea_lists_name(c->gpu_pea_lists), blasft_gpu_row_checks_name(c->gpu_row_checks),
             blasft_gpu_helper_priority_name(c->gpu_helper_priority));
     fprintf(f, "    \"log_file\": ");
     json_string(f, c->log_file);

@@ -113,6 +113,7 @@ int main(int argc, char **argv)
                 p.omega = 3.0;
                 p.pea_p = 2;
                 p.pea_block_lists = getenv("BLASFT_GPU_PEA_LISTS") && !strcmp(getenv("BLASFT_GPU_PEA_LISTS"), "block");
+                p.rows_on_demand = !(getenv("BLASFT_GPU_ROW_CHECKS") && !strcmp(getenv("BLASFT_GPU_ROW_CHECKS"), "all"));
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
@@ -161,13 +162,14 @@ int main(int argc, char **argv)
                 printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
-                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\"}\n",
+                       "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
+                       "\"rows\":\"%s\"}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
                        (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip, sched,
-                       p.pea_block_lists ? "block" : "vector");
+                       p.pea_block_lists ? "block" : "vector", p.rows_on_demand ? "flagged" : "all");
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;

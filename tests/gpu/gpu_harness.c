@@ -34,6 +34,9 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     p->omega = 3.0;
     p->pea_p = 2;
     p->pea_block_lists = 0;
+    /* every block's row side (the buffers the kernel tests compare with the host engine); the
+     * tests of the default, rows on demand, set 1 */
+    p->rows_on_demand = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
 }

@@ -81,6 +81,8 @@ static const char *desc(const gh_case *c, const blasft_gpu_params *p)
              (long long)c->k, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha,
              c->beta, c->device_scalars, p->block_size, p->checksums,
              p->pea_block_lists ? "block" : "vector");
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " rows=%s",
+             p->rows_on_demand ? "flagged" : "all");
     return buf;
 }
 
@@ -117,6 +119,7 @@ static void clean_sweep(void)
                 if (s == 3 && tr == 0)
                     p.block_size = 50; /* not a power of two */
                 p.pea_block_lists = (int)(s + t) % 2;
+                p.rows_on_demand = (int)(tr + t) % 2;
                 /* every schedule (overlapped / serial encoding and reference GEMMs) in turn */
                 blasft_gpu_set_schedule(ctx, (int)(s + 2 * tr + t) % 4);
                 gh_data d;
@@ -140,7 +143,10 @@ static void clean_sweep(void)
                          (unsigned long long)st.encoder_faults);
                 int64_t mb = (c.m + p.block_size - 1) / p.block_size;
                 int64_t nb = (c.n + p.block_size - 1) / p.block_size;
-                GH_CHECK(st.checks == (uint64_t)(p.checksums * (mb * c.n + c.m * nb)),
+                /* on demand (where it applies) a clean run compares the column checksums only */
+                const int rows_later =
+                    p.rows_on_demand && !p.pea_block_lists && p.block_size <= 256;
+                GH_CHECK(st.checks == (uint64_t)(p.checksums * (mb * c.n + (rows_later ? 0 : c.m * nb))),
                          "%s: checks %llu", desc(&c, &p), (unsigned long long)st.checks);
                 free(out);
                 gh_free(&d);
@@ -178,6 +184,7 @@ static void faults(void)
         {"report uncorrectable", 1, 2, {2, 10}, {4, 20}, 0, 0.0, 0, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_REPORT, 0, 0, 1, 0},
     };
     uint64_t seed = 1000;
+    for (int od = 0; od < 2; od++)
     for (int t = 0; t < 2; t++)
         for (size_t f = 0; f < sizeof fc / sizeof fc[0]; f++) {
             const fault_case *x = &fc[f];
@@ -187,7 +194,9 @@ static void faults(void)
             gh_params(&p, 32, x->r);
             p.mode = x->mode;
             p.on_error = x->on_error;
-            p.pea_block_lists = t == 0; /* S with block lists, D with vector lists */
+            /* S with block lists, D with vector lists; then both with the row side on demand */
+            p.pea_block_lists = t == 0 && !od;
+            p.rows_on_demand = od;
             blasft_gpu_set_schedule(ctx, (int)(f + t) % 4);
             gh_data d;
             gh_make(&d, &c, seed++);
@@ -207,13 +216,15 @@ static void faults(void)
             double *out = malloc(8 * (size_t)(c.m * c.n));
             blasft_stats st;
             run(&d, &p, &pl, &st, out);
-            const char *ty = t ? "D" : "S";
+            const char *ty = od ? (t ? "D rows on demand" : "S rows on demand") : t ? "D" : "S";
             /* planted elements: corrected ones carry the checksum's rounding error, a few times
              * the element's own; the others must be untouched by the correction */
-            int planted_right = 0;
+            int planted_right = 0, planted_kept = 0;
             for (int q = 0; q < x->n; q++) {
                 int64_t e = x->i[q] + x->j[q] * c.m;
+                const double typed = t ? pl.value[q] : (double)(float)pl.value[q];
                 planted_right += fabs(out[e] - d.ref[e]) <= 64.0 * d.bound[e];
+                planted_kept += out[e] == typed || (out[e] != out[e] && typed != typed);
                 out[e] = d.ref[e];
             }
             int64_t bad = gh_bad_elements(&d, out, NULL, NULL);
@@ -223,8 +234,8 @@ static void faults(void)
                 GH_CHECK(planted_right == x->n, "%s %s: %d of %d planted errors corrected", ty,
                          x->name, planted_right, x->n);
             else
-                GH_CHECK(planted_right == 0, "%s %s: %d planted errors changed", ty, x->name,
-                         planted_right);
+                GH_CHECK(planted_kept == x->n, "%s %s: %d of %d planted errors left as they were",
+                         ty, x->name, planted_kept, x->n);
             GH_CHECK(st.errors_detected >= 1, "%s %s: nothing detected", ty, x->name);
             GH_CHECK(st.errors_corrected == (uint64_t)x->corrected &&
                          st.blocks_recomputed == (uint64_t)x->recomputed &&
@@ -236,6 +247,139 @@ static void faults(void)
             cudaFreeHost(pl.pinned);
             free(out);
             gh_free(&d);
+        }
+}
+
+/* Buffer b of the last protected GEMM in double (typed: of the GEMM's type). */
+static double *fetch_buf(const gh_case *c, const blasft_gpu_params *p, blasft_gpu_buf b, int typed)
+{
+    size_t cap = 8 * (size_t)(c->k * (c->m + c->n) * 2 + c->m * c->n * 2 + 64);
+    void *raw = malloc(cap);
+    int64_t n = blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, b, raw);
+    GH_CHECK(n >= 0, "fetch of buffer %d failed", (int)b);
+    double *out = malloc(8 * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        out[i] = typed && c->t == BLASFT_TYPE_S ? (double)((float *)raw)[i] : ((double *)raw)[i];
+    free(raw);
+    return out;
+}
+
+/* The row side on demand against the eager one: the same GEMM and planted fault run with every
+ * block's row side and with the flagged blocks' only. For the flagged block the row buffers must
+ * agree (op(B)'s checksums and C's row sums to a few units of rounding, the references far within
+ * the threshold, the thresholds themselves), the outcome must be the same correction, and the
+ * checks counted the column checksums plus the flagged block's rows. */
+static void rows_on_demand_agrees(void)
+{
+    static const struct {
+        char ta, tb;
+        int64_t m, n, k;
+        int bs, r;
+        double beta;
+        int dev;
+    } cs[] = {
+        {'N', 'N', 300, 200, 129, 64, 1, 0.0, 0},
+        {'T', 'N', 257, 131, 67, 32, 2, 0.5, 1},
+        {'N', 'T', 128, 300, 1, 128, 2, 0.0, 0},
+        {'T', 'T', 97, 61, 300, 50, 1, 1.0, 0},
+        {'N', 'N', 520, 515, 260, 256, 2, 0.0, 0},
+    };
+    uint64_t seed = 3000;
+    for (int t = 0; t < 2; t++)
+        for (size_t x = 0; x < sizeof cs / sizeof cs[0]; x++, seed++) {
+            gh_case c = make_case(t ? BLASFT_TYPE_D : BLASFT_TYPE_S, cs[x].ta, cs[x].tb, cs[x].m,
+                                  cs[x].n, cs[x].k, 2, -1.5, cs[x].beta, cs[x].dev);
+            const int bs = cs[x].bs, r = cs[x].r;
+            const int64_t m = c.m, n = c.n, k = c.k, mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+            const int64_t fi = m * 2 / 3, fj = n / 2, I = fi / bs, J = fj / bs;
+            const int rows_t = (int)(m - I * bs < bs ? m - I * bs : bs);
+            const double u = t ? ldexp(1.0, -53) : ldexp(1.0, -24);
+            double *buf[2][4], *hA = NULL;
+            blasft_stats st[2];
+            const char *ty = t ? "D" : "S";
+            for (int od = 0; od < 2; od++) {
+                blasft_gpu_params p;
+                gh_params(&p, bs, r);
+                p.rows_on_demand = od;
+                gh_data d;
+                gh_make(&d, &c, seed);
+                plant pl;
+                memset(&pl, 0, sizeof pl);
+                cudaMallocHost(&pl.pinned, 8 * MAX_FAULTS);
+                pl.n = 1;
+                pl.i[0] = fi;
+                pl.j[0] = fj;
+                const double ref = d.ref[fi + fj * m];
+                pl.value[0] = ref + 0.01 * (fabs(ref) + 1.0);
+                double *out = malloc(8 * (size_t)(m * n));
+                run(&d, &p, &pl, &st[od], out);
+                GH_CHECK(fabs(out[fi + fj * m] - ref) <= 64.0 * d.bound[fi + fj * m],
+                         "%s case %zu rows %s: planted error not corrected", ty, x,
+                         od ? "flagged" : "all");
+                out[fi + fj * m] = ref;
+                GH_CHECK(gh_bad_elements(&d, out, NULL, NULL) == 0,
+                         "%s case %zu rows %s: elements besides the planted one wrong", ty, x,
+                         od ? "flagged" : "all");
+                buf[od][0] = fetch_buf(&c, &p, BLASFT_GPU_BUF_BCS, 1);
+                buf[od][1] = fetch_buf(&c, &p, BLASFT_GPU_BUF_CRS_REF, 1);
+                buf[od][2] = fetch_buf(&c, &p, BLASFT_GPU_BUF_CRS_REC, 0);
+                buf[od][3] = fetch_buf(&c, &p, BLASFT_GPU_BUF_CRS_EPS, 0);
+                if (od == 0) { /* op(A) on the host, for the references' rounding bound */
+                    hA = malloc(8 * (size_t)(m * k > 0 ? m * k : 1));
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t l = 0; l < k; l++)
+                            hA[i + l * m] = c.ta == 'N' ? d.A[i + l * c.lda] : d.A[l + i * c.lda];
+                }
+                cudaFreeHost(pl.pinned);
+                free(out);
+                gh_free(&d);
+            }
+            GH_CHECK(st[0].errors_corrected == 1 && st[1].errors_corrected == 1 &&
+                         st[0].blocks_recomputed == 0 && st[1].blocks_recomputed == 0 &&
+                         st[1].encoder_faults == 0,
+                     "%s case %zu: corrected %llu / %llu, recomputed %llu / %llu", ty, x,
+                     (unsigned long long)st[0].errors_corrected,
+                     (unsigned long long)st[1].errors_corrected,
+                     (unsigned long long)st[0].blocks_recomputed,
+                     (unsigned long long)st[1].blocks_recomputed);
+            GH_CHECK(st[0].checks == (uint64_t)(r * (mb * n + m * nb)) &&
+                         st[1].checks == (uint64_t)(r * (mb * n + rows_t)),
+                     "%s case %zu: checks %llu (all) / %llu (flagged)", ty, x,
+                     (unsigned long long)st[0].checks, (unsigned long long)st[1].checks);
+            int64_t bad_b = 0, bad_ref = 0, bad_rec = 0, bad_eps = 0;
+            double worst_ref = 0.0; /* largest |reference difference| / its rounding bound */
+            for (int w = 0; w < r; w++) {
+                for (int64_t l = 0; l < k; l++) {
+                    const double a = buf[0][0][l + (J * r + w) * k], b = buf[1][0][l + (J * r + w) * k];
+                    bad_b += !(fabs(a - b) <= 2.0 * u * fabs(a));
+                }
+                for (int64_t i = I * bs; i < I * bs + rows_t; i++) {
+                    const int64_t e = i + (J * r + w) * m;
+                    const double eps = buf[0][3][e];
+                    /* the eager reference is a cuBLAS GEMM in the data type, the one on demand is
+                     * accumulated in double: each within gamma_(k+2) |alpha| sum_l |a_il Bcs_l|
+                     * (+ the rounding of the beta term) of the exact value */
+                    double mass = 0.0;
+                    for (int64_t l = 0; l < k; l++)
+                        mass += fabs(hA[i + l * m] * buf[0][0][l + (J * r + w) * k]);
+                    const double tol = 2.0 * (double)(k + 2) * u * 1.5 * mass + 4.0 * u * fabs(buf[0][1][e]);
+                    const double dr = fabs(buf[0][1][e] - buf[1][1][e]) / tol;
+                    worst_ref = dr > worst_ref || dr != dr ? dr : worst_ref;
+                    bad_ref += !(dr <= 1.0);
+                    bad_rec += !(fabs(buf[0][2][e] - buf[1][2][e]) <= 4.0 * ldexp(1.0, -53) * fabs(buf[0][2][e]));
+                    bad_eps += !(fabs(eps - buf[1][3][e]) <= 1e-6 * eps);
+                }
+            }
+            GH_CHECK(bad_b == 0 && bad_ref == 0 && bad_rec == 0 && bad_eps == 0,
+                     "%s case %zu: block (%lld,%lld) differs on demand: %lld checksums of B, %lld "
+                     "references (largest difference %.3g of their rounding bound), %lld row sums, "
+                     "%lld thresholds",
+                     ty, x, (long long)I, (long long)J, (long long)bad_b, (long long)bad_ref, worst_ref,
+                     (long long)bad_rec, (long long)bad_eps);
+            for (int od = 0; od < 2; od++)
+                for (int q = 0; q < 4; q++)
+                    free(buf[od][q]);
+            free(hA);
         }
 }
 
@@ -458,6 +602,7 @@ int main(void)
     clean_sweep();
     faults();
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
+    rows_on_demand_agrees();
     edge_shapes();
     host_entry();
     structured();

@@ -51,6 +51,7 @@ static void test_valid_values(void **state)
                       {"BLASFT_LOG", "debug"},     {"BLASFT_REPORT", "/tmp/x.json"},
                       {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
                       {"BLASFT_CUBLAS", "OFF"},      {"BLASFT_OFFLOAD_TRACE", "on"},
+                      {"BLASFT_GPU_ROW_CHECKS", "All"},
                       {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
@@ -68,6 +69,7 @@ static void test_valid_values(void **state)
     assert_int_equal(c.log_level, BLASFT_LOG_DEBUG);
     assert_string_equal(c.report, "/tmp/x.json");
     assert_int_equal(c.gpu_pea_lists, 1);
+    assert_int_equal(c.gpu_row_checks, 1);
     assert_int_equal(c.gpu_helper_priority, 1);
     assert_int_equal(c.cublas, 0);
     assert_int_equal(c.offload_trace, 1);
@@ -81,10 +83,10 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_CHECKSUMS", "3"},    {"BLASFT_PEA_P", "2x"},
                       {"BLASFT_MIN_FLOPS", "-5"},   {"BLASFT_LOG", "loud"},
                       {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
-                      {"BLASFT_OFFLOAD_TRACE", "1"},
+                      {"BLASFT_OFFLOAD_TRACE", "1"}, {"BLASFT_GPU_ROW_CHECKS", "some"},
                       {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 11);
+    assert_int_equal(parse(&c, env), 12);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -96,6 +98,7 @@ static void test_malformed_values_fall_back(void **state)
     assert_true(c.min_flops == d.min_flops);
     assert_int_equal(c.log_level, d.log_level);
     assert_int_equal(c.gpu_pea_lists, d.gpu_pea_lists);
+    assert_int_equal(c.gpu_row_checks, d.gpu_row_checks);
     assert_int_equal(c.gpu_helper_priority, d.gpu_helper_priority);
     assert_int_equal(c.offload_trace, d.offload_trace);
 }
