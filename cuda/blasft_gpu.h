@@ -64,9 +64,9 @@ typedef struct blasft_gpu_params {
                                read of A and of B (BLASFT_GPU_PEA_LISTS=block) */
     int rows_on_demand;     /* 1: the row side of the check (op(B)'s encoding, the reference
                                op(A) x encoding, C's row sums) only for the blocks whose column
-                               checksums flagged, where the one-pass check applies (real data, BS
-                               <= 256, vector lists; BLASFT_GPU_ROW_CHECKS=flagged, the default);
-                               0: for every block (=all) */
+                               checksums flagged (BLASFT_GPU_ROW_CHECKS=flagged, the default; not
+                               with pea_block_lists, whose column thresholds need every block of
+                               op(B)); 0: for every block (=all) */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;

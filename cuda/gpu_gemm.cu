@@ -395,7 +395,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     double *envA = (double *)(w + L.EnvA), *envB = (double *)(w + L.EnvB);
     kg.envB = envB;
     /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
-    const bool lazy = p->rows_on_demand && gk_rows_on_demand_fits(P, bs, nb, kg.block_lists);
+    const bool lazy = p->rows_on_demand && !kg.block_lists;
     kg.rows_on_demand = lazy;
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
     kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;

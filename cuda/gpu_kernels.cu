@@ -942,8 +942,8 @@ template <typename T> __device__ double checksum_eps(const gk_gemm<T> &g, int si
     return eps;
 }
 
-/* One thread per checksum element, both sides: threshold and comparison, for the check passes
- * that do not compare themselves. */
+/* One thread per checksum element, both sides (rows on demand: the column side): threshold and
+ * comparison, for the check passes that do not compare themselves. */
 template <typename T> __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
 {
     int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x;
@@ -951,7 +951,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) compare_kernel
     if (e < ncol) {
         if (over_el(g.Ccs_ref[e], g.Ccs_rec, e, checksum_eps(g, 0, e)))
             flag_block(g, e % (g.r * g.mb) / g.r, e / (g.r * g.mb) / g.bs);
-    } else if (e < ncol + nrow) {
+    } else if (!g.rows_on_demand && e < ncol + nrow) {
         e -= ncol;
         if (over_el(g.Crs_ref[e], g.Crs_rec, e, checksum_eps(g, 1, e)))
             flag_block(g, e % g.m / g.bs, e / g.m / g.r);
@@ -1488,17 +1488,18 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
 }
 
 /* Row side on demand (gk_gemm::rows_on_demand): one CUDA block per block column J holding a
- * flagged block computes what the check pass leaves out there, as the eager passes would: op(B)'s
- * row checksums of J for every l (a lane pair each, compared), their envelope and the top-p lists
- * of both; then for every flagged block (I, J) the reference row checksums alpha op(A)(I,:)
- * Bcs(:,J) + beta (old C's), accumulated in double, C's row sums over J (a lane pair each,
- * compared) and their thresholds. correct_kernel reads them as it reads the eager ones. */
+ * flagged block computes what the check pass leaves out there, as the eager passes would (the
+ * same per-element steps, `take` and `finish_pair`): op(B)'s row checksums of J for every l (a
+ * lane pair each, compared; 'C': imaginary sums negated), their envelope and the top-p lists of
+ * both; then for every flagged block (I, J) the reference row checksums alpha op(A)(I,:) Bcs(:,J)
+ * + beta (old C's), accumulated in double, C's row sums over J (a lane pair each, compared) and
+ * their thresholds. correct_kernel reads them as it reads the eager ones. */
 template <typename T, int P>
 __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
 {
     if (g.cnt->tile_count == 0)
         return; /* the clean case: nothing flagged */
-    constexpr int kPairs = kThreads / 2;
+    constexpr int kPairs = kThreads / 2, NP = gk_el<T>::P;
     const int tid = threadIdx.x, pair = tid >> 1, r = g.r, bs = g.bs;
     const bool writer = (tid & 1) == 0;
     for (int64_t J = blockIdx.x; J < g.nb; J += gridDim.x) {
@@ -1512,27 +1513,14 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
         for (int64_t l0 = 0; l0 < g.k; l0 += kPairs) {
             const int64_t l = l0 + pair;
             const bool in = l < g.k;
-            blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+            blasft_csum acc[2][2] = {};
             double env = 0.0;
             if (in)
-                for (int q = 0; q < cols_t; q++) {
-                    const double x = (double)opB(g, l, j0 + q);
-                    blasft_csum_add(&acc[0], x);
-                    if (r > 1)
-                        blasft_csum_add(&acc[1], __dmul_rn(weight_of(1, g.wscheme, q, bs), x));
-                    env = fmax(env, fabs(x));
-                }
-            for (int w = 0; w < r; w++) {
-                double v = blasft_csum_value(&acc[w]);
-                const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
-                if (in && writer) {
-                    if (!(v == twin) && !(v != v && twin != twin)) {
-                        atomicAdd(&g.cnt->encoder_faults, 1ull);
-                        v = nan("");
-                    }
-                    g.Bcs[l + (J * r + w) * g.k] = (T)v;
-                }
-            }
+                for (int q = 0; q < cols_t; q++)
+                    take<T>(acc, env, GK_AUX_MAX, opB(g, l, j0 + q), r, g.wscheme, q, bs);
+            for (int w = 0; w < r; w++)
+                finish_pair<T, T>(acc, w, false, in && writer, g.tb == 'C', g.Bcs,
+                                  l + (J * r + w) * g.k, g.cnt);
             if (in && writer)
                 g.envB[l + J * g.k] = env;
         }
@@ -1541,6 +1529,7 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
             block_topp<T, P>(g.Bcs + (J * r + w) * g.k, g.k, g.p, g.tBc, J * r + w);
         block_topp<double, P>(g.envB + J * g.k, g.k, g.p, g.tEb, J);
         const T alpha = alpha_of(g), beta = beta_of(g);
+        const double sa = g.ta == 'C' ? -1.0 : 1.0;
         for (int64_t I = 0; I < g.mb; I++) {
             if (!g.tile_flag[I + J * g.mb])
                 continue;
@@ -1548,49 +1537,51 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
             const int rows_t = (int)(g.m - i0 < bs ? g.m - i0 : bs);
             for (int ii = tid; ii < rows_t; ii += kThreads) {
                 const int64_t i = i0 + ii;
-                double d[2] = {0.0, 0.0};
+                double dr[2] = {0.0, 0.0}, di[2] = {0.0, 0.0};
                 for (int64_t l = 0; l < g.k; l++) {
-                    const double a = (double)opA(g, i, l);
-                    for (int w = 0; w < r; w++)
-                        d[w] = fma(a, (double)g.Bcs[l + (J * r + w) * g.k], d[w]);
+                    const T a = opA(g, i, l);
+                    const double ar = part_of(a, 0), ai = sa * im_of(a);
+                    for (int w = 0; w < r; w++) {
+                        const T b = g.Bcs[l + (J * r + w) * g.k]; /* op(B)'s, conjugate included */
+                        const double br = part_of(b, 0), bi = im_of(b);
+                        dr[w] = fma(ar, br, dr[w]);
+                        if (NP == 2) {
+                            dr[w] = fma(-ai, bi, dr[w]);
+                            di[w] = fma(ar, bi, fma(ai, br, di[w]));
+                        }
+                    }
                 }
                 for (int w = 0; w < r; w++) {
                     const int64_t e = i + (J * r + w) * g.m;
-                    double ref = (double)alpha * d[w];
-                    if (g.Crs_sq) /* beta != 0: Crs_ref holds the old C's row checksums */
-                        ref += (double)beta * (double)g.Crs_ref[e];
-                    g.Crs_ref[e] = (T)ref;
+                    const double xr = part_of(alpha, 0), xi = im_of(alpha);
+                    double cr = xr * dr[w] - xi * di[w], ci = xr * di[w] + xi * dr[w];
+                    if (g.Crs_sq) { /* beta != 0: Crs_ref holds the old C's row checksums */
+                        const T o = g.Crs_ref[e];
+                        const double yr = part_of(beta, 0), yi = im_of(beta);
+                        cr += yr * part_of(o, 0) - yi * im_of(o);
+                        ci += yr * im_of(o) + yi * part_of(o, 0);
+                    }
+                    g.Crs_ref[e] = make_el<T>(cr, ci);
                     checksum_eps(g, 1, e);
                 }
             }
             for (int base = 0; base < rows_t; base += kPairs) {
                 const int ii = base + pair;
                 const bool in = ii < rows_t;
-                blasft_csum acc[2] = {{0.0, 0.0}, {0.0, 0.0}};
+                blasft_csum acc[2][2] = {};
+                double none = 0.0;
                 const T *row = g.C + (i0 + (in ? ii : 0)) + j0 * g.ldc;
                 if (in)
-                    for (int q = 0; q < cols_t; q++) {
-                        const double x = (double)row[(int64_t)q * g.ldc];
-                        blasft_csum_add(&acc[0], x);
-                        if (r > 1)
-                            blasft_csum_add(&acc[1], __dmul_rn(weight_of(1, g.wscheme, q, bs), x));
-                    }
-                for (int w = 0; w < r; w++) {
-                    double v = blasft_csum_value(&acc[w]);
-                    const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
-                    if (in && writer) {
-                        if (!(v == twin) && !(v != v && twin != twin)) {
-                            atomicAdd(&g.cnt->encoder_faults, 1ull);
-                            v = nan("");
-                        }
-                        g.Crs_rec[(i0 + ii) + (J * r + w) * g.m] = v;
-                    }
-                }
+                    for (int q = 0; q < cols_t; q++)
+                        take<T>(acc, none, GK_AUX_NONE, row[(int64_t)q * g.ldc], r, g.wscheme, q, bs);
+                for (int w = 0; w < r; w++)
+                    finish_pair<T, double>(acc, w, false, in && writer, 0, g.Crs_rec,
+                                           (i0 + (in ? ii : 0)) + (J * r + w) * g.m, g.cnt);
             }
             if (tid == 0)
-                atomicAdd(&g.cnt->row_checks, (unsigned long long)rows_t * r);
+                atomicAdd(&g.cnt->row_checks, (unsigned long long)rows_t * r * NP);
         }
-        __syncthreads(); /* the next block column reuses nothing, but keep the warps together */
+        __syncthreads(); /* the block column's flags and lists are read above by every thread */
     }
 }
 
@@ -1600,11 +1591,6 @@ inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((
 bool sliced_check(int bs, int64_t nb) { return bs <= 256 && nb <= 65535; }
 
 } // namespace
-
-bool gk_rows_on_demand_fits(int parts, int bs, int64_t nb, int block_lists)
-{
-    return parts == 1 && sliced_check(bs, nb) && !block_lists;
-}
 
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
@@ -1766,18 +1752,16 @@ template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
 {
     if (g.r * g.mb * g.n + g.m * g.r * g.nb == 0)
         return;
-    if constexpr (gk_el<T>::P == 1) {
-        if (g.rows_on_demand) {
-            const unsigned int grid = (unsigned int)(g.nb < 128 ? g.nb : 128);
-            if (g.p <= 1)
-                rows_on_demand<T, 1><<<grid, kThreads, 0, st>>>(g);
-            else if (g.p <= 2)
-                rows_on_demand<T, 2><<<grid, kThreads, 0, st>>>(g);
-            else if (g.p <= 4)
-                rows_on_demand<T, 4><<<grid, kThreads, 0, st>>>(g);
-            else
-                rows_on_demand<T, GK_PMAX><<<grid, kThreads, 0, st>>>(g);
-        }
+    if (g.rows_on_demand) {
+        const unsigned int grid = (unsigned int)(g.nb < 128 ? g.nb : 128);
+        if (g.p <= 1)
+            rows_on_demand<T, 1><<<grid, kThreads, 0, st>>>(g);
+        else if (g.p <= 2)
+            rows_on_demand<T, 2><<<grid, kThreads, 0, st>>>(g);
+        else if (g.p <= 4)
+            rows_on_demand<T, 4><<<grid, kThreads, 0, st>>>(g);
+        else
+            rows_on_demand<T, GK_PMAX><<<grid, kThreads, 0, st>>>(g);
     }
     correct_kernel<T><<<64, kThreads, 0, st>>>(g);
 }
@@ -1810,23 +1794,27 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
                 check_sums_sliced<T, 1, false><<<grid, 32 * warps, sm, st>>>(g, compare);
             return;
         }
-        if (fused_smem(bs, r) <= 48 * 1024 && nb <= 65535) {
+    }
+    /* both sides in one pass where the block fits (real data); else (complex data, a block too
+     * large, or the row side on demand) the column checksums, then the row checksums if wanted */
+    const bool one_pass = gk_el<T>::P == 1 && !g.rows_on_demand &&
+                          fused_smem(bs, r) <= 48 * 1024 && nb <= 65535;
+    if (one_pass) {
+        if constexpr (gk_el<T>::P == 1)
             check_sums_fused<T><<<dim3((unsigned int)mb, (unsigned int)nb), kThreads,
                                   fused_smem(bs, r), st>>>(g.C, g.ldc, m, n, bs, r, g.wscheme,
                                                            g.Ccs_rec, g.Crs_rec, mb, g.cnt);
-        }
-    }
-    if (gk_el<T>::P == 2 || fused_smem(bs, r) > 48 * 1024 || nb > 65535) {
-        /* two passes (complex data, or a block too large for the fused pass): column checksums,
-         * then row checksums */
+    } else {
         const gk_aux none = {GK_AUX_NONE, nullptr, 0, 0};
         gk_encode<T, double>(g.C, g.ldc, 1, m, n, bs, r, g.wscheme, g.Ccs_rec, r * mb, 1, none,
                              g.cnt, st);
-        gk_encode<T, double>(g.C, g.ldc, 0, n, m, bs, r, g.wscheme, g.Crs_rec, 1, m, none, g.cnt,
-                             st);
+        if (!g.rows_on_demand)
+            gk_encode<T, double>(g.C, g.ldc, 0, n, m, bs, r, g.wscheme, g.Crs_rec, 1, m, none,
+                                 g.cnt, st);
     }
     if (compare)
-        compare_kernel<T><<<blocks_for(r * mb * n + m * r * nb, kThreads), kThreads, 0, st>>>(g);
+        compare_kernel<T><<<blocks_for(r * mb * n + (g.rows_on_demand ? 0 : m * r * nb), kThreads),
+                            kThreads, 0, st>>>(g);
 }
 
 #define INSTANTIATE(T)                                                                             \

@@ -94,8 +94,8 @@ template <typename T> struct gk_gemm {
     double *Ccs_sq, *Crs_sq;  /* sum of squares of the old C per (block, column) / (row, block) */
     /* 1: the check pass computes column checksums only, and gk_correct computes the row side
      * (Bcs, envB with tBc and tEb, Crs_ref, Crs_rec, Crs_eps) for the block columns holding a
-     * flagged block, before locating; 0: every checksum in the check pass (gk_rows_on_demand_fits
-     * says where 1 is allowed) */
+     * flagged block, before locating; 0: every checksum in the check pass. Not with block_lists
+     * (the column thresholds would need every block's envelope of op(B)) */
     int rows_on_demand;
     double *envB; /* k x nb: max over block J's columns of |op(B)(l, j)| (rows on demand) */
     /* sum and max of w^2: [side 0 column checksums / 1 row checksums][checksum w][full block 0,
@@ -141,10 +141,6 @@ bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L
  * top-p lists must be ready) and the element compared with its reference; the blocks over it are
  * listed for gk_correct. */
 template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st);
-
-/* Whether the check of these parameters can leave the row side to the flagged blocks: real data,
- * the one-pass check (BS <= 256), top-p lists per vector. */
-bool gk_rows_on_demand_fits(int parts, int bs, int64_t nb, int block_lists);
 
 /* Location, correction and recomputation of the flagged blocks (with rows_on_demand, first the
  * row side of their block columns). */
