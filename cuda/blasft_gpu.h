@@ -89,7 +89,25 @@ typedef struct blasft_gpu_gemm {
     int64_t ldc;
     int scalars_on_device;
     const char *routine; /* for events; NULL: "gpu_gemm" */
+    /* Prepared operands (blasft_gpu_prepare) or NULL: prep_a made as side 0 from a (used where
+     * transa is 'N'), prep_b as side 1 from b (used where transb is 'N' and the row side runs
+     * on demand); made with the same parameters as this call's and from the same, unchanged
+     * data: the engine trusts the caller on both. */
+    const void *prep_a, *prep_b;
 } blasft_gpu_gemm;
+
+/* Prepared operands: the context-independent preprocessing of an operand that stays unchanged
+ * over several GEMMs, made once and kept with its device copy (the consistency layer's
+ * encodings). Side 0: op(A) = X (rows m, cols k), its column checksums, block envelopes and
+ * top-p lists; side 1: op(B) = X (rows k, cols n), its column top-p lists. prep_bytes: the
+ * buffer's device bytes for parameters p (0 for invalid arguments). prepare: enqueues the work
+ * on stream (a cudaStream_t; X column-major with leading dimension ld, all in device memory);
+ * 0, -1 for invalid arguments, -2 if a launch failed. The caller synchronises before it lets
+ * another stream read the buffer. */
+size_t blasft_gpu_prep_bytes(int side, blasft_type t, int64_t rows, int64_t cols,
+                             const blasft_gpu_params *p);
+int blasft_gpu_prepare(void *stream, int side, blasft_type t, int64_t rows, int64_t cols,
+                       const void *x, int64_t ld, const blasft_gpu_params *p, void *prep);
 
 /* Enqueues the protected GEMM on the context's stream; no host synchronisation unless the
  * workspace must grow (then the stream is synchronised once, outside any graph capture: call

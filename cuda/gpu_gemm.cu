@@ -6,6 +6,7 @@
 #include "gpu_debug.h"
 #include "gpu_cublas.h"
 #include "gpu_kernels.h"
+#include "gpu_prep.h"
 
 extern "C" {
 #include "abft/abft_arith.h"
@@ -397,6 +398,24 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
     const bool lazy = p->rows_on_demand && !kg.block_lists;
     kg.rows_on_demand = lazy;
+    /* prepared operands (blasft_gpu_prepare): their buffers stand in for this call's passes */
+    const bool prep_a = g->prep_a && ta == 'N', prep_b = g->prep_b && tb == 'N' && lazy;
+    if (prep_a) {
+        char *q = (char *)g->prep_a;
+        const gk_prep_layout Q = gk_prep_plan(0, sizeof(T), m, k, bs, r);
+        kg.AcsT = (T *)(q + Q.acs);
+        envA = (double *)(q + Q.env);
+        kg.tA = {(double *)(q + Q.ta_v), (int *)(q + Q.ta_p)};
+        kg.tEa = {(double *)(q + Q.tea_v), (int *)(q + Q.tea_p)};
+        kg.tAc = {(double *)(q + Q.tac_v), (int *)(q + Q.tac_p)};
+        kg.prep_cnt[0] = (gk_counters *)(q + Q.cnt);
+    }
+    if (prep_b) {
+        char *q = (char *)g->prep_b;
+        const gk_prep_layout Q = gk_prep_plan(1, sizeof(T), k, n, bs, r);
+        kg.tB = {(double *)(q + Q.tb_v), (int *)(q + Q.tb_p)};
+        kg.prep_cnt[1] = (gk_counters *)(q + Q.cnt);
+    }
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
     kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
     /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
@@ -457,23 +476,25 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
             gk_encode<T, T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, kg.cnt, sp, t == 'C');
         return fused;
     };
-    const bool fused_a = encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
+    const bool fused_a = prep_a || encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
     mark(1, sp);
     /* rows on demand: op(B) is encoded where a block flags (gk_correct); its top-p lists, which
      * the column checksums' thresholds use, are made here */
     const bool fused_b = !lazy && encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
     mark(2, sp);
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
-        gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
+        if (!prep_a)
+            gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
         if (!lazy)
             gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
         if (!kg.block_lists) {
             if (!fused_a)
                 gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
-            if (!fused_b)
+            if (!fused_b && !prep_b)
                 gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
-        gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
+        if (!prep_a)
+            gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
         if (!lazy)
             gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
         mark(3, sp);
@@ -777,6 +798,7 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
         float sf[2][2] = {{(float)g->alpha[0], (float)g->alpha[1]}, {(float)g->beta[0], (float)g->beta[1]}};
         bool single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
         blasft_gpu_gemm dg;
+        memset(&dg, 0, sizeof dg); /* every field not set below (prepared operands: none) */
         dg.type = g->type;
         dg.transa = g->transa;
         dg.transb = g->transb;

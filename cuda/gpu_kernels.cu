@@ -1076,6 +1076,12 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
      * recomputation and report it as detected (detect mode) / uncorrectable unless it agrees */
     __shared__ int nr, nc, action;
     __shared__ int apart;          /* elements the recomputation moved beyond rounding */
+    if (blockIdx.x == 0 && threadIdx.x < 2 && g.prep_cnt[threadIdx.x]) {
+        /* a prepared operand's encoder faults, counted once (shared buffers: atomically) */
+        const unsigned long long f = atomicExch(&g.prep_cnt[threadIdx.x]->encoder_faults, 0ull);
+        if (f)
+            atomicAdd(&g.cnt->encoder_faults, f);
+    }
     unsigned int ntiles = g.cnt->tile_count;
     for (unsigned int t = blockIdx.x; t < ntiles; t += gridDim.x) {
         int tile = g.tile_list[t];

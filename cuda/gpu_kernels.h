@@ -98,6 +98,8 @@ template <typename T> struct gk_gemm {
      * (the column thresholds would need every block's envelope of op(B)) */
     int rows_on_demand;
     double *envB; /* k x nb: max over block J's columns of |op(B)(l, j)| (rows on demand) */
+    gk_counters *prep_cnt[2]; /* counters of prepared operands (or NULL): their encoder faults
+                                 move to cnt in gk_correct */
     /* sum and max of w^2: [side 0 column checksums / 1 row checksums][checksum w][full block 0,
      * last block 1] */
     double w2[2][2][2], wmax2[2][2][2];

@@ -26,6 +26,39 @@ static blasft_devmem *backend;
 static blasft_cache *cache;
 static pthread_once_t offload_once = PTHREAD_ONCE_INIT;
 
+/* The cache's codec: an entry's encodings are the GPU engine's prepared operands (slot 0: the
+ * matrix as op(A) = A, slot 1: as op(B) = B), made with the process configuration's parameters
+ * on the calling thread's own stream. A call whose parameters differ asks for none. */
+static blasft_gpu_params codec_params;
+static cudaStream_t prep_stream_of_thread(void);
+
+static size_t codec_bytes(void *ctx, int slot, blasft_type t, int64_t rows, int64_t cols)
+{
+    (void)ctx;
+    return blasft_gpu_prep_bytes(slot, t, rows, cols, &codec_params);
+}
+
+static int codec_encode(void *ctx, int slot, blasft_type t, int64_t rows, int64_t cols,
+                        const void *data, void *enc)
+{
+    (void)ctx;
+    cudaStream_t st = prep_stream_of_thread();
+    /* synchronised: another thread may share the entry (and read the buffer) once this returns */
+    return st && blasft_gpu_prepare(st, slot, t, rows, cols, data, rows > 1 ? rows : 1,
+                                    &codec_params, enc) == 0 &&
+                   cudaStreamSynchronize(st) == cudaSuccess
+               ? 0
+               : -1;
+}
+
+static const blasft_cache_codec gpu_codec = {NULL, codec_bytes, codec_encode};
+
+static int same_prep_params(const blasft_gpu_params *p)
+{
+    return p->block_size == codec_params.block_size && p->checksums == codec_params.checksums &&
+           p->weights == codec_params.weights && p->pea_p == codec_params.pea_p;
+}
+
 static void offload_init(void)
 {
     if (!blasft_gpu_available())
@@ -34,7 +67,8 @@ static void offload_init(void)
     backend = blasft_offload_backend_create(s->staging);
     if (!backend)
         return;
-    blasft_cache_opts o = {s->cache, s->device_mem, s->hash_threads, NULL};
+    blasft_gpu_params_from_cfg(&codec_params, s);
+    blasft_cache_opts o = {s->cache, s->device_mem, s->hash_threads, &gpu_codec};
     cache = blasft_cache_create(backend, &o);
 }
 
@@ -49,10 +83,11 @@ static int beta_is_zero(const blasft_gemm *g) { return g->beta[0] == 0.0 && g->b
 #define PANELS 4
 #define PANEL_MIN 2048
 
-/* Per thread: the engine's context on a stream of this thread's own, and the panels' events. */
+/* Per thread: the engine's context on a stream of this thread's own, the panels' events, and a
+ * second stream for the cache's encodings (they run beside the thread's GEMMs). */
 typedef struct thread_gpu {
     blasft_gpu_ctx *ctx;
-    cudaStream_t stream;
+    cudaStream_t stream, prep_stream;
     cudaEvent_t panel_done[PANELS];
 } thread_gpu;
 
@@ -64,7 +99,8 @@ static thread_gpu *thread_state(void)
     thread_gpu *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    if (cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking) != cudaSuccess)
+    if (cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&t->prep_stream, cudaStreamNonBlocking) != cudaSuccess)
         goto fail;
     for (int i = 0; i < PANELS; i++)
         if (cudaEventCreateWithFlags(&t->panel_done[i], cudaEventDisableTiming) != cudaSuccess)
@@ -78,8 +114,16 @@ fail:
             cudaEventDestroy(t->panel_done[i]);
     if (t->stream)
         cudaStreamDestroy(t->stream);
+    if (t->prep_stream)
+        cudaStreamDestroy(t->prep_stream);
     free(t);
     return NULL;
+}
+
+static cudaStream_t prep_stream_of_thread(void)
+{
+    thread_gpu *t = thread_state();
+    return t ? t->prep_stream : NULL;
 }
 
 static int key_cmp(const blasft_cache_key *a, const blasft_cache_key *b)
@@ -153,6 +197,8 @@ static int enqueue_panel(call *K, int j)
     pg.b = K->b[j].ref.data;
     pg.ldb = at_least1(K->b[j].key.rows);
     pg.c = (unsigned char *)g->c + ts * (size_t)(j0 * g->ldc);
+    pg.prep_a = K->a.ref.enc[0]; /* NULL where not asked for */
+    pg.prep_b = K->b[j].ref.enc[1];
     int rc = blasft_gpu_gemm_run(K->tg->ctx, &pg, &K->p);
     if (rc != 0)
         return rc;
@@ -200,6 +246,15 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
     K.a.key = (blasft_cache_key){g->a, g->type, blasft_gemm_a_rows(g), blasft_gemm_a_cols(g), g->lda};
     K.c.key = (blasft_cache_key){g->c, g->type, g->m, g->n, g->ldc};
     K.c.flags = BLASFT_CACHE_WRITE | (beta_is_zero(g) ? BLASFT_CACHE_NO_LOAD : 0);
+    /* prepared operands kept with the copies where the engine can use them (op = N; op(B)'s only
+     * with the row side on demand) and the parameters are the codec's */
+    blasft_gpu_params_from_cfg(&K.p, cfg);
+    const int prep = same_prep_params(&K.p) && g->k > 0 && cfg->mode != BLASFT_MODE_OFF &&
+                     blasft_cache_get_mode(cache) != BLASFT_CACHE_OFF; /* off: nothing is kept */
+    const unsigned a_enc = prep && g->transa == 'N' ? BLASFT_CACHE_ENC(0) : 0;
+    const unsigned b_enc = prep && g->transb == 'N' && K.p.rows_on_demand && !K.p.pea_block_lists
+                               ? BLASFT_CACHE_ENC(1)
+                               : 0;
     int a_alone = key_cmp(&K.a.key, &K.c.key) != 0;
     for (int j = 0; j < K.panels; j++) {
         K.b[j].key = b_panel_key(&K, j);
@@ -214,6 +269,7 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
      * their GEMMs, beside the GEMM of the panel before. */
     if (beta_is_zero(g) && a_alone)
         K.a.flags = BLASFT_CACHE_DEFER_CHECK;
+    K.a.flags |= a_enc;
     /* A and C in one global order (a thread that holds an entry alone while it waits for the
      * next can then never wait for a thread that waits for it); B's panels later without
      * waiting: if one is held by another thread, A's check is finished first (A no longer held
@@ -243,18 +299,17 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
         .c = K.c.ref.data, .ldc = at_least1(g->m),
         .scalars_on_device = 0, .routine = g->routine,
     };
-    blasft_gpu_params_from_cfg(&K.p, cfg);
     blasft_devmem_hook wait = {wait_stream, tg};
     int redo = 0;
     for (int j = 0; j < K.panels && rc_run == 0; j++) {
         operand *b = &K.b[j];
-        int r = blasft_cache_acquire(cache, &b->key, BLASFT_CACHE_TRY, &b->ref);
+        int r = blasft_cache_acquire(cache, &b->key, BLASFT_CACHE_TRY | b_enc, &b->ref);
         if (r == -3) {
             int v = blasft_cache_verify(cache, &K.a.ref, &wait);
             if (v < 0)
                 rc_run = -2;
             redo |= v > 0;
-            r = rc_run ? -2 : blasft_cache_acquire(cache, &b->key, 0, &b->ref);
+            r = rc_run ? -2 : blasft_cache_acquire(cache, &b->key, b_enc, &b->ref);
         }
         if (r != 0) {
             rc_run = r == -1 ? -1 : -2;

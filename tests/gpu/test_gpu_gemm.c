@@ -55,6 +55,9 @@ static void plant_hook(void *stream, void *user)
     }
 }
 
+/* prepared operands for run() (NULL: none) */
+static const void *run_prep_a, *run_prep_b;
+
 static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats *delta,
                 double *out)
 {
@@ -62,6 +65,8 @@ static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats 
     gh_sync();
     blasft_get_stats(&before);
     blasft_gpu_gemm g = gh_desc(d);
+    g.prep_a = run_prep_a;
+    g.prep_b = run_prep_b;
     if (pl) {
         pl->d = d;
         blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
@@ -404,6 +409,95 @@ static void rows_on_demand_agrees(void)
         }
 }
 
+/* Prepared operands (blasft_gpu_prepare): a GEMM that reads them gets the same column references
+ * and thresholds bit for bit as one that prepares its operands itself (so AcsT and every list in
+ * them are the engine's), a right and clean result, a planted fault corrected; operands prepared
+ * from other data flag (the engine does read them) and the result is still right. */
+static void prepared_operands(void)
+{
+    uint64_t seed = 5000;
+    for (int t = 0; t < 2; t++)
+        for (int r = 1; r <= 2; r++, seed += 2) {
+            gh_case c = make_case(t ? BLASFT_TYPE_D : BLASFT_TYPE_S, 'N', 'N', 300, 200, 150, 1, 1.25,
+                                  r == 2 ? 0.5 : 0.0, 0);
+            const int64_t m = c.m, n = c.n, k = c.k;
+            blasft_gpu_params p;
+            gh_params(&p, 64, r);
+            p.rows_on_demand = 1;
+            const char *ty = t ? "D" : "S";
+            gh_data d, other;
+            gh_make(&d, &c, seed);
+            gh_make(&other, &c, seed + 1);
+            double *out = malloc(8 * (size_t)(m * n));
+            blasft_stats st;
+            run_prep_a = run_prep_b = NULL;
+            run(&d, &p, NULL, &st, out);
+            double *ref0 = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_REF, 1);
+            double *eps0 = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_EPS, 0);
+            const size_t na = blasft_gpu_prep_bytes(0, c.t, m, k, &p), nb = blasft_gpu_prep_bytes(1, c.t, k, n, &p);
+            GH_CHECK(na > 0 && nb > 0 && blasft_gpu_prep_bytes(2, c.t, m, k, &p) == 0,
+                     "%s: prep bytes %zu %zu", ty, na, nb);
+            void *pa = NULL, *pb = NULL, *pa_other = NULL;
+            GH_CHECK(cudaMalloc(&pa, na) == cudaSuccess && cudaMalloc(&pb, nb) == cudaSuccess &&
+                         cudaMalloc(&pa_other, na) == cudaSuccess,
+                     "%s: cudaMalloc of the prepared operands", ty);
+            GH_CHECK(blasft_gpu_prepare(NULL, 0, c.t, m, k, d.dA, c.lda, &p, pa) == 0 &&
+                         blasft_gpu_prepare(NULL, 1, c.t, k, n, d.dB, c.ldb, &p, pb) == 0 &&
+                         blasft_gpu_prepare(NULL, 0, c.t, m, k, other.dA, c.lda, &p, pa_other) == 0,
+                     "%s: blasft_gpu_prepare failed", ty);
+            GH_CHECK(blasft_gpu_prepare(NULL, 0, c.t, m, k, d.dA, m - 1, &p, pa) == -1,
+                     "%s: ld < rows accepted", ty);
+            gh_sync();
+            /* with both prepared: the same references and thresholds, clean */
+            run_prep_a = pa;
+            run_prep_b = pb;
+            gh_reset_c(&d);
+            run(&d, &p, NULL, &st, out);
+            double *ref1 = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_REF, 1);
+            double *eps1 = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_EPS, 0);
+            const int64_t mb = (m + 63) / 64, ncs = r * mb * n;
+            int64_t diff = 0;
+            for (int64_t e = 0; e < ncs; e++)
+                diff += memcmp(&ref0[e], &ref1[e], 8) != 0 || memcmp(&eps0[e], &eps1[e], 8) != 0;
+            GH_CHECK(diff == 0, "%s R=%d: %lld column references or thresholds differ with prepared "
+                     "operands", ty, r, (long long)diff);
+            GH_CHECK(gh_bad_elements(&d, out, NULL, NULL) == 0 && st.errors_detected == 0 &&
+                         st.false_alarms == 0 && st.encoder_faults == 0,
+                     "%s R=%d prepared: wrong elements or flagged (detected %llu)", ty, r,
+                     (unsigned long long)st.errors_detected);
+            /* a planted fault, corrected */
+            plant pl;
+            memset(&pl, 0, sizeof pl);
+            cudaMallocHost(&pl.pinned, 8 * MAX_FAULTS);
+            pl.n = 1;
+            pl.i[0] = 123;
+            pl.j[0] = 77;
+            pl.value[0] = d.ref[123 + 77 * m] + 0.5;
+            gh_reset_c(&d);
+            run(&d, &p, &pl, &st, out);
+            GH_CHECK(gh_bad_elements(&d, out, NULL, NULL) == 0 && st.errors_corrected == 1,
+                     "%s R=%d prepared: planted fault not corrected (corrected %llu)", ty, r,
+                     (unsigned long long)st.errors_corrected);
+            /* op(A) prepared from other data: flagged, and still right */
+            run_prep_a = pa_other;
+            gh_reset_c(&d);
+            run(&d, &p, NULL, &st, out);
+            GH_CHECK(st.errors_detected + st.false_alarms > 0 && gh_bad_elements(&d, out, NULL, NULL) == 0,
+                     "%s R=%d: operands prepared from other data went unnoticed (detected %llu, "
+                     "false alarms %llu)",
+                     ty, r, (unsigned long long)st.errors_detected, (unsigned long long)st.false_alarms);
+            run_prep_a = run_prep_b = NULL;
+            cudaFreeHost(pl.pinned);
+            cudaFree(pa);
+            cudaFree(pb);
+            cudaFree(pa_other);
+            free(ref0); free(ref1); free(eps0); free(eps1);
+            free(out);
+            gh_free(&d);
+            gh_free(&other);
+        }
+}
+
 static void edge_shapes(void)
 {
     /* m = 0: nothing happens; k = 0: C = beta C, unprotected */
@@ -624,6 +718,7 @@ int main(void)
     faults();
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
     rows_on_demand_agrees();
+    prepared_operands();
     edge_shapes();
     host_entry();
     structured();

@@ -294,7 +294,7 @@ static void part_shapes(void)
     static const char trs[] = {'N', 'T', 'C'};
     dg_rng r;
     dg_seed(&r, 0x0ff10ad);
-    int runs = 0;
+    int runs = 0, encodes_seen = 0;
     for (int t = 0; t < 4; t++)
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
             for (int lay = 0; lay < 2; lay++)
@@ -314,6 +314,8 @@ static void part_shapes(void)
                         /* fresh; again with A, B unchanged (C is the last result); after one
                          * element store into A and B; the last through the dispatch */
                         blasft_cache_stats before, after;
+                        blasft_stats s0, s1;
+                        blasft_get_stats(&s0);
                         run_and_check(&p, 0, "fresh");
                         cache_stats(&before);
                         run_and_check(&p, 0, "repeat");
@@ -323,6 +325,11 @@ static void part_shapes(void)
                                   "repeat: A and B not served from the cache (%llu -> %llu)",
                                   (unsigned long long)before.reuses,
                                   (unsigned long long)after.reuses);
+                        /* unchanged operands keep their encodings (prepared operands) */
+                        CHECK(after.encodes == before.encodes,
+                              "repeat: operands encoded again (%llu -> %llu)",
+                              (unsigned long long)before.encodes, (unsigned long long)after.encodes);
+                        encodes_seen += after.encodes > 0;
                         if (p.k > 0) {
                             int64_t i = (int64_t)dg_below(&r, (uint64_t)ar);
                             int64_t j = (int64_t)dg_below(&r, (uint64_t)ac);
@@ -332,9 +339,24 @@ static void part_shapes(void)
                             put(p.t, p.b, i + j * p.ldb, -3.0, 1.0);
                         }
                         run_and_check(&p, 1, "changed, dispatch");
+                        /* clean data: nothing flagged in the three calls (an encoding kept
+                         * after its operand changed would flag its blocks) */
+                        cudaDeviceSynchronize(); /* the counters arrive by a host function */
+                        blasft_get_stats(&s1);
+                        CHECK(s1.errors_detected == s0.errors_detected &&
+                                  s1.false_alarms == s0.false_alarms &&
+                                  s1.encoder_faults == s0.encoder_faults,
+                              "%c %c%c%c m=%lld n=%lld k=%lld: clean calls flagged: detected %llu, "
+                              "false alarms %llu, encoder faults %llu",
+                              "SDCZ"[p.t], p.layout, p.ta, p.tb, (long long)p.m, (long long)p.n,
+                              (long long)p.k,
+                              (unsigned long long)(s1.errors_detected - s0.errors_detected),
+                              (unsigned long long)(s1.false_alarms - s0.false_alarms),
+                              (unsigned long long)(s1.encoder_faults - s0.encoder_faults));
                         runs += 3;
                         free(p.a); free(p.b); free(p.c);
                     }
+    CHECK(encodes_seen > 0, "no operand was ever prepared by the cache's codec");
     printf("shapes: %d GEMMs\n", runs);
 }
 
