@@ -99,8 +99,12 @@ static thread_gpu *thread_state(void)
     thread_gpu *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
+    /* the encodings at the highest priority: their blocks go first as the running panel's GEMM
+     * frees SMs, so the next panel is not held up until that GEMM ends */
+    int lo = 0, hi = 0;
+    cudaDeviceGetStreamPriorityRange(&lo, &hi);
     if (cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&t->prep_stream, cudaStreamNonBlocking) != cudaSuccess)
+        cudaStreamCreateWithPriority(&t->prep_stream, cudaStreamNonBlocking, hi) != cudaSuccess)
         goto fail;
     for (int i = 0; i < PANELS; i++)
         if (cudaEventCreateWithFlags(&t->panel_done[i], cudaEventDisableTiming) != cudaSuccess)
@@ -251,10 +255,20 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
     blasft_gpu_params_from_cfg(&K.p, cfg);
     const int prep = same_prep_params(&K.p) && g->k > 0 && cfg->mode != BLASFT_MODE_OFF &&
                      blasft_cache_get_mode(cache) != BLASFT_CACHE_OFF; /* off: nothing is kept */
-    const unsigned a_enc = prep && g->transa == 'N' ? BLASFT_CACHE_ENC(0) : 0;
+    /* ...from the second use of a copy on (IF_SAME): an operand that changed is encoded by its
+     * GEMM, beside the GEMM, which is cheaper than a separate pass first (measured:
+     * docs/offload-benchmark.md, top) */
+    const unsigned a_enc =
+        prep && g->transa == 'N' ? BLASFT_CACHE_ENC(0) | BLASFT_CACHE_ENC_IF_SAME : 0;
     const unsigned b_enc = prep && g->transb == 'N' && K.p.rows_on_demand && !K.p.pea_block_lists
-                               ? BLASFT_CACHE_ENC(1)
+                               ? BLASFT_CACHE_ENC(1) | BLASFT_CACHE_ENC_IF_SAME
                                : 0;
+    /* the result kept encoded (thesis figure 6.2): C's slots are prepared on the device from the
+     * final C while it travels back, so C as a later operand costs no encoding; with beta = 0
+     * only (a writer that loads the old C would be encoded for nothing at the acquire) */
+    const int c_enc = prep && beta_is_zero(g);
+    if (c_enc)
+        K.c.flags |= BLASFT_CACHE_ENC(0) | BLASFT_CACHE_ENC(1);
     int a_alone = key_cmp(&K.a.key, &K.c.key) != 0;
     for (int j = 0; j < K.panels; j++) {
         K.b[j].key = b_panel_key(&K, j);
@@ -333,6 +347,13 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
         rc_run = enqueue_panel(&K, j);
     if (trace_on)
         t_ver = now_ms();
+    /* after the last panel's event: the copy back of the earlier panels is not held up */
+    if (rc_run == 0 && c_enc && K.c.ref.enc[0] && K.c.ref.enc[1] &&
+        blasft_gpu_prepare(tg->stream, 0, g->type, g->m, g->n, K.c.ref.data, at_least1(g->m),
+                           &codec_params, K.c.ref.enc[0]) == 0 &&
+        blasft_gpu_prepare(tg->stream, 1, g->type, g->m, g->n, K.c.ref.data, at_least1(g->m),
+                           &codec_params, K.c.ref.enc[1]) == 0)
+        K.c.ref.enc_written = 3u;
     blasft_devmem_fence fence = {K.panels, K.bounds, (void *const *)tg->panel_done};
     if (rc_run == 0 && blasft_cache_download_fenced(cache, &K.c.ref, &fence) != 0)
         rc_run = -2;

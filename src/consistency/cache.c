@@ -646,6 +646,12 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
             }
             e->enc_bytes[s] = nb;
         }
+        if (!e->enc_valid[s] && load &&
+            (flags & BLASFT_CACHE_ENC_IF_SAME) &&
+            (did & (BLASFT_CACHE_DID_UPLOAD | BLASFT_CACHE_DID_PARTIAL | BLASFT_CACHE_DID_DOWNLOAD))) {
+            ref->enc[s] = NULL; /* changed now: no separate encoding (see cache.h) */
+            continue;
+        }
         if (!e->enc_valid[s] && load) {
             if (cd->encode(cd->ctx, s, key->type, key->rows, key->cols, e->data, e->enc[s])) {
                 rc = -2;

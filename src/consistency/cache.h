@@ -76,6 +76,11 @@ blasft_cache_mode blasft_cache_get_mode(const blasft_cache *c);
 /* Return -3 at once instead of waiting when another thread holds the entry alone (a caller
  * that holds entries alone itself must not wait for others: see cuda/offload_gemm.c). */
 #define BLASFT_CACHE_TRY 0x800u
+/* With ENC(s): make a missing encoding only when this acquire found the copy current (no
+ * upload); after an upload the slot is left invalid and ref.enc[s] is NULL (the caller then
+ * encodes as part of its own work, where that is cheaper than a separate pass; a copy used
+ * again unchanged gets its encoding at that next use). */
+#define BLASFT_CACHE_ENC_IF_SAME 0x1000u
 
 /* what an acquire did (ref.did) */
 #define BLASFT_CACHE_DID_CHECK 0x1u       /* hashed the host data */

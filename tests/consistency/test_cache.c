@@ -64,6 +64,50 @@ static unsigned use(fixture *f, const blasft_cache_key *k)
     return did;
 }
 
+/* ENC_IF_SAME: an acquire that uploads makes no separate encoding (slot left invalid, enc NULL);
+ * the next unchanged use makes it, the one after reuses it; a change invalidates it again; a plain
+ * ENC(s) still encodes after an upload. */
+static void test_encode_if_same(void **state)
+{
+    (void)state;
+    fixture f = make(BLASFT_CACHE_HASH, 1 << 20);
+    double *a = matrix(11, 9, 7);
+    blasft_cache_key k = {a, BLASFT_TYPE_D, 7, 9, 11};
+    const unsigned fl = BLASFT_CACHE_ENC(0) | BLASFT_CACHE_ENC_IF_SAME;
+    blasft_cache_ref r;
+    uint64_t before = encodes;
+    assert_int_equal(blasft_cache_acquire(f.c, &k, fl, &r), 0); /* first use: uploaded */
+    assert_true(r.did & BLASFT_CACHE_DID_UPLOAD);
+    assert_null(r.enc[0]);
+    assert_int_equal(encodes, before);
+    assert_true(test_same_as_host(&k, r.data));
+    blasft_cache_release(f.c, &r, 0);
+    assert_int_equal(blasft_cache_acquire(f.c, &k, fl, &r), 0); /* unchanged: encoded now */
+    assert_false(r.did & BLASFT_CACHE_DID_UPLOAD);
+    assert_non_null(r.enc[0]);
+    assert_true(test_encoding_current(&k, 0, r.enc[0]));
+    assert_int_equal(encodes, before + 1);
+    blasft_cache_release(f.c, &r, 0);
+    assert_int_equal(blasft_cache_acquire(f.c, &k, fl, &r), 0); /* and kept */
+    assert_true(test_encoding_current(&k, 0, r.enc[0]));
+    assert_int_equal(encodes, before + 1);
+    blasft_cache_release(f.c, &r, 0);
+    a[3] += 1.0; /* changed: uploaded, no encoding, the stale one not handed out */
+    assert_int_equal(blasft_cache_acquire(f.c, &k, fl, &r), 0);
+    assert_true(r.did & BLASFT_CACHE_DID_UPLOAD);
+    assert_null(r.enc[0]);
+    assert_int_equal(encodes, before + 1);
+    blasft_cache_release(f.c, &r, 0);
+    a[4] -= 1.0; /* changed, plain ENC(0): encoded at once */
+    assert_int_equal(blasft_cache_acquire(f.c, &k, BLASFT_CACHE_ENC(0), &r), 0);
+    assert_true(r.did & BLASFT_CACHE_DID_UPLOAD);
+    assert_true(test_encoding_current(&k, 0, r.enc[0]));
+    assert_int_equal(encodes, before + 2);
+    blasft_cache_release(f.c, &r, 0);
+    free(a);
+    done(&f);
+}
+
 static void test_host_changed_cases(void **state)
 {
     (void)state;
@@ -371,6 +415,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_changed_cases),
+        cmocka_unit_test(test_encode_if_same),
         cmocka_unit_test(test_device_changed_and_kept_result),
         cmocka_unit_test(test_writer_does_not_disturb_readers),
         cmocka_unit_test(test_eviction),
