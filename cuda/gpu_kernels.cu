@@ -967,26 +967,29 @@ template <typename T> __device__ __forceinline__ T opB(const gk_gemm<T> &g, int6
     return g.tb == 'N' ? g.B[l + j * g.ldb] : g.B[j + l * g.ldb];
 }
 
-/* alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j), the dot product in double ('C': the stored
- * element's conjugate). */
-/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj| (moduli as |re| + |im|),
- * for the worst-case rounding bound of the element. */
+/* C(i, j) = alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j) computed again, the dot product in
+ * double ('C': the stored element's conjugate).
+ * Term l of C(i, j)'s dot product in double into (dr, di), and |a_il| |b_lj| (moduli as |re| +
+ * |im|) into ms, for the worst-case rounding bound of the element. */
 template <typename T>
-__device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass = nullptr)
+__device__ __forceinline__ void dot_term(const gk_gemm<T> &g, int64_t i, int64_t j, int64_t l,
+                                         double &dr, double &di, double &ms)
 {
     const double sa = g.ta == 'C' ? -1.0 : 1.0, sb = g.tb == 'C' ? -1.0 : 1.0;
-    double dr = 0.0, di = 0.0, ms = 0.0;
-    for (int64_t l = 0; l < g.k; l++) {
-        T a = opA(g, i, l), b = opB(g, l, j);
-        double ar = part_of(a, 0), ai = sa * im_of(a), br = part_of(b, 0), bi = sb * im_of(b);
-        if (mass)
-            ms = fma(fabs(ar) + fabs(ai), fabs(br) + fabs(bi), ms);
-        dr = fma(ar, br, dr);
-        if (gk_el<T>::P == 2) {
-            dr = fma(-ai, bi, dr);
-            di = fma(ar, bi, fma(ai, br, di));
-        }
+    T a = opA(g, i, l), b = opB(g, l, j);
+    double ar = part_of(a, 0), ai = sa * im_of(a), br = part_of(b, 0), bi = sb * im_of(b);
+    ms = fma(fabs(ar) + fabs(ai), fabs(br) + fabs(bi), ms);
+    dr = fma(ar, br, dr);
+    if (gk_el<T>::P == 2) {
+        dr = fma(-ai, bi, dr);
+        di = fma(ar, bi, fma(ai, br, di));
     }
+}
+
+/* alpha (dr + i di) + beta Cold(i, j) */
+template <typename T>
+__device__ T scaled_element(const gk_gemm<T> &g, int64_t i, int64_t j, double dr, double di)
+{
     const T alpha = alpha_of(g), beta = beta_of(g);
     double xr = part_of(alpha, 0), xi = im_of(alpha);
     double cr = xr * dr - xi * di, ci = xr * di + xi * dr;
@@ -996,10 +999,55 @@ __device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double
         cr += yr * part_of(o, 0) - yi * im_of(o);
         ci += yr * im_of(o) + yi * part_of(o, 0);
     }
-    if (mass)
-        *mass = ms;
     return make_el<T>(cr, ci);
 }
+
+/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj|. */
+template <typename T>
+__device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass = nullptr)
+{
+    double dr = 0.0, di = 0.0, ms = 0.0;
+    for (int64_t l = 0; l < g.k; l++)
+        dot_term(g, i, j, l, dr, di, ms);
+    if (mass)
+        *mass = ms;
+    return scaled_element(g, i, j, dr, di);
+}
+
+/* The same by the whole CUDA block (k split over the threads, reduced in red): the result and
+ * *mass are valid in thread 0; every thread must call it. */
+template <typename T>
+__device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass, double (*red)[3])
+{
+    double dr = 0.0, di = 0.0, ms = 0.0;
+    for (int64_t l = threadIdx.x; l < g.k; l += blockDim.x)
+        dot_term(g, i, j, l, dr, di, ms);
+    for (int off = 16; off > 0; off >>= 1) {
+        dr += __shfl_xor_sync(0xffffffffu, dr, off);
+        di += __shfl_xor_sync(0xffffffffu, di, off);
+        ms += __shfl_xor_sync(0xffffffffu, ms, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        red[threadIdx.x >> 5][0] = dr;
+        red[threadIdx.x >> 5][1] = di;
+        red[threadIdx.x >> 5][2] = ms;
+    }
+    __syncthreads();
+    T v = T{};
+    if (threadIdx.x == 0) {
+        dr = di = ms = 0.0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); w++) {
+            dr += red[w][0];
+            di += red[w][1];
+            ms += red[w][2];
+        }
+        *mass = ms;
+        v = scaled_element(g, i, j, dr, di);
+    }
+    __syncthreads(); /* red is reused by the next call */
+    return v;
+}
+
 
 __device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int64_t i, int64_t j,
                            double s, double eps)
@@ -1076,6 +1124,10 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
      * recomputation and report it as detected (detect mode) / uncorrectable unless it agrees */
     __shared__ int nr, nc, action;
     __shared__ int apart;          /* elements the recomputation moved beyond rounding */
+    /* located elements to verify (action 4): side 1 rows[idx], side 0 cols[idx] */
+    __shared__ int nfix, fixed, fix_idx[2 * kMaxFlagged];
+    __shared__ char fix_side[2 * kMaxFlagged];
+    __shared__ double red[kThreads / 32][3];
     if (blockIdx.x == 0 && threadIdx.x < 2 && g.prep_cnt[threadIdx.x]) {
         /* a prepared operand's encoder faults, counted once (shared buffers: atomically) */
         const unsigned long long f = atomicExch(&g.prep_cnt[threadIdx.x]->encoder_faults, 0ull);
@@ -1173,6 +1225,25 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 atomicAdd(&g.cnt->uncorrectable, n_det);
                 add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
                            n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+            } else if (ok && can_compare) {
+                /* located: each element is computed again (by the whole CUDA block, below) and
+                 * corrected only where it is apart from that beyond rounding; a block whose
+                 * located elements all agree was flagged by rounding (structured data) */
+                nfix = fixed = 0;
+                for (int a = 0; a < n_r; a++) {
+                    fix_side[nfix] = 1;
+                    fix_idx[nfix++] = a;
+                }
+                for (int b = 0; b < n_c; b++) {
+                    bool done = false;
+                    for (int a = 0; a < n_r; a++)
+                        done = done || rows[a].idx == cols[b].loc;
+                    if (!done) {
+                        fix_side[nfix] = 0;
+                        fix_idx[nfix++] = b;
+                    }
+                }
+                action = 4;
             } else if (ok) {
                 atomicAdd(&g.cnt->detected, n_det);
                 /* corrections: every flagged row, then the columns no row accounted for */
@@ -1206,7 +1277,41 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             g.tile_flag[tile] = 0; /* clean for the next GEMM */
         }
         __syncthreads();
-        if (action >= 1) {
+        if (action == 4) {
+            constexpr int tt = mant<T>::t;
+            const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
+            const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
+            for (int q = 0; q < nfix; q++) {
+                const flagged &f = fix_side[q] ? rows[fix_idx[q]] : cols[fix_idx[q]];
+                const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc), j = j0 + (fix_side[q] ? f.loc : f.idx);
+                double mass = 0.0;
+                const T v = block_recompute(g, i, j, &mass, red);
+                if (threadIdx.x == 0) {
+                    T *c = &g.C[i + j * g.ldc];
+                    const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
+                    bool same = true;
+#pragma unroll
+                    for (int p = 0; p < gk_el<T>::P; p++) {
+                        double bound =
+                            2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
+                        same = same && fabs(part_of(*c, p) - part_of(v, p)) <= bound; /* NaN: apart */
+                    }
+                    if (!same) {
+                        *c = v;
+                        fixed++;
+                        atomicAdd(&g.cnt->corrected, 1ull);
+                        add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
+                    }
+                }
+            }
+            if (threadIdx.x == 0) {
+                if (fixed)
+                    atomicAdd(&g.cnt->detected, (unsigned long long)fixed);
+                else
+                    atomicAdd(&g.cnt->false_alarms, 1ull);
+            }
+        }
+        if (action >= 1 && action <= 3) {
             /* the recomputation against the GEMM's element: further apart than the worst-case
              * rounding of the two, 2 (gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|)),
              * is a fault; a block with none was flagged by rounding its elements share
