@@ -1002,16 +1002,24 @@ __device__ T scaled_element(const gk_gemm<T> &g, int64_t i, int64_t j, double dr
     return make_el<T>(cr, ci);
 }
 
-/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj|. */
+/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj|. Four independent chains
+ * (terms l mod 4), so that a thread has four loads of each operand in flight: a block's
+ * recomputation, one element per thread at a time, is bound by their latency. */
 template <typename T>
 __device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass = nullptr)
 {
-    double dr = 0.0, di = 0.0, ms = 0.0;
-    for (int64_t l = 0; l < g.k; l++)
-        dot_term(g, i, j, l, dr, di, ms);
+    double dr[4] = {0.0, 0.0, 0.0, 0.0}, di[4] = {0.0, 0.0, 0.0, 0.0}, ms[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t l = 0;
+    for (; l + 4 <= g.k; l += 4) {
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            dot_term(g, i, j, l + c, dr[c], di[c], ms[c]);
+    }
+    for (; l < g.k; l++)
+        dot_term(g, i, j, l, dr[0], di[0], ms[0]);
     if (mass)
-        *mass = ms;
-    return scaled_element(g, i, j, dr, di);
+        *mass = (ms[0] + ms[1]) + (ms[2] + ms[3]);
+    return scaled_element(g, i, j, (dr[0] + dr[1]) + (dr[2] + dr[3]), (di[0] + di[1]) + (di[2] + di[3]));
 }
 
 /* The same by the whole CUDA block (k split over the threads, reduced in red): the result and
