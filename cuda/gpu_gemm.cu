@@ -82,7 +82,7 @@ size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 struct layout {
     size_t AcsT, Bcs, Ccs_ref, Crs_ref, Ccs_rec, Crs_rec, Ccs_eps, Crs_eps;
     size_t tA_v, tA_p, tB_v, tB_p, tAc_v, tAc_p, tBc_v, tBc_p, sc_v, sc_p, list, end;
-    size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq;
+    size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq, rlist;
 };
 
 size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + align_up(flag_cap * 4); }
@@ -127,6 +127,7 @@ layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, in
     L.tEb_p = take(4 * nb * GK_PMAX);
     L.Ccs_sq = take(8 * mb * n);
     L.Crs_sq = take(8 * m * nb);
+    L.rlist = take(sizeof(gk_recompute) * mb * nb);
     L.end = o;
     return L;
 }
@@ -436,6 +437,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     kg.cnt = (gk_counters *)w;
     kg.tile_flag = (int *)(w + align_up(sizeof(gk_counters)));
     kg.tile_list = (int *)(w + L.list);
+    kg.rlist = (gk_recompute *)(w + L.rlist);
 
     cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const int ws = p->weights;

@@ -1131,7 +1131,6 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
     /* action: 0 nothing more, 1 recompute the block, 2 / 3 compare the block with its
      * recomputation and report it as detected (detect mode) / uncorrectable unless it agrees */
     __shared__ int nr, nc, action;
-    __shared__ int apart;          /* elements the recomputation moved beyond rounding */
     /* located elements to verify (action 4): side 1 rows[idx], side 0 cols[idx] */
     __shared__ int nfix, fixed, fix_idx[2 * kMaxFlagged];
     __shared__ char fix_side[2 * kMaxFlagged];
@@ -1150,7 +1149,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         int rows_t = (int)(g.m - i0 < g.bs ? g.m - i0 : g.bs);
         int cols_t = (int)(g.n - j0 < g.bs ? g.n - j0 : g.bs);
         if (threadIdx.x == 0) {
-            nr = nc = apart = 0;
+            nr = nc = 0;
             action = 0;
         }
         __syncthreads();
@@ -1319,51 +1318,88 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                     atomicAdd(&g.cnt->false_alarms, 1ull);
             }
         }
-        if (action >= 1 && action <= 3) {
-            /* the recomputation against the GEMM's element: further apart than the worst-case
-             * rounding of the two, 2 (gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|)),
-             * is a fault; a block with none was flagged by rounding its elements share
-             * (structured data: constant or repeated rows and columns), not by a fault */
-            constexpr int tt = mant<T>::t;
-            const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
-            const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
-            for (int e = threadIdx.x; e < rows_t * cols_t; e += blockDim.x) {
-                int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
-                double mass;
-                const T v = recompute_element(g, i, j, &mass), old = g.C[i + j * g.ldc];
-                const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
-                bool same = true;
-#pragma unroll
-                for (int q = 0; q < gk_el<T>::P; q++) {
-                    double bound =
-                        2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, q)));
-                    same = same && fabs(part_of(old, q) - part_of(v, q)) <= bound; /* NaN: apart */
-                }
-                if (!same)
-                    atomicAdd(&apart, 1);
-                if (action == 1)
-                    g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is */
-            }
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                int n_r = nr, n_c = nc;
-                const unsigned long long n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
-                const double sy = n_r ? rows[0].syn() : cols[0].syn(), ep = n_r ? rows[0].eps : cols[0].eps;
-                if (apart == 0) {
-                    atomicAdd(&g.cnt->false_alarms, 1ull);
-                } else if (action == 1) {
-                    atomicAdd(&g.cnt->detected, n_det);
-                    atomicAdd(&g.cnt->recomputed, 1ull);
-                    add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1, sy, ep);
-                } else {
-                    atomicAdd(&g.cnt->detected, n_det);
-                    atomicAdd(&g.cnt->uncorrectable, n_det);
-                    add_record(g.cnt, action == 2 ? GK_REC_DETECTED : GK_REC_UNCORRECTABLE, I, J, -1, -1,
-                               sy, ep);
-                }
-            }
+        if (action >= 1 && action <= 3 && threadIdx.x == 0) {
+            /* computed again by recompute_blocks, spread over many CUDA blocks */
+            const int n_r = nr, n_c = nc;
+            const unsigned int q = atomicAdd(&g.cnt->recompute_count, 1u);
+            gk_recompute *rc = &g.rlist[q];
+            rc->tile = tile;
+            rc->action = action;
+            rc->n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
+            rc->syndrome = n_r ? rows[0].syn() : cols[0].syn();
+            rc->threshold = n_r ? rows[0].eps : cols[0].eps;
+            rc->apart = 0;
         }
         __syncthreads();
+    }
+}
+
+/* The blocks correct_kernel listed, computed again element by element (dot products in double),
+ * each element by one thread, the elements of all listed blocks spread over every CUDA block of
+ * the grid (one CUDA block per C block took tens of ms for a D 256 x 256 x 512 block). A
+ * recomputation further from the GEMM's element than the worst-case rounding of the two,
+ * 2 (gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|)), is a fault; a block with none
+ * was flagged by rounding its elements share (structured data: constant or repeated rows and
+ * columns), not by a fault. The last CUDA block to finish counts the outcomes. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
+{
+    const unsigned int n = g.cnt->recompute_count;
+    if (n == 0)
+        return; /* the usual case: nothing to compute again */
+    constexpr int tt = mant<T>::t;
+    const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
+    const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
+    for (unsigned int q = 0; q < n; q++) {
+        gk_recompute *rc = &g.rlist[q];
+        const int64_t I = rc->tile % g.mb, J = rc->tile / g.mb, i0 = I * g.bs, j0 = J * g.bs;
+        const int64_t rows_t = g.m - i0 < g.bs ? g.m - i0 : g.bs;
+        const int64_t cols_t = g.n - j0 < g.bs ? g.n - j0 : g.bs;
+        for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows_t * cols_t;
+             e += (int64_t)gridDim.x * blockDim.x) {
+            const int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
+            double mass;
+            const T v = recompute_element(g, i, j, &mass), old = g.C[i + j * g.ldc];
+            const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
+            bool same = true;
+#pragma unroll
+            for (int p = 0; p < gk_el<T>::P; p++) {
+                double bound =
+                    2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
+                same = same && fabs(part_of(old, p) - part_of(v, p)) <= bound; /* NaN: apart */
+            }
+            if (!same)
+                atomicAdd(&rc->apart, 1u);
+            if (rc->action == 1)
+                g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is */
+        }
+    }
+    /* the last CUDA block to finish sees every apart count */
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&g.cnt->recompute_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last || threadIdx.x != 0)
+        return;
+    __threadfence();
+    for (unsigned int q = 0; q < n; q++) {
+        const gk_recompute *rc = &g.rlist[q];
+        const unsigned int apart = atomicAdd((unsigned int *)&rc->apart, 0u);
+        const int64_t I = rc->tile % g.mb, J = rc->tile / g.mb;
+        if (apart == 0) {
+            atomicAdd(&g.cnt->false_alarms, 1ull);
+        } else if (rc->action == 1) {
+            atomicAdd(&g.cnt->detected, rc->n_det);
+            atomicAdd(&g.cnt->recomputed, 1ull);
+            add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1, rc->syndrome, rc->threshold);
+        } else {
+            atomicAdd(&g.cnt->detected, rc->n_det);
+            atomicAdd(&g.cnt->uncorrectable, rc->n_det);
+            add_record(g.cnt, rc->action == 2 ? GK_REC_DETECTED : GK_REC_UNCORRECTABLE, I, J, -1, -1,
+                       rc->syndrome, rc->threshold);
+        }
     }
 }
 
@@ -1883,6 +1919,7 @@ template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
             rows_on_demand<T, GK_PMAX><<<grid, kThreads, 0, st>>>(g);
     }
     correct_kernel<T><<<64, kThreads, 0, st>>>(g);
+    recompute_blocks<T><<<128, kThreads, 0, st>>>(g);
 }
 
 size_t fused_smem(int bs, int r)

@@ -47,9 +47,21 @@ typedef struct gk_counters {
     unsigned long long false_alarms; /* recomputed blocks equal to the GEMM's within rounding */
     unsigned long long row_checks; /* row checksum elements compared on demand (times P) */
     unsigned int tile_count; /* flagged tiles listed in tile_list */
+    unsigned int recompute_count, recompute_done; /* blocks listed in gk_gemm::rlist; CUDA
+                                                     blocks of the recomputation finished */
     unsigned int nrec;
     gk_record rec[GK_MAX_RECORDS];
 } gk_counters;
+
+/* A flagged block to compute again (gk_correct): action 1 recompute (C takes the new values),
+ * 2 compare and report as detected (detect mode), 3 compare and report as uncorrectable unless
+ * nothing is apart; apart: elements further from their recomputation than rounding. */
+typedef struct gk_recompute {
+    int tile, action;
+    unsigned long long n_det;
+    double syndrome, threshold;
+    unsigned int apart;
+} gk_recompute;
 
 /* Top-p list of a set of vectors: vector v's entries at [v*GK_PMAX, v*GK_PMAX + p), values
  * descending, position -1 for an empty entry. */
@@ -104,6 +116,7 @@ template <typename T> struct gk_gemm {
      * last block 1] */
     double w2[2][2][2], wmax2[2][2][2];
     int *tile_flag, *tile_list;
+    gk_recompute *rlist; /* capacity mb * nb */
     gk_counters *cnt;
 };
 
