@@ -1057,6 +1057,26 @@ __device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *
 }
 
 
+/* Whether the GEMM's element c and its recomputation v (mass: sum |a b|) agree within the
+ * worst-case rounding of the two, 2 (gamma_{kP+2} |alpha| mass + 2u (|beta c_old| + |v|)), in every
+ * part; NaN is apart. */
+template <typename T>
+__device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, T v, double mass)
+{
+    constexpr int tt = mant<T>::t;
+    const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
+    const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
+    const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
+    bool same = true;
+#pragma unroll
+    for (int p = 0; p < gk_el<T>::P; p++) {
+        const double bound =
+            2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
+        same = same && fabs(part_of(c, p) - part_of(v, p)) <= bound;
+    }
+    return same;
+}
+
 __device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int64_t i, int64_t j,
                            double s, double eps)
 {
@@ -1285,9 +1305,6 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         }
         __syncthreads();
         if (action == 4) {
-            constexpr int tt = mant<T>::t;
-            const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
-            const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
             for (int q = 0; q < nfix; q++) {
                 const flagged &f = fix_side[q] ? rows[fix_idx[q]] : cols[fix_idx[q]];
                 const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc), j = j0 + (fix_side[q] ? f.loc : f.idx);
@@ -1295,15 +1312,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 const T v = block_recompute(g, i, j, &mass, red);
                 if (threadIdx.x == 0) {
                     T *c = &g.C[i + j * g.ldc];
-                    const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
-                    bool same = true;
-#pragma unroll
-                    for (int p = 0; p < gk_el<T>::P; p++) {
-                        double bound =
-                            2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
-                        same = same && fabs(part_of(*c, p) - part_of(v, p)) <= bound; /* NaN: apart */
-                    }
-                    if (!same) {
+                    if (!within_rounding(g, i, j, *c, v, mass)) {
                         *c = v;
                         fixed++;
                         atomicAdd(&g.cnt->corrected, 1ull);
@@ -1347,9 +1356,6 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
     const unsigned int n = g.cnt->recompute_count;
     if (n == 0)
         return; /* the usual case: nothing to compute again */
-    constexpr int tt = mant<T>::t;
-    const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
-    const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
     for (unsigned int q = 0; q < n; q++) {
         gk_recompute *rc = &g.rlist[q];
         const int64_t I = rc->tile % g.mb, J = rc->tile / g.mb, i0 = I * g.bs, j0 = J * g.bs;
@@ -1359,16 +1365,8 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
              e += (int64_t)gridDim.x * blockDim.x) {
             const int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
             double mass;
-            const T v = recompute_element(g, i, j, &mass), old = g.C[i + j * g.ldc];
-            const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
-            bool same = true;
-#pragma unroll
-            for (int p = 0; p < gk_el<T>::P; p++) {
-                double bound =
-                    2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
-                same = same && fabs(part_of(old, p) - part_of(v, p)) <= bound; /* NaN: apart */
-            }
-            if (!same)
+            const T v = recompute_element(g, i, j, &mass);
+            if (!within_rounding(g, i, j, g.C[i + j * g.ldc], v, mass))
                 atomicAdd(&rc->apart, 1u);
             if (rc->action == 1)
                 g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is */

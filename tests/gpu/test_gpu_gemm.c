@@ -569,6 +569,20 @@ static void host_entry(void)
  * computed again and compared with the GEMM's, and end as false alarms, not errors (with
  * on_error=abort the program goes on); C equals k a b within the worst-case rounding. S and D,
  * 1 and 2 checksums, BS 64 and 128; recompute, report, abort, detect mode. */
+/* count elements of device memory d (double if is_double, else float) into out as doubles */
+static void download_doubles(double *out, const void *d, int64_t count, int is_double)
+{
+    if (is_double) {
+        cudaMemcpy(out, d, 8 * (size_t)count, cudaMemcpyDeviceToHost);
+        return;
+    }
+    float *f = malloc(4 * (size_t)count);
+    cudaMemcpy(f, d, 4 * (size_t)count, cudaMemcpyDeviceToHost);
+    for (int64_t e = 0; e < count; e++)
+        out[e] = f[e];
+    free(f);
+}
+
 /* Nearly constant operands (x <- x/2 + shift repeated, the offload benchmark's "fresh" data after
  * eight rewrites: random parts 2^-8 of the shift): their rounding errors are correlated, so single
  * elements can be located at their threshold without a fault. A located element is corrected only
@@ -632,15 +646,7 @@ static void near_constant(void)
             gh_sync();
             blasft_stats dl = stats_delta(&before);
             flagged += dl.false_alarms;
-            if (t) {
-                cudaMemcpy(hc, dC, 8 * (size_t)(n * n), cudaMemcpyDeviceToHost);
-            } else {
-                float *f = malloc(4 * (size_t)(n * n));
-                cudaMemcpy(f, dC, 4 * (size_t)(n * n), cudaMemcpyDeviceToHost);
-                for (int64_t e = 0; e < n * n; e++)
-                    hc[e] = f[e];
-                free(f);
-            }
+            download_doubles(hc, dC, n * n, t);
             const double u = t ? 0x1p-53 : 0x1p-24;
             int64_t bad = 0;
             for (int64_t j = 0; j < n; j += 7) /* a sample of columns against double dots */
@@ -726,15 +732,7 @@ static void structured(void)
             const double a = t ? av : (double)(float)av, b = t ? bv : (double)(float)bv;
             const double u = t ? 0x1p-53 : 0x1p-24, want = (double)n * a * b;
             int64_t bad = 0;
-            if (t) {
-                cudaMemcpy(hC, dC, 8 * (size_t)(n * n), cudaMemcpyDeviceToHost);
-            } else {
-                float *f = malloc(4 * (size_t)(n * n));
-                cudaMemcpy(f, dC, 4 * (size_t)(n * n), cudaMemcpyDeviceToHost);
-                for (int64_t e = 0; e < n * n; e++)
-                    hC[e] = f[e];
-                free(f);
-            }
+            download_doubles(hC, dC, n * n, t);
             for (int64_t e = 0; e < n * n; e++)
                 bad += !(fabs(hC[e] - want) <= 2.0 * (n + 2) * u * want);
             GH_CHECK(bad == 0, "structured %c r %d case %d: %lld elements off", t ? 'D' : 'S', r, q,
