@@ -76,7 +76,6 @@ bool blas_ok(cublasStatus_t s, const char *what)
     return false;
 }
 
-size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 
 /* The per-call buffers, carved from the workspace after the header. */
 struct layout {
@@ -85,7 +84,7 @@ struct layout {
     size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq, rlist;
 };
 
-size_t header_bytes(int64_t flag_cap) { return align_up(sizeof(gk_counters)) + align_up(flag_cap * 4); }
+size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
 
 /* ts: the element's bytes; complex types (ts 8 for C, 16 for Z, told apart by the caller through
  * P) hold their recomputed checksums as P doubles each */
@@ -98,37 +97,36 @@ layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, in
         sc = x > sc ? x : sc;
     }
     layout L;
-    size_t o = header_bytes(flag_cap);
-    auto take = [&](size_t bytes) { size_t at = o; o += align_up(bytes); return at; };
-    L.AcsT = take(ts * k * r * mb);
-    L.Bcs = take(ts * k * r * nb);
-    L.Ccs_ref = take(ts * r * mb * n);
-    L.Crs_ref = take(ts * m * r * nb);
-    L.Ccs_rec = take(8 * P * r * mb * n);
-    L.Crs_rec = take(8 * P * m * r * nb);
-    L.Ccs_eps = take(8 * r * mb * n);
-    L.Crs_eps = take(8 * m * r * nb);
-    L.tA_v = take(8 * m * GK_PMAX);
-    L.tA_p = take(4 * m * GK_PMAX);
-    L.tB_v = take(8 * n * GK_PMAX);
-    L.tB_p = take(4 * n * GK_PMAX);
-    L.tAc_v = take(8 * r * mb * GK_PMAX);
-    L.tAc_p = take(4 * r * mb * GK_PMAX);
-    L.tBc_v = take(8 * r * nb * GK_PMAX);
-    L.tBc_p = take(4 * r * nb * GK_PMAX);
-    L.sc_v = take(8 * sc);
-    L.sc_p = take(4 * sc);
-    L.list = take(4 * mb * nb);
-    L.EnvA = take(8 * k * mb);
-    L.EnvB = take(8 * k * nb);
-    L.tEa_v = take(8 * mb * GK_PMAX);
-    L.tEa_p = take(4 * mb * GK_PMAX);
-    L.tEb_v = take(8 * nb * GK_PMAX);
-    L.tEb_p = take(4 * nb * GK_PMAX);
-    L.Ccs_sq = take(8 * mb * n);
-    L.Crs_sq = take(8 * m * nb);
-    L.rlist = take(sizeof(gk_recompute) * mb * nb);
-    L.end = o;
+    gk_carve c{header_bytes(flag_cap)};
+    L.AcsT = c.take(ts * k * r * mb);
+    L.Bcs = c.take(ts * k * r * nb);
+    L.Ccs_ref = c.take(ts * r * mb * n);
+    L.Crs_ref = c.take(ts * m * r * nb);
+    L.Ccs_rec = c.take(8 * P * r * mb * n);
+    L.Crs_rec = c.take(8 * P * m * r * nb);
+    L.Ccs_eps = c.take(8 * r * mb * n);
+    L.Crs_eps = c.take(8 * m * r * nb);
+    L.tA_v = c.take(8 * m * GK_PMAX);
+    L.tA_p = c.take(4 * m * GK_PMAX);
+    L.tB_v = c.take(8 * n * GK_PMAX);
+    L.tB_p = c.take(4 * n * GK_PMAX);
+    L.tAc_v = c.take(8 * r * mb * GK_PMAX);
+    L.tAc_p = c.take(4 * r * mb * GK_PMAX);
+    L.tBc_v = c.take(8 * r * nb * GK_PMAX);
+    L.tBc_p = c.take(4 * r * nb * GK_PMAX);
+    L.sc_v = c.take(8 * sc);
+    L.sc_p = c.take(4 * sc);
+    L.list = c.take(4 * mb * nb);
+    L.EnvA = c.take(8 * k * mb);
+    L.EnvB = c.take(8 * k * nb);
+    L.tEa_v = c.take(8 * mb * GK_PMAX);
+    L.tEa_p = c.take(4 * mb * GK_PMAX);
+    L.tEb_v = c.take(8 * nb * GK_PMAX);
+    L.tEb_p = c.take(4 * nb * GK_PMAX);
+    L.Ccs_sq = c.take(8 * mb * n);
+    L.Crs_sq = c.take(8 * m * nb);
+    L.rlist = c.take(sizeof(gk_recompute) * mb * nb);
+    L.end = c.o;
     return L;
 }
 
@@ -435,7 +433,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 kg.wmax2[side][cw][last] = mx;
             }
     kg.cnt = (gk_counters *)w;
-    kg.tile_flag = (int *)(w + align_up(sizeof(gk_counters)));
+    kg.tile_flag = (int *)(w + gk_align(sizeof(gk_counters)));
     kg.tile_list = (int *)(w + L.list);
     kg.rlist = (gk_recompute *)(w + L.rlist);
 

@@ -1155,6 +1155,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
     __shared__ int nfix, fixed, fix_idx[2 * kMaxFlagged];
     __shared__ char fix_side[2 * kMaxFlagged];
     __shared__ double red[kThreads / 32][3];
+    /* located element q: a flagged row (its column is loc) or column (its row is loc) */
+    auto located = [&](int q) -> const flagged & { return fix_side[q] ? rows[fix_idx[q]] : cols[fix_idx[q]]; };
     if (blockIdx.x == 0 && threadIdx.x < 2 && g.prep_cnt[threadIdx.x]) {
         /* a prepared operand's encoder faults, counted once (shared buffers: atomically) */
         const unsigned long long f = atomicExch(&g.prep_cnt[threadIdx.x]->encoder_faults, 0ull);
@@ -1252,10 +1254,9 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 atomicAdd(&g.cnt->uncorrectable, n_det);
                 add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
                            n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
-            } else if (ok && can_compare) {
-                /* located: each element is computed again (by the whole CUDA block, below) and
-                 * corrected only where it is apart from that beyond rounding; a block whose
-                 * located elements all agree was flagged by rounding (structured data) */
+            } else if (ok) {
+                /* the located elements: every flagged row's, then those of the columns no row
+                 * accounted for */
                 nfix = fixed = 0;
                 for (int a = 0; a < n_r; a++) {
                     fix_side[nfix] = 1;
@@ -1270,26 +1271,21 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         fix_idx[nfix++] = b;
                     }
                 }
-                action = 4;
-            } else if (ok) {
-                atomicAdd(&g.cnt->detected, n_det);
-                /* corrections: every flagged row, then the columns no row accounted for */
-                for (int a = 0; a < n_r; a++) {
-                    int64_t i = i0 + rows[a].idx, j = j0 + rows[a].loc;
-                    correct_element(g, i, j, rows[a]);
-                    atomicAdd(&g.cnt->corrected, 1ull);
-                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, rows[a].syn(), rows[a].eps);
-                }
-                for (int b = 0; b < n_c; b++) {
-                    bool done = false;
-                    for (int a = 0; a < n_r; a++)
-                        done = done || rows[a].idx == cols[b].loc;
-                    if (done)
-                        continue;
-                    int64_t i = i0 + cols[b].loc, j = j0 + cols[b].idx;
-                    correct_element(g, i, j, cols[b]);
-                    atomicAdd(&g.cnt->corrected, 1ull);
-                    add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, cols[b].syn(), cols[b].eps);
+                if (can_compare) {
+                    /* each computed again (by the whole CUDA block, below) and corrected only
+                     * where it is apart from that beyond rounding; a block whose located
+                     * elements all agree was flagged by rounding (structured data) */
+                    action = 4;
+                } else {
+                    atomicAdd(&g.cnt->detected, n_det);
+                    for (int q = 0; q < nfix; q++) {
+                        const flagged &f = located(q);
+                        const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc);
+                        const int64_t j = j0 + (fix_side[q] ? f.loc : f.idx);
+                        correct_element(g, i, j, f);
+                        atomicAdd(&g.cnt->corrected, 1ull);
+                        add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
+                    }
                 }
             } else if (will_recompute) {
                 action = 1; /* counted after the comparison below */
@@ -1306,8 +1302,9 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
         __syncthreads();
         if (action == 4) {
             for (int q = 0; q < nfix; q++) {
-                const flagged &f = fix_side[q] ? rows[fix_idx[q]] : cols[fix_idx[q]];
-                const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc), j = j0 + (fix_side[q] ? f.loc : f.idx);
+                const flagged &f = located(q);
+                const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc);
+                const int64_t j = j0 + (fix_side[q] ? f.loc : f.idx);
                 double mass = 0.0;
                 const T v = block_recompute(g, i, j, &mass, red);
                 if (threadIdx.x == 0) {

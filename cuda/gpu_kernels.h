@@ -28,6 +28,20 @@ template <> struct gk_el<double2> {
     static constexpr int P = 2;
 };
 
+/* Device buffers are laid out at 256-byte boundaries: gk_align rounds a size up to one; gk_carve
+ * hands out the offsets of buffers placed one after another from o on (the workspace's layout in
+ * gpu_gemm.cu, a prepared operand's in gpu_prep.cu). */
+inline size_t gk_align(size_t x) { return (x + 255) & ~(size_t)255; }
+struct gk_carve {
+    size_t o;
+    size_t take(size_t bytes)
+    {
+        const size_t at = o;
+        o += gk_align(bytes);
+        return at;
+    }
+};
+
 /* The GPU keeps at most this many entries of "PEA max p" per vector. */
 #define GK_PMAX 8
 /* Events recorded per GEMM; more are counted but not described. */

@@ -9,8 +9,6 @@
 
 namespace {
 
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
-
 template <typename T>
 int prepare(cudaStream_t st, int side, int64_t rows, int64_t cols, const T *x, int64_t ld,
             const blasft_gpu_params *p, char *w)
@@ -52,28 +50,27 @@ size_t elem_bytes(blasft_type t) { return t == BLASFT_TYPE_S ? 4 : t == BLASFT_T
 gk_prep_layout gk_prep_plan(int side, size_t ts, int64_t rows, int64_t cols, int bs, int r)
 {
     gk_prep_layout Q = {};
-    size_t o = 0;
-    auto take = [&](size_t bytes) { size_t at = o; o += align256(bytes); return at; };
-    Q.cnt = take(sizeof(gk_counters));
+    gk_carve c{0};
+    Q.cnt = c.take(sizeof(gk_counters));
     if (side == 0) {
         const int64_t m = rows, k = cols, mb = (m + bs - 1) / bs;
-        Q.acs = take(ts * k * r * mb);
-        Q.env = take(8 * k * mb);
-        Q.ta_v = take(8 * m * GK_PMAX);
-        Q.ta_p = take(4 * m * GK_PMAX);
-        Q.tea_v = take(8 * mb * GK_PMAX);
-        Q.tea_p = take(4 * mb * GK_PMAX);
-        Q.tac_v = take(8 * r * mb * GK_PMAX);
-        Q.tac_p = take(4 * r * mb * GK_PMAX);
+        Q.acs = c.take(ts * k * r * mb);
+        Q.env = c.take(8 * k * mb);
+        Q.ta_v = c.take(8 * m * GK_PMAX);
+        Q.ta_p = c.take(4 * m * GK_PMAX);
+        Q.tea_v = c.take(8 * mb * GK_PMAX);
+        Q.tea_p = c.take(4 * mb * GK_PMAX);
+        Q.tac_v = c.take(8 * r * mb * GK_PMAX);
+        Q.tac_p = c.take(4 * r * mb * GK_PMAX);
         /* the partial lists of the row lists (chunks along k) */
         const int64_t sc = gk_topp_scratch(m, k);
-        Q.sc_v = take(8 * sc);
-        Q.sc_p = take(4 * sc);
+        Q.sc_v = c.take(8 * sc);
+        Q.sc_p = c.take(4 * sc);
     } else {
-        Q.tb_v = take(8 * cols * GK_PMAX);
-        Q.tb_p = take(4 * cols * GK_PMAX);
+        Q.tb_v = c.take(8 * cols * GK_PMAX);
+        Q.tb_p = c.take(4 * cols * GK_PMAX);
     }
-    Q.end = o;
+    Q.end = c.o;
     return Q;
 }
 

@@ -569,6 +569,29 @@ static void host_entry(void)
  * computed again and compared with the GEMM's, and end as false alarms, not errors (with
  * on_error=abort the program goes on); C equals k a b within the worst-case rounding. S and D,
  * 1 and 2 checksums, BS 64 and 128; recompute, report, abort, detect mode. */
+/* C = A B of n x n device matrices (ld n), FP64 (is_double) or FP32, alpha 1, beta 0 */
+static blasft_gpu_gemm square_nn(int is_double, int64_t n, void *dA, void *dB, void *dC,
+                                 const char *routine)
+{
+    static const double one = 1.0, zero = 0.0;
+    static const float onef = 1.0f, zerof = 0.0f;
+    blasft_gpu_gemm g;
+    memset(&g, 0, sizeof g);
+    g.type = is_double ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+    g.transa = g.transb = 'N';
+    g.m = g.n = g.k = n;
+    g.alpha = is_double ? (const void *)&one : (const void *)&onef;
+    g.beta = is_double ? (const void *)&zero : (const void *)&zerof;
+    g.a = dA;
+    g.lda = n;
+    g.b = dB;
+    g.ldb = n;
+    g.c = dC;
+    g.ldc = n;
+    g.routine = routine;
+    return g;
+}
+
 /* count elements of device memory d (double if is_double, else float) into out as doubles */
 static void download_doubles(double *out, const void *d, int64_t count, int is_double)
 {
@@ -623,19 +646,7 @@ static void near_constant(void)
                 continue;
             cudaMemcpy(dA, ha, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
             cudaMemcpy(dB, hb, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
-            double one = 1.0, zero = 0.0;
-            float onef = 1.0f, zerof = 0.0f;
-            blasft_gpu_gemm g;
-            memset(&g, 0, sizeof g);
-            g.type = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-            g.transa = g.transb = 'N';
-            g.m = g.n = g.k = n;
-            g.alpha = t ? (const void *)&one : (const void *)&onef;
-            g.beta = t ? (const void *)&zero : (const void *)&zerof;
-            g.a = dA; g.lda = n;
-            g.b = dB; g.ldb = n;
-            g.c = dC; g.ldc = n;
-            g.routine = "near_constant";
+            blasft_gpu_gemm g = square_nn(t, n, dA, dB, dC, "near_constant");
             blasft_gpu_params p;
             gh_params(&p, 256, 1);
             p.rows_on_demand = call % 2;
@@ -702,22 +713,7 @@ static void structured(void)
             cudaMalloc(&dC, ts * (size_t)(n * n));
             cudaMemcpy(dA, hA, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
             cudaMemcpy(dB, hB, ts * (size_t)(n * n), cudaMemcpyHostToDevice);
-            double one = 1.0, zero = 0.0;
-            float onef = 1.0f, zerof = 0.0f;
-            blasft_gpu_gemm g;
-            memset(&g, 0, sizeof g);
-            g.type = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-            g.transa = g.transb = 'N';
-            g.m = g.n = g.k = n;
-            g.alpha = t ? (const void *)&one : (const void *)&onef;
-            g.beta = t ? (const void *)&zero : (const void *)&zerof;
-            g.a = dA;
-            g.lda = n;
-            g.b = dB;
-            g.ldb = n;
-            g.c = dC;
-            g.ldc = n;
-            g.routine = "structured";
+            blasft_gpu_gemm g = square_nn(t, n, dA, dB, dC, "structured");
             blasft_gpu_params p;
             gh_params(&p, r == 1 ? 128 : 64, r);
             p.on_error = oe[q];
