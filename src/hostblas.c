@@ -17,6 +17,42 @@ static const char *const default_host_libraries[] = {
 static void *host_handle;
 static char host_path[BLASFT_PATH_MAX];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static const char *host_spin = "not loaded";
+
+/* OpenBLAS's idle workers spin (yielding) for about 2^28 cycles, roughly 0.1 s, after each
+ * threaded call before they sleep. The engine's passes run on its own threads right after the
+ * GEMM and before the next one, and on a 16-core host those spinners took the cores from them:
+ * with OpenBLAS told to sleep at once (OPENBLAS_THREAD_TIMEOUT=4, its minimum) the protected
+ * DGEMM n = 1024 went from 9.6 to 5.4 ms there, the GEMM itself no slower (docs/host-overhead.md).
+ * OpenBLAS reads the variable once, when it is loaded, so it can only be given to a host BLAS
+ * that this library loads itself; the user's own setting (either name) always wins, and the
+ * variable is removed again right after the load so the program's environment is unchanged. */
+static int user_set_spin(void)
+{
+    return getenv("OPENBLAS_THREAD_TIMEOUT") || getenv("GOTO_THREAD_TIMEOUT");
+}
+
+static void *open_host(const char *name)
+{
+    void *loaded = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+    if (loaded) {
+        host_spin = "already loaded";
+        return loaded;
+    }
+    if (blasft_cfg()->mode == BLASFT_MODE_OFF) {
+        host_spin = "unchanged (mode off)";
+        return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (user_set_spin()) {
+        host_spin = "the user's";
+        return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    }
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    unsetenv("OPENBLAS_THREAD_TIMEOUT");
+    host_spin = "short";
+    return h;
+}
 
 /* Base address of libblas_ft itself, to refuse any symbol that resolves back into it. */
 static void *self_base(void)
@@ -37,7 +73,7 @@ static int is_inside_self(void *addr)
  * libblas.so.3 alternative may point back at libblas_ft). */
 static void *try_open(const char *name)
 {
-    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    void *h = open_host(name);
     if (!h)
         return NULL;
     void *probe = dlsym(h, "dgemm_");
@@ -73,6 +109,8 @@ static void host_load(void)
 }
 
 const char *blasft_host_path(void) { return host_path; }
+
+const char *blasft_host_spin(void) { return host_path[0] ? host_spin : "not loaded"; }
 
 void *blasft_host_sym_optional(const char *name)
 {

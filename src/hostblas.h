@@ -13,4 +13,10 @@ void *blasft_host_sym_optional(const char *name);
 /* The path of the loaded host library ("" before it is loaded). */
 const char *blasft_host_path(void);
 
+/* How the host BLAS's idle threads were set up when it was loaded: "short" (libblas_ft gave an
+ * OpenBLAS it loaded OPENBLAS_THREAD_TIMEOUT=4 so its workers sleep at once), "the user's" (the
+ * program's environment sets it), "already loaded" (the program had loaded the library itself),
+ * "unchanged (mode off)", or "not loaded". */
+const char *blasft_host_spin(void);
+
 #endif

@@ -165,6 +165,8 @@ static void write_config(FILE *f, const blasft_config *c)
     json_string(f, c->log_file);
     fprintf(f, ",\n    \"host_blas\": ");
     json_string(f, blasft_host_path()[0] ? blasft_host_path() : c->host_blas);
+    fprintf(f, ",\n    \"host_blas_threads\": ");
+    json_string(f, blasft_host_spin());
     fprintf(f, ",\n    \"report\": ");
     json_string(f, c->report);
     fprintf(f, ",\n    \"inject\": ");
