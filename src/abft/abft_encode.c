@@ -318,7 +318,7 @@ int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t b
     memcpy(d.alpha, g->alpha, sizeof d.alpha);
     d.routine = g->routine;
     if (d.m > 0 && d.n > 0)
-        blasft_host_gemm(&d);
+        abft_sliced_gemm(&d, x->slice);
 
     /* row checksums: op(A)(i0:i1, :) * BC(:, column-block checksums) */
     d.transa = g->transa;
@@ -332,7 +332,7 @@ int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t b
     d.c = x->refr + (i0 + x->m * bj0 * R) * P;
     d.ldc = x->m;
     if (d.m > 0 && d.n > 0)
-        blasft_host_gemm(&d);
+        abft_sliced_gemm(&d, x->slice);
 
     int fin = 1;
     for (int64_t j = j0; j < j1; j++)

@@ -123,19 +123,19 @@ static void save_old_c(abft_ctx *x)
                (size_t)(x->m * sz));
 }
 
-/* The data GEMM: one call, or with PROJ slices of x->slice along k accumulated into C (the first
- * with the caller's beta, the others with beta = 1), the order its thresholds assume. */
-static void data_gemm(const abft_ctx *x)
+/* g as one call, or (slice > 0 and k > slice) as calls over slices of k accumulated into C: the
+ * first with g's beta, the others with beta = 1, so the order of the accumulation is known (PROJ's
+ * slice model; the data GEMM and the reference checksum GEMMs alike). */
+void abft_sliced_gemm(const blasft_gemm *g, int64_t slice)
 {
-    const blasft_gemm *g = x->g;
-    if (!(x->slice > 0 && g->k > x->slice)) {
+    if (!(slice > 0 && g->k > slice)) {
         blasft_host_gemm(g);
         return;
     }
     const int sz = blasft_type_size(g->type);
     blasft_gemm d = *g;
-    for (int64_t p = 0; p < g->k; p += x->slice) {
-        d.k = g->k - p < x->slice ? g->k - p : x->slice;
+    for (int64_t p = 0; p < g->k; p += slice) {
+        d.k = g->k - p < slice ? g->k - p : slice;
         d.a = (const char *)g->a + (g->transa == 'N' ? p * g->lda : p) * sz;
         d.b = (const char *)g->b + (g->transb == 'N' ? p : p * g->ldb) * sz;
         if (p > 0) {
@@ -145,6 +145,8 @@ static void data_gemm(const abft_ctx *x)
         blasft_host_gemm(&d);
     }
 }
+
+static void data_gemm(const abft_ctx *x) { abft_sliced_gemm(x->g, x->slice); }
 
 /* The GEMM itself; with injection at site inner the K loop is split at a random k1 and the flips
  * land in the partial result, so the rest of the accumulation carries them like a real fault. */

@@ -100,6 +100,7 @@ static inline double abft_opb(const abft_ctx *x, int64_t kk, int64_t j, int part
 /* abft_encode.c */
 int abft_encode_operands(abft_ctx *x);              /* ac, bc (redundant); -1 if not finite */
 int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t bj1);
+void abft_sliced_gemm(const blasft_gemm *g, int64_t slice); /* in slices of k (0: one call) */
 /* Checksums of C (or the old C copy) over blocks [bi0,bi1) x [bj0,bj1), computed twice and
  * compared; old != 0 writes the old-C arrays. Returns 0, or -1 if any value is not finite. */
 int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,

@@ -466,13 +466,14 @@ typedef struct proj_energy {
  * (Cauchy-Schwarz). h = 0 is the sequential sum. The largest over h = 0..LANES_LOG2 is used, per
  * slice of S along k (the engine's calls, data_gemm; S = 0: one slice): each slice's partial sums
  * start at zero, and from the second slice on its result is scaled (alpha, rounding its own sum)
- * and added to C (rounding the partial sum over all k so far). The reference checksum is one
- * double GEMM over all of k: its walk keeps the unsliced model. */
+ * and added to C (rounding the partial sum over all k so far). The reference checksum's double
+ * GEMM runs in the same slices (abft_reference), and its walk gets the same model. */
 static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, proj_energy *o)
 {
     enum { K = BLASFT_PROJ_K, H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
     const double ck = 1.0 / ((double)K * BLASFT_PROJ_C);
     double y[NL][K], m[NL], r[NL], e[H], er[H], yg[K], mg = 0, ep = 0, en = 0, total = 0;
+    double rg = 0, rtotal = 0; /* the reference's partial sum over all k so far, its energy */
     memset(y, 0, sizeof y);
     memset(m, 0, sizeof m);
     memset(r, 0, sizeof r);
@@ -501,6 +502,7 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
             r[li] += p;
             er[h] += r[li] * r[li];
         }
+        rg += p;
         ep += v->pe[t] * xv * xv;
         en += p * p;
         if ((t + 1) % S == 0 || t + 1 == k) { /* the slice ends: its largest lane energy, joins */
@@ -517,6 +519,14 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
                 best = fmax(best, e[h] + L * (L - 1.0) * lanes);
             }
             total += best;
+            double bestr = 0;
+            for (int h = 0; h < H; h++) {
+                double L = (double)(1 << h), lanesr = 0;
+                for (int l = 0; l < (1 << h); l++)
+                    lanesr += r[(1 << h) - 1 + l] * r[(1 << h) - 1 + l];
+                bestr = fmax(bestr, er[h] + L * (L - 1.0) * lanesr);
+            }
+            rtotal += bestr;
             if (t + 1 > S) {
                 double dl = 0, dg = 0;
                 for (int q = 0; q < K; q++) {
@@ -524,25 +534,22 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
                     dg += yg[q] * yg[q];
                 }
                 total += v->W * m[0] * m[0] + dl * ck + v->W * mg * mg + dg * ck;
+                rtotal += r[0] * r[0] + rg * rg;
             }
             memset(y, 0, sizeof y);
             memset(m, 0, sizeof m);
             memset(e, 0, sizeof e);
+            memset(r, 0, sizeof r);
+            memset(er, 0, sizeof er);
         }
     }
-    double bestr = 0, dev = 0;
-    for (int h = 0; h < H; h++) {
-        double L = (double)(1 << h), lanesr = 0;
-        for (int l = 0; l < (1 << h); l++)
-            lanesr += r[(1 << h) - 1 + l] * r[(1 << h) - 1 + l];
-        bestr = fmax(bestr, er[h] + L * (L - 1.0) * lanesr);
-    }
+    double dev = 0;
     for (int q = 0; q < K; q++)
         dev += yg[q] * yg[q];
     o->e = total;
     o->last = v->W * mg * mg + dev * ck;
     o->prod = ep;
-    o->ref = bestr + 4.0 * r[0] * r[0];
+    o->ref = rtotal + 4.0 * rg * rg;
     o->enc = en;
 }
 
