@@ -4,6 +4,7 @@
  * in double with exact products (fma), so our side adds almost no rounding error. */
 #include "abft/abft_inject.h"
 #include "abft/abft_internal.h"
+#include "abft/abft_keep.h"
 #include "abft/abft_kernels.h"
 
 #include <math.h>
@@ -255,8 +256,8 @@ int abft_encode_operands(abft_ctx *x)
          * columns on the threads where allowed) */
         int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
         int64_t br = blasft_gemm_b_rows(g), bcols = blasft_gemm_b_cols(g);
-        x->ad = malloc((size_t)((ar > 0 ? ar : 1) * (ac > 0 ? ac : 1) * x->P) * sizeof(double));
-        x->bd = malloc((size_t)((br > 0 ? br : 1) * (bcols > 0 ? bcols : 1) * x->P) * sizeof(double));
+        x->ad = abft_keep_get(0, (size_t)((ar > 0 ? ar : 1) * (ac > 0 ? ac : 1) * x->P));
+        x->bd = abft_keep_get(1, (size_t)((br > 0 ? br : 1) * (bcols > 0 ? bcols : 1) * x->P));
         if (!x->ad || !x->bd)
             return -1;
         promote_job j = {x, {g->a, g->b}, {ar, br}, {g->lda, g->ldb}, ac, {x->ad, x->bd}};

@@ -2,6 +2,7 @@
  * correct, statistics. The user's buffers are never extended: all checksums live in ours. */
 #include "abft/abft_inject.h"
 #include "abft/abft_internal.h"
+#include "abft/abft_keep.h"
 #include "abft/abft_kernels.h"
 #include "report.h"
 
@@ -37,7 +38,10 @@ void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj
 
 static void ctx_free(abft_ctx *x)
 {
-    double **arrays[] = {&x->ac, &x->bc, &x->ad, &x->bd, &x->refc, &x->refr, &x->oldc, &x->oldr,
+    abft_keep_put(0, x->ad);
+    abft_keep_put(1, x->bd);
+    x->ad = x->bd = NULL;
+    double **arrays[] = {&x->ac, &x->bc, &x->refc, &x->refr, &x->oldc, &x->oldr,
                          &x->osqc, &x->osqr, &x->oabsc, &x->oabsr, &x->recc, &x->recr, &x->sqc,
                          &x->sqr, &x->absc, &x->absr, &x->vdc, &x->vdr, &x->c2c, &x->c2r,
                          &x->na2, &x->nb2, &x->encc, &x->encr, &x->scratch};

@@ -8,6 +8,7 @@
 #include "abft/abft_arith.h"
 #include "abft/abft_engine.h"
 #include "abft/abft_inject.h"
+#include "abft/abft_keep.h"
 #include "abft/abft_kernels.h"
 #include "abft_test_util.h"
 #include "gemm.h"
@@ -571,6 +572,63 @@ static void *split_caller(void *arg)
                 (*bad)++;
     }
     return NULL;
+}
+
+/* Kept buffers: the same memory again for the thread's next GEMM (grown when asked for more), a
+ * separate one while the slot is lent, nothing kept above the limit; a thread's buffers are freed
+ * when it exits (the sanitizer build's leak check). */
+static void *keep_worker(void *arg)
+{
+    double *p = abft_keep_get(0, 4096), *q = abft_keep_get(1, 100);
+    if (!p || !q)
+        return NULL;
+    p[4095] = q[99] = 1.0;
+    abft_keep_put(0, p);
+    abft_keep_put(1, q);
+    *(int *)arg = abft_keep_get(0, 10) == p; /* reused */
+    abft_keep_put(0, p);
+    return NULL;
+}
+
+static void test_keep_buffers(void **state)
+{
+    (void)state;
+    double *p = abft_keep_get(0, 1000);
+    assert_non_null(p);
+    p[999] = 1.0;
+    abft_keep_put(0, p);
+    double *q = abft_keep_get(0, 500);
+    assert_ptr_equal(q, p);
+    double *r = abft_keep_get(0, 500); /* slot lent: a plain buffer */
+    assert_non_null(r);
+    assert_ptr_not_equal(r, q);
+    r[499] = 2.0;
+    abft_keep_put(0, r);
+    abft_keep_put(0, q);
+    double *g = abft_keep_get(0, 1 << 20); /* grown */
+    assert_non_null(g);
+    g[(1 << 20) - 1] = 3.0;
+    abft_keep_put(0, g);
+    assert_ptr_equal(abft_keep_get(0, 1 << 20), g);
+    abft_keep_put(0, g);
+    const size_t big = ABFT_KEEP_MAX_BYTES / sizeof(double) + 1;
+    double *h = abft_keep_get(1, big), *h2 = abft_keep_get(1, 16);
+    assert_non_null(h);
+    assert_non_null(h2);
+    h[big - 1] = 4.0;
+    abft_keep_put(1, h2); /* the slot was free: h2 is the kept one, h is not */
+    abft_keep_put(1, h);
+    assert_ptr_equal(abft_keep_get(1, 16), h2);
+    abft_keep_put(1, h2);
+    abft_keep_put(0, NULL);
+    pthread_t t[4];
+    int reused[4] = {0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, keep_worker, &reused[i]), 0);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(reused[i], 1);
+    }
 }
 
 static void test_pool_pairs_on_distinct_threads(void **state)
@@ -1149,6 +1207,7 @@ int main(void)
         cmocka_unit_test(test_two_errors_one_row),
         cmocka_unit_test(test_norm_threshold),
         cmocka_unit_test(test_proj_threshold),
+        cmocka_unit_test(test_keep_buffers),
         cmocka_unit_test(test_one_sided_error_located_by_its_line),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
