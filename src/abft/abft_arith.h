@@ -243,6 +243,23 @@ static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
 #define BLASFT_PROJ_SLICE 256
 #endif
 
+/* The energy of one slice of an exactly known walk, largest over the lane counts L = 2^h, h = 0
+ * .. BLASFT_PROJ_LANES_LOG2: e[h] (the lanes' sum of squared partial sums) + L (L - 1) times the
+ * sum of the lanes' final partial sums squared (adding the L lanes rounds L - 1 more times, each
+ * partial result at most L times that sum, Cauchy-Schwarz). lane[(1 << h) - 1 + l] is lane l of
+ * h. */
+static inline BLASFT_HD double blasft_proj_lane_energy(const double *e, const double *lane)
+{
+    double best = 0;
+    for (int h = 0; h <= BLASFT_PROJ_LANES_LOG2; h++) {
+        double L = (double)(1 << h), ends = 0;
+        for (int l = 0; l < (1 << h); l++)
+            ends += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
+        best = fmax(best, e[h] + L * (L - 1.0) * ends);
+    }
+    return best;
+}
+
 /* Multiplier w of sqrt(V) for two-sided false-alarm probability p: sqrt(2 ln(2/p)) (7.52 for
  * 1e-12). */
 static inline BLASFT_HD double blasft_proj_omega(double p)

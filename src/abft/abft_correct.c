@@ -308,14 +308,7 @@ static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
         ep += p * p;
         sabs += fabs(p);
         if ((kk + 1) % S == 0 || kk + 1 == x->k) {
-            double best = 0;
-            for (int h = 0; h < H; h++) {
-                double L = (double)(1 << h), sq = 0;
-                for (int l = 0; l < (1 << h); l++)
-                    sq += lane[(1 << h) - 1 + l] * lane[(1 << h) - 1 + l];
-                best = fmax(best, es[h] + L * (L - 1.0) * sq);
-            }
-            total += best;
+            total += blasft_proj_lane_energy(es, lane);
             if (kk + 1 > S)
                 total += lane[0] * lane[0] + full * full;
             memset(lane, 0, sizeof lane);

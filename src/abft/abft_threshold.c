@@ -519,14 +519,7 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
                 best = fmax(best, e[h] + L * (L - 1.0) * lanes);
             }
             total += best;
-            double bestr = 0;
-            for (int h = 0; h < H; h++) {
-                double L = (double)(1 << h), lanesr = 0;
-                for (int l = 0; l < (1 << h); l++)
-                    lanesr += r[(1 << h) - 1 + l] * r[(1 << h) - 1 + l];
-                bestr = fmax(bestr, er[h] + L * (L - 1.0) * lanesr);
-            }
-            rtotal += bestr;
+            rtotal += blasft_proj_lane_energy(er, r);
             if (t + 1 > S) {
                 double dl = 0, dg = 0;
                 for (int q = 0; q < K; q++) {
