@@ -296,6 +296,9 @@ static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
     blasft_csum acc;
     memset(&acc, 0, sizeof acc);
     double lane[NL] = {0}, es[H] = {0}, ep = 0, sabs = 0, full = 0, total = 0;
+    /* a later slice is added to C = beta c_old + alpha (prefix): in units of alpha, the join
+     * rounds prefix + (beta / alpha) c_old */
+    const double off = abft_proj_join_offset(x, i, j);
     for (int64_t kk = 0; kk < x->k; kk++) {
         double a = abft_opa(x, i, kk, 0), b = abft_opb(x, kk, j, 0), p = a * b;
         add_prod(&acc, a, b);
@@ -310,7 +313,7 @@ static double proj_element(const abft_ctx *x, int64_t i, int64_t j, double v[2])
         if ((kk + 1) % S == 0 || kk + 1 == x->k) {
             total += blasft_proj_lane_energy(es, lane);
             if (kk + 1 > S)
-                total += lane[0] * lane[0] + full * full;
+                total += lane[0] * lane[0] + (full + off) * (full + off);
             memset(lane, 0, sizeof lane);
             memset(es, 0, sizeof es);
         }

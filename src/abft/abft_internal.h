@@ -101,6 +101,23 @@ static inline double abft_opb(const abft_ctx *x, int64_t kk, int64_t j, int part
 int abft_encode_operands(abft_ctx *x);              /* ac, bc (redundant); -1 if not finite */
 int abft_reference(abft_ctx *x, int64_t bi0, int64_t bi1, int64_t bj0, int64_t bj1);
 void abft_sliced_gemm(const blasft_gemm *g, int64_t slice); /* in slices of k (0: one call) */
+
+/* PROJ with the data GEMM in slices and beta != 0: from the second slice on each slice is added
+ * to C = beta c_old + alpha (prefix of the products), so the join's rounding is of alpha (prefix
+ * + (beta / alpha) c_old(i, j)); this returns that offset (0 when nothing is sliced, beta = 0 or
+ * alpha = 0, where no join adds a product). Real types only (PROJ's). */
+static inline int abft_proj_beta_joins(const abft_ctx *x)
+{
+    return !x->beta_zero && x->slice > 0 && x->k > x->slice && x->g->alpha[0] != 0.0;
+}
+
+static inline double abft_proj_join_offset(const abft_ctx *x, int64_t i, int64_t j)
+{
+    const blasft_gemm *g = x->g;
+    if (!abft_proj_beta_joins(x))
+        return 0.0;
+    return g->beta[0] / g->alpha[0] * abft_ld(x->cold, g->type, i + x->m * j, 0);
+}
 /* Checksums of C (or the old C copy) over blocks [bi0,bi1) x [bj0,bj1), computed twice and
  * compared; old != 0 writes the old-C arrays. Returns 0, or -1 if any value is not finite. */
 int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,

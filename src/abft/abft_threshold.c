@@ -453,11 +453,15 @@ static int prepare_norm(abft_ctx *x)
 typedef struct proj_vec {
     double W;
     double *mean, *g, *pe, *cs; /* k each; g is k x K (projections of one k adjacent) */
+    double *sg;                 /* K x len: the signed weights r_qi w_i */
+    int64_t i0, len;            /* the block's data vectors */
+    const double *w;
 } proj_vec;
 
 typedef struct proj_energy {
     double e, last, prod; /* the BLAS's C: sum of e_t (largest over the lane counts), e_k, products */
     double ref, enc;      /* the double reference's walk (same), the encoding's (s_k x_k)^2 */
+    double bjoin;         /* what beta c_old adds to the joins' energy (never negative) */
 } proj_energy;
 
 /* Accumulation with L = 2^h lanes (lane t mod L sums every L-th product, the lanes are added at
@@ -467,13 +471,19 @@ typedef struct proj_energy {
  * slice of S along k (the engine's calls, data_gemm; S = 0: one slice): each slice's partial sums
  * start at zero, and from the second slice on its result is scaled (alpha, rounding its own sum)
  * and added to C (rounding the partial sum over all k so far). The reference checksum's double
- * GEMM runs in the same slices (abft_reference), and its walk gets the same model. */
-static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, proj_energy *o)
+ * GEMM runs in the same slices (abft_reference), and its walk gets the same model. With beta != 0
+ * that C also holds beta c_old: off (NULL: none) is the offset (beta / alpha) c_old of the joins'
+ * partial sums, its weighted mean off[0] and projections off[1 + q]; what it adds to their energy
+ * (bjoin, at least 0: where it cancels, the energy without it stays the bound) is kept apart, so
+ * that NORM's cap, which bounds the walk without it, does not cut it. */
+static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, const double *off,
+                      proj_energy *o)
 {
     enum { K = BLASFT_PROJ_K, H = BLASFT_PROJ_LANES_LOG2 + 1, NL = (2 << BLASFT_PROJ_LANES_LOG2) - 1 };
     const double ck = 1.0 / ((double)K * BLASFT_PROJ_C);
     double y[NL][K], m[NL], r[NL], e[H], er[H], yg[K], mg = 0, ep = 0, en = 0, total = 0;
     double rg = 0, rtotal = 0; /* the reference's partial sum over all k so far, its energy */
+    double bjoin = 0;
     memset(y, 0, sizeof y);
     memset(m, 0, sizeof m);
     memset(r, 0, sizeof r);
@@ -526,8 +536,15 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
                     dl += y[0][q] * y[0][q];
                     dg += yg[q] * yg[q];
                 }
-                total += v->W * m[0] * m[0] + dl * ck + v->W * mg * mg + dg * ck;
+                double join = v->W * mg * mg + dg * ck;
+                total += v->W * m[0] * m[0] + dl * ck + join;
                 rtotal += r[0] * r[0] + rg * rg;
+                if (off) {
+                    double mo = mg + off[0], d2 = 0;
+                    for (int q = 0; q < K; q++)
+                        d2 += (yg[q] + off[1 + q]) * (yg[q] + off[1 + q]);
+                    bjoin += fmax(0.0, v->W * mo * mo + d2 * ck - join);
+                }
             }
             memset(y, 0, sizeof y);
             memset(m, 0, sizeof m);
@@ -544,6 +561,7 @@ static void proj_scan(const proj_vec *v, const double *x, int64_t k, int64_t S, 
     o->prod = ep;
     o->ref = rtotal + 4.0 * rg * rg;
     o->enc = en;
+    o->bjoin = bjoin;
 }
 
 /* Builds the checksum vector's mean, projections and product weights from its bs data vectors:
@@ -562,6 +580,12 @@ static void proj_build(const abft_ctx *x, proj_vec *v, int r, int64_t i0, int64_
             sg[q][i] = blasft_proj_sign(seed, (uint64_t)(q * 1024 + i)) * w[i];
     }
     v->W = W;
+    v->i0 = i0;
+    v->len = len;
+    v->w = w;
+    for (int q = 0; q < K; q++)
+        for (int64_t i = 0; i < len; i++)
+            v->sg[q * len + i] = sg[q][i];
     for (int64_t kk = 0; kk < k; kk++) {
         double sm = 0, sp = 0, col[1024];
         for (int64_t i = 0; i < len; i++) {
@@ -609,8 +633,36 @@ typedef struct proj_job {
     const double *cs;
     double *vd, *c2, *enc;
     uint64_t seed;
+    int row_side; /* data vector d is row d of C (row checksums), else column d */
     int rc;
 } proj_job;
+
+/* The joins' offset for checksum vector v against data vector d (proj_scan): the mean and the
+ * projections of (beta / alpha) c_old over the vector's elements. Returns NULL when there is
+ * none. */
+static const double *proj_offset(const abft_ctx *x, const proj_vec *v, int64_t d, int row_side,
+                                 double *off)
+{
+    enum { K = BLASFT_PROJ_K };
+    if (!abft_proj_beta_joins(x))
+        return NULL;
+    double sm = 0;
+    for (int64_t i = 0; i < v->len; i++) {
+        int64_t e = v->i0 + i;
+        double o = row_side ? abft_proj_join_offset(x, d, e) : abft_proj_join_offset(x, e, d);
+        sm += v->w[i] * v->w[i] * o;
+    }
+    off[0] = v->W > 0 ? sm / v->W : 0.0;
+    for (int q = 0; q < K; q++)
+        off[1 + q] = 0;
+    for (int64_t i = 0; i < v->len; i++) {
+        int64_t e = v->i0 + i;
+        double o = row_side ? abft_proj_join_offset(x, d, e) : abft_proj_join_offset(x, e, d);
+        for (int q = 0; q < K; q++)
+            off[1 + q] += v->sg[q * v->len + i] * (o - off[0]);
+    }
+    return off;
+}
 
 static void proj_side(void *arg)
 {
@@ -618,7 +670,7 @@ static void proj_side(void *arg)
     proj_job *j = arg;
     abft_ctx *x = j->x;
     const int R = x->R;
-    const int64_t k = x->k, per = (K + 3) * k, nvec = j->nblk * R;
+    const int64_t k = x->k, per = (K + 3) * k + K * x->bs, nvec = j->nblk * R;
     const double terms = blasft_norm_terms((double)k, 1);
     int64_t group = PROJ_GROUP_BYTES / (8 * (per > 0 ? per : 1));
     group = group < 1 ? 1 : group > nvec ? nvec : group;
@@ -637,6 +689,7 @@ static void proj_side(void *arg)
             w->pe = base + k;
             w->cs = base + 2 * k;
             w->g = base + 3 * k;
+            w->sg = base + (K + 3) * k;
             proj_build(x, w, r, b * x->bs, abft_len(j->total, b, x->bs), j->at,
                        j->cs + s * j->cs_vstride, j->cs_kstride, j->seed + (uint64_t)s * 0x2545f4914f6cdd1dULL);
         }
@@ -645,12 +698,14 @@ static void proj_side(void *arg)
                 xv[kk] = j->load(x, d, kk);
             for (int64_t s = s0; s < s1; s++) {
                 proj_energy o;
-                proj_scan(&v[s - s0], xv, k, x->slice, &o);
+                double offv[1 + K];
+                proj_scan(&v[s - s0], xv, k, x->slice,
+                          proj_offset(x, &v[s - s0], d, j->row_side, offv), &o);
                 int64_t e = j->idx(x, s / R, (int)(s % R), d);
                 /* partial sums, products (no FMA), the alpha scaling and final additions */
                 double ec = o.e + o.prod + 4.0 * o.last;
                 double er = o.ref + o.enc;
-                j->vd[e] = fmin(ec, terms * j->vd[e]);
+                j->vd[e] = fmin(ec, terms * j->vd[e]) + o.bjoin;
                 j->c2[e] = fmin(er, terms * j->c2[e]);
                 j->enc[e] = o.enc;
             }
@@ -681,9 +736,9 @@ static int prepare_proj(abft_ctx *x)
      * independent (two threads where allowed); their seeds are drawn here, in a fixed order. */
     uint64_t seed_c = proj_next_seed(), seed_r = proj_next_seed();
     proj_job jc = {x, x->nbr, x->m, 1, x->R * x->nbr, x->n, proj_opa, proj_opb, proj_ci, x->ac,
-                   x->vdc, x->c2c, x->encc, seed_c, 0};
+                   x->vdc, x->c2c, x->encc, seed_c, 0, 0};
     proj_job jr = {x, x->nbc, x->n, x->k, 1, x->m, proj_opb, proj_opa, proj_ri, x->bc,
-                   x->vdr, x->c2r, x->encr, seed_r, 0};
+                   x->vdr, x->c2r, x->encr, seed_r, 1, 0};
     abft_k_pair(x->parallel, proj_side, &jc, &jr);
     return jc.rc == 0 && jr.rc == 0 ? 0 : -1;
 }

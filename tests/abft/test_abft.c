@@ -778,18 +778,24 @@ static void fill_pairs(tgemm *x, int kind)
  * weights w, the exact partial sums of each element from the slice's start accumulated in 1, 2,
  * 4 and 8 lanes; the slice's energy = largest over the lane counts of sum_i w_i^2 (sum_t lane
  * partial^2 + L(L-1) sum_lanes end^2); from the second slice on, plus sum_i w_i^2 (slice sum^2 +
- * prefix over all k so far^2) (the slice result scaled and added to C); all slices summed, plus
- * sum_i w_i^2 (sum_t products^2 + 4 c_i^2); the threshold omega sqrt(u^2/3 energy). */
+ * prefix over all k so far^2) (the slice result scaled and added to C, which with beta != 0 also
+ * holds beta c_old: the prefix then has (beta / alpha) c_old added); all slices summed, plus
+ * sum_i w_i^2 (sum_t products^2 + 4 c_i^2), times alpha^2, plus 3 beta^2 sum_i w_i^2 c_old^2
+ * (its scaling); the threshold omega sqrt(u^2/3 energy). */
 static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const double *w, int64_t j)
 {
     const blasft_gemm *g = &x->g;
     const int64_t S = BLASFT_PROJ_SLICE > 0 ? BLASFT_PROJ_SLICE : g->k;
-    long double total = 0, rest = 0;
+    const int beta = g->beta[0] != 0.0 && g->alpha[0] != 0.0;
+    long double total = 0, rest = 0, old = 0;
     for (int64_t p0 = 0; p0 < g->k; p0 += S) {
         int64_t p1 = p0 + S < g->k ? p0 + S : g->k;
         long double eh[4] = {0}, joins = 0;
         for (int64_t i = i0; i < i0 + len; i++) {
-            long double lane[15] = {0}, el[4] = {0}, prefix = 0, w2 = (long double)w[i - i0] * w[i - i0];
+            long double lane[15] = {0}, el[4] = {0}, w2 = (long double)w[i - i0] * w[i - i0];
+            long double prefix = beta ? (long double)g->beta[0] / g->alpha[0] *
+                                            abft_ld(x->c0, g->type, i + j * g->ldc, 0)
+                                      : 0;
             for (int64_t kk = 0; kk < p1; kk++) {
                 long double p = (long double)abft_ld(x->a, g->type, i + kk * g->lda, 0) *
                                 abft_ld(x->b, g->type, kk + j * g->ldb, 0);
@@ -826,9 +832,15 @@ static double proj_oracle_col(const tgemm *x, int64_t i0, int64_t len, const dou
             full += p;
         }
         rest += w2 * (pr + 4 * full * full);
+        if (beta) {
+            long double c = abft_ld(x->c0, g->type, i + j * g->ldc, 0);
+            old += w2 * c * c;
+        }
     }
     double u = g->type == BLASFT_TYPE_S ? 0x1p-24 : 0x1p-53;
-    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * u * sqrt((double)((total + rest) / 3));
+    long double a2 = (long double)g->alpha[0] * g->alpha[0], b2 = (long double)g->beta[0] * g->beta[0];
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * u *
+           sqrt((double)((a2 * (total + rest) + 3 * b2 * old) / 3));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -899,6 +911,41 @@ static void test_proj_threshold(void **state)
     assert_true(below * 50 <= nr);                       /* at most 2 % under the truth */
     assert_true(ratio[nr / 2] >= 1.2 && ratio[nr / 2] <= 3.0); /* about 1/sqrt(C) = 2 */
     free(ratio);
+
+    /* beta != 0 over many slices: every later slice is added to a C that holds beta c_old, so
+     * the joins round values of the old C's size. Positive data (the mean walk, computed exactly,
+     * carries the energy) and an old C ten times the product's size: the threshold must not fall
+     * below the oracle's (before the joins knew of c_old it was 0.4-0.5 of it here). */
+    {
+        const int64_t m = 64, n = 24, k = 16 * BLASFT_PROJ_SLICE + 3;
+        tgemm x = make(BLASFT_TYPE_S, 'N', 'N', m, n, k, 1, 0.75, 1.5, 0.0, 1.0);
+        fill_pairs(&x, 1);
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++)
+                ((float *)x.c0)[i + j * x.g.ldc] = ((float *)x.c)[i + j * x.g.ldc] =
+                    (float)(2.5 * (double)k * (0.9 + 0.2 * urand()));
+        blasft_config cfg = abft_t_cfg(32, 1);
+        cfg.threshold = BLASFT_THRESHOLD_PROJ;
+        blasft_abft_diag d;
+        assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
+        double lo = 1e300;
+        for (size_t q = 0; q < d.count; q++) {
+            const blasft_abft_check *c = &d.checks_list[q];
+            assert_int_equal(c->flagged, 0);
+            if (c->side == 0) {
+                double w[32];
+                for (int i = 0; i < 32; i++)
+                    w[i] = 1.0;
+                lo = fmin(lo, c->threshold / proj_oracle_col(&x, c->block_row * 32, 32, w, c->index));
+            }
+        }
+        fprintf(stderr, "proj/oracle with beta over %d slices: min %.3f\n",
+                (int)(k / BLASFT_PROJ_SLICE) + 1, lo);
+        assert_true(lo >= 0.9 && lo < 1e300);
+        assert_int_equal(d.detected + d.false_alarms + d.corrected, 0);
+        blasft_abft_diag_free(&d);
+        drop(&x);
+    }
 
     planted_faults_corrected(BLASFT_THRESHOLD_PROJ);
 }
