@@ -646,21 +646,18 @@ static const double *proj_offset(const abft_ctx *x, const proj_vec *v, int64_t d
     enum { K = BLASFT_PROJ_K };
     if (!abft_proj_beta_joins(x))
         return NULL;
-    double sm = 0;
+    double o[1024], sm = 0; /* len <= bs <= 1024 */
     for (int64_t i = 0; i < v->len; i++) {
         int64_t e = v->i0 + i;
-        double o = row_side ? abft_proj_join_offset(x, d, e) : abft_proj_join_offset(x, e, d);
-        sm += v->w[i] * v->w[i] * o;
+        o[i] = row_side ? abft_proj_join_offset(x, d, e) : abft_proj_join_offset(x, e, d);
+        sm += v->w[i] * v->w[i] * o[i];
     }
     off[0] = v->W > 0 ? sm / v->W : 0.0;
     for (int q = 0; q < K; q++)
         off[1 + q] = 0;
-    for (int64_t i = 0; i < v->len; i++) {
-        int64_t e = v->i0 + i;
-        double o = row_side ? abft_proj_join_offset(x, d, e) : abft_proj_join_offset(x, e, d);
+    for (int64_t i = 0; i < v->len; i++)
         for (int q = 0; q < K; q++)
-            off[1 + q] += v->sg[q * v->len + i] * (o - off[0]);
-    }
+            off[1 + q] += v->sg[q * v->len + i] * (o[i] - off[0]);
     return off;
 }
 
