@@ -58,12 +58,22 @@ static void plant_hook(void *stream, void *user)
 /* prepared operands for run() (NULL: none) */
 static const void *run_prep_a, *run_prep_b;
 
-static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats *delta,
-                double *out)
+/* Runs g to completion (what: the failure's name) and returns what it added to the statistics. */
+static blasft_stats run_counted(const blasft_gpu_gemm *g, const blasft_gpu_params *p,
+                                const char *what)
 {
     blasft_stats before;
     gh_sync();
     blasft_get_stats(&before);
+    int rc = blasft_gpu_gemm_run(ctx, g, p);
+    GH_CHECK(rc == 0, "%s: blasft_gpu_gemm_run returned %d", what, rc);
+    gh_sync();
+    return stats_delta(&before);
+}
+
+static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats *delta,
+                double *out)
+{
     blasft_gpu_gemm g = gh_desc(d);
     g.prep_a = run_prep_a;
     g.prep_b = run_prep_b;
@@ -71,11 +81,8 @@ static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats 
         pl->d = d;
         blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
     }
-    int rc = blasft_gpu_gemm_run(ctx, &g, p);
-    GH_CHECK(rc == 0, "blasft_gpu_gemm_run returned %d", rc);
+    *delta = run_counted(&g, p, "run");
     blasft_gpu_set_fault_hook(ctx, NULL, NULL);
-    gh_sync();
-    *delta = stats_delta(&before);
     gh_download_c(d, out);
 }
 
@@ -650,12 +657,7 @@ static void near_constant(void)
             blasft_gpu_params p;
             gh_params(&p, 256, 1);
             p.rows_on_demand = call % 2;
-            blasft_stats before;
-            gh_sync();
-            blasft_get_stats(&before);
-            GH_CHECK(blasft_gpu_gemm_run(ctx, &g, &p) == 0, "near-constant run");
-            gh_sync();
-            blasft_stats dl = stats_delta(&before);
+            blasft_stats dl = run_counted(&g, &p, "near-constant run");
             flagged += dl.false_alarms;
             download_doubles(hc, dC, n * n, t);
             const double u = t ? 0x1p-53 : 0x1p-24;
@@ -718,12 +720,7 @@ static void structured(void)
             gh_params(&p, r == 1 ? 128 : 64, r);
             p.on_error = oe[q];
             p.mode = q == 3 ? BLASFT_MODE_DETECT : BLASFT_MODE_CORRECT;
-            blasft_stats before;
-            gh_sync();
-            blasft_get_stats(&before);
-            GH_CHECK(blasft_gpu_gemm_run(ctx, &g, &p) == 0, "structured run");
-            gh_sync();
-            blasft_stats dl = stats_delta(&before);
+            blasft_stats dl = run_counted(&g, &p, "structured run");
             /* the stored operands, as the GEMM saw them */
             const double a = t ? av : (double)(float)av, b = t ? bv : (double)(float)bv;
             const double u = t ? 0x1p-53 : 0x1p-24, want = (double)n * a * b;
