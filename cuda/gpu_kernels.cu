@@ -923,7 +923,8 @@ template <typename T> __device__ double checksum_eps(const gk_gemm<T> &g, int si
 {
     if (side == 0) {
         int64_t u = e % (g.r * g.mb), j = e / (g.r * g.mb), bi = u / g.r;
-        double osq = g.Ccs_sq ? g.Ccs_sq[bi + j * g.mb] : 0.0;
+        /* beta = 0 (device pointer mode: known only here): the old C may hold NaN */
+        double osq = g.Ccs_sq && !is_zero(beta_of(g)) ? g.Ccs_sq[bi + j * g.mb] : 0.0;
         /* block lists: op(B)'s column j is bounded by its column block's envelope */
         gk_topp tb = g.block_lists ? g.tEb : g.tB;
         int64_t vb = g.block_lists ? j / g.bs : j;
@@ -933,7 +934,7 @@ template <typename T> __device__ double checksum_eps(const gk_gemm<T> &g, int si
         return eps;
     }
     int64_t i = e % g.m, v = e / g.m, bj = v / g.r;
-    double osq = g.Crs_sq ? g.Crs_sq[i + bj * g.m] : 0.0;
+    double osq = g.Crs_sq && !is_zero(beta_of(g)) ? g.Crs_sq[i + bj * g.m] : 0.0;
     gk_topp ta = g.block_lists ? g.tEa : g.tA;
     int64_t va = g.block_lists ? i / g.bs : i;
     double eps = pea_eps(g, pea_y(g, ta, va, g.tBc, v), pea_y(g, ta, va, g.tEb, bj), 1,
@@ -1705,7 +1706,10 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
                     const int64_t e = i + (J * r + w) * g.m;
                     const double xr = part_of(alpha, 0), xi = im_of(alpha);
                     double cr = xr * dr[w] - xi * di[w], ci = xr * di[w] + xi * dr[w];
-                    if (g.Crs_sq) { /* beta != 0: Crs_ref holds the old C's row checksums */
+                    /* beta != 0: Crs_ref holds the old C's row checksums (device pointer mode
+                     * encodes the old C before beta is known: skip it where beta is 0, it may be
+                     * NaN) */
+                    if (g.Crs_sq && !is_zero(beta)) {
                         const T o = g.Crs_ref[e];
                         const double yr = part_of(beta, 0), yi = im_of(beta);
                         cr += yr * part_of(o, 0) - yi * im_of(o);

@@ -165,6 +165,56 @@ static void clean_sweep(void)
             }
 }
 
+/* beta = 0 in device memory over a C full of NaN: the engine learns beta only on the GPU, so
+ * it encodes the old C; nothing of it may reach the result or the thresholds (a NaN threshold
+ * would flag every checksum: false alarms and recomputed blocks). */
+static void nan_c_beta_on_device(void)
+{
+    uint64_t seed = 500;
+    for (int t = 0; t < 2; t++)
+        for (int rows = 0; rows < 2; rows++) {
+            gh_case c = make_case(t ? BLASFT_TYPE_D : BLASFT_TYPE_S, 'N', 'T', 131, 67, 257, 2, 1.5,
+                                  0.0, 1);
+            blasft_gpu_params p;
+            gh_params(&p, 37, 1 + rows);
+            p.rows_on_demand = rows;
+            gh_data d;
+            gh_make(&d, &c, seed++);
+            cudaMemset(d.dC, 0xff, (t ? 8 : 4) * (size_t)(c.ldc * c.n)); /* NaN bit patterns */
+            double *out = malloc(8 * (size_t)(c.m * c.n));
+            blasft_stats st;
+            run(&d, &p, NULL, &st, out);
+            int64_t fi = -1, fj = -1, bad = gh_bad_elements(&d, out, &fi, &fj);
+            GH_CHECK(bad == 0 && st.errors_detected == 0 && st.blocks_recomputed == 0 &&
+                         st.false_alarms == 0,
+                     "%s: C of NaN, beta 0 on the device: %lld wrong, detected %llu, recomputed %llu, "
+                     "false alarms %llu",
+                     desc(&c, &p), (long long)bad, (unsigned long long)st.errors_detected,
+                     (unsigned long long)st.blocks_recomputed, (unsigned long long)st.false_alarms);
+            /* one planted error: located and corrected, the row side (on demand or not)
+             * ignoring the NaN old C too */
+            gh_reset_c(&d);
+            cudaMemset(d.dC, 0xff, (t ? 8 : 4) * (size_t)(c.ldc * c.n));
+            plant pl;
+            memset(&pl, 0, sizeof pl);
+            pl.n = 1;
+            pl.i[0] = 40;
+            pl.j[0] = 20;
+            pl.value[0] = d.ref[40 + 20 * c.m] + 1000.0;
+            cudaMallocHost(&pl.pinned, 8);
+            run(&d, &p, &pl, &st, out);
+            bad = gh_bad_elements(&d, out, &fi, &fj);
+            GH_CHECK(bad == 0 && st.errors_corrected == 1 && st.blocks_recomputed == 0,
+                     "%s: C of NaN, beta 0 on the device, one fault: %lld wrong, corrected %llu, "
+                     "recomputed %llu",
+                     desc(&c, &p), (long long)bad, (unsigned long long)st.errors_corrected,
+                     (unsigned long long)st.blocks_recomputed);
+            cudaFreeHost(pl.pinned);
+            free(out);
+            gh_free(&d);
+        }
+}
+
 typedef struct fault_case {
     const char *name;
     int r;
@@ -806,6 +856,7 @@ int main(void)
         return 1;
     }
     clean_sweep();
+    nan_c_beta_on_device();
     faults();
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
     rows_on_demand_agrees();
