@@ -19,7 +19,9 @@
  * stream). After cudaDeviceSynchronize (or destroying the context) they are up to date. Events
  * come from the CUDA callback thread, not from the caller's thread.
  *
- * Thresholds: PEA "max p" only (a BLASFT_THRESHOLD=sea configuration still gets PEA here). The
+ * Thresholds: PEA "max p"; with BLASFT_THRESHOLD=proj the column checksums of S and D get PROJ's
+ * (cuda/gpu_proj.cu, with a compensated double reference) and the row checksums, which locate,
+ * keep PEA's (sea and norm configurations get PEA here). With PEA the
  * reference checksums are computed by cuBLAS in the data type, so the GPU threshold adds the
  * rounding of that reference and of our encodings to the host engine's model (for D the two
  * thresholds agree within 1 %, for S the GPU's is 1.3-2.2x the host's; measured by
@@ -67,6 +69,8 @@ typedef struct blasft_gpu_params {
                                checksums flagged (BLASFT_GPU_ROW_CHECKS=flagged, the default; not
                                with pea_block_lists, whose column thresholds need every block of
                                op(B)); 0: for every block (=all) */
+    int proj;               /* 1: PROJ thresholds for the column checksums of S and D
+                               (BLASFT_THRESHOLD=proj; cuda/gpu_proj.cu), the rest PEA */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;

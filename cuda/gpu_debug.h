@@ -22,6 +22,7 @@ typedef enum {
     BLASFT_GPU_BUF_TA_POS,   /* int */
     BLASFT_GPU_BUF_TB_VAL,   /* double, n x 8: top-p of op(B)'s columns */
     BLASFT_GPU_BUF_TB_POS,   /* int */
+    BLASFT_GPU_BUF_PROJ_REF, /* double, (R*mb) x n: PROJ's column references (p->proj, S and D) */
 } blasft_gpu_buf;
 
 /* Copies buffer `which` of the last protected GEMM (shape and parameters given again) to host

@@ -82,13 +82,15 @@ struct layout {
     size_t AcsT, Bcs, Ccs_ref, Crs_ref, Ccs_rec, Crs_rec, Ccs_eps, Crs_eps;
     size_t tA_v, tA_p, tB_v, tB_p, tAc_v, tAc_p, tBc_v, tBc_p, sc_v, sc_p, list, end;
     size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq, rlist;
+    size_t Pvec, Pref, Pold; /* PROJ (real data): 0 when not planned */
 };
 
 size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
 
 /* ts: the element's bytes; complex types (ts 8 for C, 16 for Z, told apart by the caller through
  * P) hold their recomputed checksums as P doubles each */
-layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap)
+layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, int64_t flag_cap,
+            bool proj)
 {
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     int64_t sc = 0;
@@ -126,15 +128,22 @@ layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, in
     L.Ccs_sq = c.take(8 * mb * n);
     L.Crs_sq = c.take(8 * m * nb);
     L.rlist = c.take(sizeof(gk_recompute) * mb * nb);
+    L.Pvec = L.Pref = L.Pold = 0;
+    if (proj && P == 1) {
+        L.Pvec = c.take(8 * GK_PROJ_NV * k * r * mb);
+        L.Pref = c.take(8 * r * mb * n);
+        L.Pold = c.take(8 * r * mb * n);
+    }
     L.end = c.o;
     return L;
 }
 
-int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r)
+int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r,
+              bool proj)
 {
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     int64_t flag_cap = mb * nb > ctx->flag_cap ? mb * nb : ctx->flag_cap;
-    size_t need = plan(ts, P, m, n, k, bs, r, flag_cap).end;
+    size_t need = plan(ts, P, m, n, k, bs, r, flag_cap, proj).end;
     if (need <= ctx->ws_bytes && flag_cap == ctx->flag_cap)
         return 0;
     /* growing frees memory the stream may still use: the one synchronisation, off the hot path */
@@ -342,7 +351,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         return o == CUBLAS_OP_N ? 'N' : o == CUBLAS_OP_C && P == 2 ? 'C' : 'T';
     };
     const char ta = norm(g->transa), tb = norm(g->transb);
-    int rc = ensure_ws(ctx, sizeof(T), P, m, n, k, bs, r);
+    const bool proj = p->proj && P == 1;
+    int rc = ensure_ws(ctx, sizeof(T), P, m, n, k, bs, r, proj);
     if (rc)
         return rc;
     if (keep_old && (rc = ensure_old(ctx, sizeof(T) * m * n)))
@@ -359,7 +369,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     }
 
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap);
+    layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap, proj);
     char *w = ctx->ws;
     gk_gemm<T> kg;
     memset(&kg, 0, sizeof kg);
@@ -416,6 +426,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         kg.prep_cnt[1] = (gk_counters *)(q + Q.cnt);
     }
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
+    if (proj) {
+        kg.Pvec = (double *)(w + L.Pvec);
+        kg.Pref = (double *)(w + L.Pref);
+        kg.Pold = need_cold ? (double *)(w + L.Pold) : nullptr;
+        kg.pseed = blasft_proj_next_seed();
+    }
     kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
     /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
     for (int side = 0; side < 2; side++)
@@ -506,6 +522,11 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                         gk_aux{GK_AUX_SQ, kg.Ccs_sq, mb, 1}, kg.cnt, s0);
         gk_encode<T, T>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m,
                         gk_aux{GK_AUX_SQ, kg.Crs_sq, 1, m}, kg.cnt, s0);
+        /* PROJ's reference is double: the old C's column checksums once more, unrounded */
+        if constexpr (P == 1)
+            if (kg.Pold)
+                gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Pold, r * mb, 1,
+                                     gk_aux{GK_AUX_NONE, nullptr, 0, 0}, kg.cnt, s0);
         if (keep_old)
             cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
                               cudaMemcpyDeviceToDevice, s0);
@@ -523,6 +544,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     static const T zero = T{};
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
     auto ref_gemms = [&]() {
+        /* PROJ's thresholds and double references of the column checksums, on the same stream */
+        if constexpr (P == 1)
+            if (proj && !(skip & BLASFT_GPU_SKIP_REFGEMM))
+                gk_proj<T>(kg, ref_serial ? s0 : s1);
         return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
                (blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
                                  kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
@@ -635,6 +660,7 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->pea_p = cfg->pea_p;
     p->pea_block_lists = cfg->gpu_pea_lists == 1;
     p->rows_on_demand = cfg->gpu_row_checks == 0;
+    p->proj = cfg->threshold == BLASFT_THRESHOLD_PROJ;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }
@@ -727,14 +753,16 @@ size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
                                  const blasft_gpu_params *p)
 {
     int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
-    return plan(type_size(t), type_parts(t), m, n, k, p->block_size, p->checksums, mb * nb).end;
+    return plan(type_size(t), type_parts(t), m, n, k, p->block_size, p->checksums, mb * nb,
+                p->proj != 0)
+        .end;
 }
 
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)
 {
     size_t ts = type_size(t);
-    int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums);
+    int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums, p->proj != 0);
     if (!rc && keep_old_c)
         rc = ensure_old(ctx, ts * m * n);
     return rc;
@@ -840,7 +868,9 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
     const int64_t m = g->m, n = g->n, bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     if (mb * nb > ctx->flag_cap ||
-        plan(ts, type_parts(g->type), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap).end >
+        plan(ts, type_parts(g->type), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap,
+             p->proj != 0)
+                .end >
             ctx->ws_bytes)
         return 1;
     const bool on_dev = g->scalars_on_device != 0;
@@ -895,7 +925,7 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     const int P = type_parts(t);
     const int bs = p->block_size, r = p->checksums;
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(ts, P, m, n, k, bs, r, ctx->flag_cap);
+    layout L = plan(ts, P, m, n, k, bs, r, ctx->flag_cap, p->proj != 0);
     size_t off, es;
     int64_t cnt;
     switch (which) {
@@ -911,6 +941,7 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     case BLASFT_GPU_BUF_TA_POS: off = L.tA_p; es = 4; cnt = m * GK_PMAX; break;
     case BLASFT_GPU_BUF_TB_VAL: off = L.tB_v; es = 8; cnt = n * GK_PMAX; break;
     case BLASFT_GPU_BUF_TB_POS: off = L.tB_p; es = 4; cnt = n * GK_PMAX; break;
+    case BLASFT_GPU_BUF_PROJ_REF: off = L.Pref; es = 8; cnt = L.Pref ? r * mb * n : 0; break;
     default: return -1;
     }
     if (off + es * cnt > ctx->ws_bytes || cudaStreamSynchronize(ctx->s0) != cudaSuccess ||

@@ -132,6 +132,12 @@ template <typename T> struct gk_gemm {
     int *tile_flag, *tile_list;
     gk_recompute *rlist; /* capacity mb * nb */
     gk_counters *cnt;
+    /* PROJ (gk_proj, real data; NULL otherwise): the checksum vectors' k-arrays (GK_PROJ_NV per
+     * vector and k), the column checksums' reference in double (replaces Ccs_ref in the check and
+     * the correction) and the old C's column checksums in double (beta != 0); the thresholds go
+     * to Ccs_eps. pseed: this GEMM's projection signs. */
+    double *Pvec, *Pref, *Pold;
+    uint64_t pseed;
 };
 
 /* Partitioned weighted checksums of X along s, for every l: element (s, l) is X[s + l*ld]
@@ -170,6 +176,14 @@ bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L
  * top-p lists must be ready) and the element compared with its reference; the blocks over it are
  * listed for gk_correct. */
 template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st);
+
+/* Doubles per checksum vector and k index in gk_gemm::Pvec: mean, products, the compensated
+ * encoding (hi, lo), BLASFT_PROJ_K projections. */
+#define GK_PROJ_NV 12
+
+/* PROJ thresholds and double references of the column checksums (cuda/gpu_proj.cu): needs A, B,
+ * and with beta != 0 Pold and Ccs_sq; writes Pvec, Pref, Ccs_eps. Real types only. */
+template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st);
 
 /* Location, correction and recomputation of the flagged blocks (with rows_on_demand, first the
  * row side of their block columns). */

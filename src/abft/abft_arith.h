@@ -278,6 +278,34 @@ static inline BLASFT_HD double blasft_proj_sign(uint64_t seed, uint64_t idx)
     return (z >> 63) ? -1.0 : 1.0;
 }
 
+/* PROJ's threshold from the energies (host finish_proj and the GPU's scan share it): omega(1e-12)
+ * times the square root of the variance proxy (u^2/3) sum v^2 of the roundings the syndrome
+ * carries: the BLAS's walk (vd), the old C's scaling (osq = sum (w c_old)^2), the double encoded
+ * vector's rounding (enc) and, while the reference is a rounded double GEMM, that GEMM's walk (c2;
+ * 0 once it is exact); plus our compensated sums, 2 u_d refmag. t: the data's mantissa bits, nn:
+ * the walk's length k, aa and bb: |alpha| and |beta|. */
+static inline BLASFT_HD double blasft_proj_eps(int t, double nn, double aa, double bb, double vd,
+                                               double osq, double enc, double c2, double refmag)
+{
+    const double u = ldexp(1.0, -t), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
+    double var = u * u / 3.0 * (blasft_norm_second_order(nn, u) * aa * aa * vd + 3.0 * bb * bb * osq);
+    var += ur * ur / 3.0 * aa * aa * enc;
+    if (c2 != 0.0) /* NaN data: a NaN threshold, which flags */
+        var += ur * ur / 3.0 * blasft_norm_second_order(nn, ur) * aa * aa * c2;
+    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * sqrt(var) + 2.0 * ur * refmag;
+}
+
+/* Rows a block needs for PROJ's estimate: below them the engines use NORM's order-free bound.
+ * A block dominated by one row has deviations proportional to it (they sum to zero), so each
+ * random-sign projection vanishes with probability 2^-(rows - 1) and all K of them with
+ * 2^-K(rows - 1): at least 40 halvings keeps that under 1e-12. A single row also has no deviation
+ * to average the accumulation order over (docs/thresholds.md, "PROJ on the GPU"). */
+static inline BLASFT_HD int blasft_proj_min_rows(int k_proj) { return 1 + (40 + k_proj - 1) / k_proj; }
+
+/* Seed of the next GEMM's projection signs (abft_threshold.c; host code only). Fresh per GEMM:
+ * a bad draw must not repeat on every call with the same data. */
+uint64_t blasft_proj_next_seed(void);
+
 /* Correction rule (method.md 3): subtracting the syndrome keeps the element's precision only when
  * the error is small against the value; an exponent flip, Inf or NaN needs the element recomputed.
  * c is the faulty value, s = reference - recomputed (so c + s is the subtraction result). */

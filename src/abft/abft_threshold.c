@@ -609,8 +609,7 @@ static void proj_build(const abft_ctx *x, proj_vec *v, int r, int64_t i0, int64_
 static double proj_opa(const abft_ctx *x, int64_t i, int64_t kk) { return abft_opa(x, i, kk, 0); }
 static double proj_opb(const abft_ctx *x, int64_t j, int64_t kk) { return abft_opb(x, kk, j, 0); }
 
-/* Fresh signs per GEMM: a bad draw must not repeat on every call with the same data. */
-static uint64_t proj_next_seed(void)
+uint64_t blasft_proj_next_seed(void)
 {
     static uint64_t counter;
     return __atomic_add_fetch(&counter, 0x632be59bd9b4e019ULL, __ATOMIC_RELAXED);
@@ -702,8 +701,10 @@ static void proj_side(void *arg)
                 /* partial sums, products (no FMA), the alpha scaling and final additions */
                 double ec = o.e + o.prod + 4.0 * o.last;
                 double er = o.ref + o.enc;
-                j->vd[e] = fmin(ec, terms * j->vd[e]) + o.bjoin;
-                j->c2[e] = fmin(er, terms * j->c2[e]);
+                /* too few rows for the estimate: NORM's order-free bound alone */
+                const int few = v[s - s0].len < blasft_proj_min_rows(K);
+                j->vd[e] = (few ? terms * j->vd[e] : fmin(ec, terms * j->vd[e])) + o.bjoin;
+                j->c2[e] = few ? terms * j->c2[e] : fmin(er, terms * j->c2[e]);
                 j->enc[e] = o.enc;
             }
         }
@@ -731,7 +732,7 @@ static int prepare_proj(abft_ctx *x)
     /* column checksums: vectors are op(A)'s rows in row blocks, data vectors op(B)'s columns;
      * row checksums: op(B)'s columns in column blocks against op(A)'s rows. The two sides are
      * independent (two threads where allowed); their seeds are drawn here, in a fixed order. */
-    uint64_t seed_c = proj_next_seed(), seed_r = proj_next_seed();
+    uint64_t seed_c = blasft_proj_next_seed(), seed_r = blasft_proj_next_seed();
     proj_job jc = {x, x->nbr, x->m, 1, x->R * x->nbr, x->n, proj_opa, proj_opb, proj_ci, x->ac,
                    x->vdc, x->c2c, x->encc, seed_c, 0, 0};
     proj_job jr = {x, x->nbc, x->n, x->k, 1, x->m, proj_opb, proj_opa, proj_ri, x->bc,
@@ -797,21 +798,14 @@ double abft_threshold_element(const abft_ctx *x, int64_t i, int64_t j)
            4.0 * ur * (aa * sqrt(n2) + bb * sqrt(osq));
 }
 
-/* PROJ's threshold: omega(1e-12) times the square root of the variance proxy (u^2/3) sum v^2 of
- * the roundings the syndrome carries: the BLAS's (vd, estimated), the old C's scaling, while the
- * reference is the double GEMM's product its own walk (c2, exact), and the encoded vector's
- * rounding (enc, exact); plus our compensated sums (2 u_d |checksum|). */
+/* PROJ's threshold (blasft_proj_eps): the reference's walk counts while it is the double GEMM's
+ * product (c2), not once it has been refined to a compensated dot product (exact). */
 static double finish_proj(const abft_ctx *x, double vd, double c2, double enc, double osq,
                           const double *ref, int exact)
 {
     const blasft_gemm *g = x->g;
-    const double u = ldexp(1.0, -x->t), ur = ldexp(1.0, -BLASFT_T_DOUBLE), nn = (double)x->k;
-    double aa = fabs(g->alpha[0]), bb = fabs(g->beta[0]);
-    double var = u * u / 3.0 * (blasft_norm_second_order(nn, u) * aa * aa * vd + 3.0 * bb * bb * osq);
-    var += ur * ur / 3.0 * aa * aa * enc;
-    if (!exact)
-        var += ur * ur / 3.0 * blasft_norm_second_order(nn, ur) * aa * aa * c2;
-    return blasft_proj_omega(BLASFT_PROJ_FALSE_ALARM) * sqrt(var) + 2.0 * ur * fabs(ref[0]);
+    return blasft_proj_eps(x->t, (double)x->k, fabs(g->alpha[0]), fabs(g->beta[0]), vd, osq, enc,
+                           exact ? 0.0 : c2, fabs(ref[0]));
 }
 
 /* eps from the base vd, the operand bound c2 of sum (w d)^2, the old C's sums (osq, oab) and

@@ -37,6 +37,7 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     /* every block's row side (the buffers the kernel tests compare with the host engine); the
      * tests of the default, rows on demand, set 1 */
     p->rows_on_demand = 0;
+    p->proj = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
 }
@@ -74,7 +75,9 @@ static double opb(const gh_data *d, int64_t l, int64_t j)
     return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
 }
 
-void gh_make(gh_data *d, const gh_case *c, uint64_t seed)
+void gh_make(gh_data *d, const gh_case *c, uint64_t seed) { gh_make_series(d, c, seed, DG_FULL); }
+
+void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series)
 {
     memset(d, 0, sizeof *d);
     d->c = *c;
@@ -82,7 +85,7 @@ void gh_make(gh_data *d, const gh_case *c, uint64_t seed)
     dg_seed(&rng, seed);
     dg_params dp;
     memset(&dp, 0, sizeof dp);
-    dp.series = DG_FULL;
+    dp.series = (dg_series)series;
     int64_t ar = c->ta == 'N' ? c->m : c->k, ac = c->ta == 'N' ? c->k : c->m;
     int64_t br = c->tb == 'N' ? c->k : c->n, bc = c->tb == 'N' ? c->n : c->k;
     int64_t na = c->lda * ac, nb = c->ldb * bc, nc = c->ldc * c->n;
@@ -93,7 +96,9 @@ void gh_make(gh_data *d, const gh_case *c, uint64_t seed)
     for (int64_t i = 0; i < na; i++) d->A[i] = NAN;
     for (int64_t i = 0; i < nb; i++) d->B[i] = NAN;
     for (int64_t i = 0; i < nc; i++) d->C0[i] = NAN;
+    dp.role = DG_LEFT; /* cancelling pairs: along k for op = N */
     if (ar && ac) dg_fill(&rng, DG_D, &dp, ar, ac, d->A, c->lda);
+    dp.role = DG_RIGHT;
     if (br && bc) dg_fill(&rng, DG_D, &dp, br, bc, d->B, c->ldb);
     if (c->m && c->n) dg_fill(&rng, DG_D, &dp, c->m, c->n, d->C0, c->ldc);
     /* round to the type once, so host doubles and device data are the same numbers */

@@ -47,6 +47,9 @@ void *gh_typed_copy(const double *x, int64_t count, int single);
 /* A cudaMalloc'd copy of bytes of host memory h (exits on failure). */
 void *gh_upload(const void *h, size_t bytes);
 void gh_make(gh_data *d, const gh_case *c, uint64_t seed);
+/* The same with A, B and C drawn from `series` (a dg_series, exponent 0; cancelling pairs along
+ * k where op is N) instead of T_full. */
+void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series);
 void gh_free(gh_data *d);
 /* Restores the device C to the old C. */
 void gh_reset_c(gh_data *d);

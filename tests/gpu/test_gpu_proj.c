@@ -1,0 +1,289 @@
+/* PROJ on the GPU (cuda/gpu_proj.cu) against independent oracles, on fresh random data of four
+ * series (T_full, T_pos, heavy-tailed, cancelling), awkward shapes, transposes, leading
+ * dimensions, alpha/beta (beta = 0 over a C full of NaN), S and D, one and two checksums:
+ *  - the result against the double-double reference, and no flag on fault-free data;
+ *  - the double reference checksums against their double-double value;
+ *  - every threshold against the one computed from the exact partial-sum energies of its block
+ *    (sequential and 2-lane accumulation): the projections estimate the deviation part, so a few
+ *    may fall a little below it, none far below, and the median must stay tight;
+ *  - a planted error 16 times the threshold (far below the worst-case rounding bound) detected
+ *    and corrected, and exponent and sign flips too.
+ * Exits 77 where there is no GPU. */
+#include "abft/abft_arith.h"
+#include "gpu_debug.h"
+#include "gpu_harness.h"
+#include "hpref.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static blasft_gpu_ctx *ctx;
+
+/* Statistics added by one protected GEMM run to completion. */
+static blasft_stats run_counted(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    blasft_stats a, b;
+    gh_sync();
+    blasft_get_stats(&a);
+    int rc = blasft_gpu_gemm_run(ctx, g, p);
+    GH_CHECK(rc == 0, "blasft_gpu_gemm_run returned %d", rc);
+    gh_sync();
+    blasft_get_stats(&b);
+    b.errors_detected -= a.errors_detected;
+    b.errors_corrected -= a.errors_corrected;
+    b.blocks_recomputed -= a.blocks_recomputed;
+    b.false_alarms -= a.false_alarms;
+    b.uncorrectable -= a.uncorrectable;
+    b.encoder_faults -= a.encoder_faults;
+    return b;
+}
+
+static double opa(const gh_data *d, int64_t i, int64_t l)
+{
+    return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
+}
+static double opb(const gh_data *d, int64_t l, int64_t j)
+{
+    return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
+}
+
+/* The oracle of column checksum (block I, checksum r, column j): its exact value (double-double)
+ * and PROJ's threshold from the exact energies. */
+static void oracle(const gh_data *d, const blasft_gpu_params *p, int64_t I, int r, int64_t j,
+                   double *ref, double *eps)
+{
+    const gh_case *c = &d->c;
+    const int bs = p->block_size;
+    const int64_t i0 = I * bs, len = c->m - i0 < bs ? c->m - i0 : bs, k = c->k;
+    hp_dd sum = hp_from(0.0);
+    double e_seq = 0, e_lane = 0, ends = 0, prod = 0, last = 0, osq = 0, enc = 0;
+    double *s = calloc((size_t)len * 3, sizeof *s); /* per row: sequential, lane 0, lane 1 */
+    for (int64_t l = 0; l < k; l++) {
+        const double b = opb(d, l, j);
+        double cs = 0;
+        for (int64_t i = 0; i < len; i++) {
+            const double w = r == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs), a = opa(d, i0 + i, l);
+            s[3 * i] += a * b;
+            s[3 * i + 1 + (l & 1)] += a * b;
+            e_seq += w * w * s[3 * i] * s[3 * i];
+            e_lane += w * w * s[3 * i + 1 + (l & 1)] * s[3 * i + 1 + (l & 1)];
+            prod += (w * a * b) * (w * a * b);
+            cs += w * a;
+        }
+        enc += (cs * b) * (cs * b);
+    }
+    for (int64_t i = 0; i < len; i++) {
+        const double w = r == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs);
+        ends += w * w * (s[3 * i + 1] * s[3 * i + 1] + s[3 * i + 2] * s[3 * i + 2]);
+        last += w * w * s[3 * i] * s[3 * i];
+        hp_dd e = hp_from(0.0);
+        for (int64_t l = 0; l < k; l++)
+            e = hp_add_prod(e, opa(d, i0 + i, l), opb(d, l, j));
+        e = hp_mul_d(e, c->alpha);
+        if (c->beta != 0.0) {
+            const double co = d->C0[(i0 + i) + j * c->ldc];
+            e = hp_add(e, hp_mul_d(hp_from(co), c->beta));
+            osq += (w * co) * (w * co);
+        }
+        sum = hp_add(sum, hp_mul_d(e, w));
+    }
+    free(s);
+    const double vd = fmax(e_seq, e_lane + 2.0 * ends) + prod + 4.0 * last;
+    *ref = hp_to_double(sum);
+    *eps = blasft_proj_eps(c->t == BLASFT_TYPE_S ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE, (double)k,
+                           fabs(c->alpha), fabs(c->beta), vd, osq, enc, 0.0, fabs(*ref));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static const char *series_name(int s)
+{
+    return s == DG_FULL ? "full" : s == DG_POS ? "pos" : s == DG_HEAVY ? "heavy" : "cancel";
+}
+
+/* ratios threshold / oracle threshold over all cases, and q = threshold / |syndrome| */
+static double *ratios, *qs;
+static int64_t nratio, nq;
+
+/* Plants value at (i, j) of C after the main GEMM. */
+typedef struct plant {
+    const gh_data *d;
+    int64_t i, j;
+    double value;
+    void *pinned;
+} plant;
+
+static void plant_hook(void *stream, void *user)
+{
+    plant *p = user;
+    const size_t ts = p->d->c.t == BLASFT_TYPE_S ? 4 : 8;
+    if (p->d->c.t == BLASFT_TYPE_S)
+        *(float *)p->pinned = (float)p->value;
+    else
+        *(double *)p->pinned = p->value;
+    cudaMemcpyAsync((char *)p->d->dC + ts * (p->i + p->j * p->d->c.ldc), p->pinned, ts,
+                    cudaMemcpyHostToDevice, (cudaStream_t)stream);
+}
+
+static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, uint64_t seed,
+                     void *pinned)
+{
+    char what[200];
+    snprintf(what, sizeof what, "%c %c%c %lldx%lldx%lld ld %lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d %s",
+             c->t == BLASFT_TYPE_S ? 'S' : 'D', c->ta, c->tb, (long long)c->m, (long long)c->n,
+             (long long)c->k, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha,
+             c->beta, c->device_scalars, p->block_size, p->checksums, series_name(series));
+    gh_data d;
+    gh_make_series(&d, c, seed, series);
+    const size_t ts = c->t == BLASFT_TYPE_S ? 4 : 8;
+    if (c->beta == 0.0) /* must not leak */
+        cudaMemset(d.dC, 0xff, ts * c->ldc * c->n);
+    blasft_gpu_gemm g = gh_desc(&d);
+    blasft_stats st = run_counted(&g, p);
+    double *out = malloc(8 * (size_t)(c->m * c->n + 1));
+    gh_download_c(&d, out);
+    int64_t fi = -1, fj = -1, bad = gh_bad_elements(&d, out, &fi, &fj);
+    GH_CHECK(bad == 0, "%s: %lld wrong elements, first (%lld, %lld)", what, (long long)bad,
+             (long long)fi, (long long)fj);
+    GH_CHECK(st.errors_detected == 0 && st.blocks_recomputed == 0 && st.false_alarms == 0,
+             "%s: fault-free GEMM flagged (detected %llu, recomputed %llu, false alarms %llu)", what,
+             (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed,
+             (unsigned long long)st.false_alarms);
+    const int64_t mb = (c->m + p->block_size - 1) / p->block_size, R = p->checksums;
+    const int64_t ne = R * mb * c->n;
+    double *eps = malloc(8 * (size_t)(ne + 1)), *ref = malloc(8 * (size_t)(ne + 1));
+    double *rec = malloc(8 * (size_t)(ne + 1));
+    GH_CHECK(blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_CCS_EPS, eps) == ne &&
+                 blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_PROJ_REF, ref) == ne &&
+                 blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_CCS_REC, rec) == ne,
+             "%s: buffers not readable", what);
+    double eps_max = 0;
+    for (int64_t j = 0; j < c->n; j++)
+        for (int64_t I = 0; I < mb; I++)
+            for (int r = 0; r < R; r++) {
+                const int64_t e = (I * R + r) + j * R * mb;
+                double oref, oeps;
+                oracle(&d, p, I, r, j, &oref, &oeps);
+                /* the reference: compensated, so within a few units of the double
+                 * rounding of its terms (2^-50 of the checksum's scale, oeps's last term) */
+                GH_CHECK(fabs(ref[e] - oref) <= 4.0 * ldexp(1.0, -53) * fabs(oref) + 0.02 * oeps,
+                         "%s: reference (%lld, %d, %lld) %.17g, exact %.17g", what, (long long)I, r,
+                         (long long)j, ref[e], oref);
+                if (oeps > 0) {
+                    ratios[nratio++] = eps[e] / oeps;
+                    GH_CHECK(eps[e] >= 0.5 * oeps, "%s: threshold (%lld, %d, %lld) %.3g is %.3f of the exact energies'",
+                             what, (long long)I, r, (long long)j, eps[e], eps[e] / oeps);
+                }
+                if (ref[e] != rec[e])
+                    qs[nq++] = eps[e] / fabs(ref[e] - rec[e]);
+                eps_max = fmax(eps_max, eps[e]);
+            }
+    /* a planted error 16 thresholds large, at a random element: detected and corrected */
+    if (c->m > 1 && c->n > 1 && eps_max > 0) {
+        plant pl = {&d, (int64_t)(seed * 7919 % (uint64_t)c->m), (int64_t)(seed * 104729 % (uint64_t)c->n), 0, pinned};
+        const double cur = out[pl.i + pl.j * c->m];
+        const double kinds[3] = {16.0 * eps_max, -cur, cur * 65536.0};
+        for (int q = 0; q < 3; q++) {
+            if (q > 0 && !(fabs(cur) > 16.0 * eps_max))
+                continue; /* a flip of an element below the resolution is not a target here */
+            gh_reset_c(&d);
+            if (c->beta == 0.0)
+                cudaMemset(d.dC, 0xff, ts * c->ldc * c->n);
+            pl.value = q == 0 ? cur + kinds[0] : kinds[q];
+            blasft_gpu_set_fault_hook(ctx, plant_hook, &pl);
+            st = run_counted(&g, p);
+            blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+            gh_download_c(&d, out);
+            bad = gh_bad_elements(&d, out, &fi, &fj);
+            GH_CHECK(bad == 0, "%s: planted %s at (%lld, %lld): %lld wrong elements after the check",
+                     what, q == 0 ? "16 eps" : q == 1 ? "sign flip" : "x65536", (long long)pl.i,
+                     (long long)pl.j, (long long)bad);
+            GH_CHECK(st.errors_detected + st.blocks_recomputed >= 1 && st.uncorrectable == 0,
+                     "%s: planted %s not detected (detected %llu, recomputed %llu, false alarms %llu)",
+                     what, q == 0 ? "16 eps" : q == 1 ? "sign flip" : "x65536",
+                     (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed,
+                     (unsigned long long)st.false_alarms);
+        }
+    }
+    free(eps);
+    free(ref);
+    free(rec);
+    free(out);
+    gh_free(&d);
+}
+
+int main(void)
+{
+    if (!gh_gpu_present()) {
+        fprintf(stderr, "no GPU: skipped\n");
+        return 77;
+    }
+    ctx = blasft_gpu_ctx_create(NULL);
+    if (!ctx) {
+        fprintf(stderr, "no GPU context: skipped\n");
+        return 77;
+    }
+    void *pinned = NULL;
+    cudaMallocHost(&pinned, 16);
+    ratios = malloc(8 * (size_t)4000000);
+    qs = malloc(8 * (size_t)4000000);
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {131, 67, 257}, {200, 96, 512},
+                                        {64, 1, 97}, {33, 129, 1000}};
+    static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
+    static const int series[] = {DG_FULL, DG_POS, DG_HEAVY, DG_CANCEL};
+    uint64_t seed = 11;
+    for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int v = 0; v < 4; v++) {
+                const int tr = (int)(s + v) % 4, pad = (int)(s + v + t) % 3;
+                const double alpha = v == 1 ? -0.75 : v == 2 ? 2.5 : 1.0;
+                const double beta = v == 0 ? 0.0 : v == 1 ? 0.5 : v == 2 ? -1.0 : 0.0;
+                gh_case c;
+                c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+                c.ta = trans[tr][0];
+                c.tb = trans[tr][1];
+                c.m = shapes[s][0];
+                c.n = shapes[s][1];
+                c.k = shapes[s][2];
+                int64_t ar = c.ta == 'N' ? c.m : c.k, br = c.tb == 'N' ? c.k : c.n;
+                c.lda = (ar > 1 ? ar : 1) + pad;
+                c.ldb = (br > 1 ? br : 1) + 2 * pad;
+                c.ldc = (c.m > 1 ? c.m : 1) + pad;
+                c.alpha = alpha;
+                c.beta = beta;
+                c.device_scalars = v == 3;
+                blasft_gpu_params p;
+                gh_params(&p, v == 0 ? 32 : v == 1 ? 50 : v == 2 ? 128 : 37, 1 + (int)(s + v) % 2);
+                p.rows_on_demand = (int)(s + t) % 2;
+                p.proj = 1;
+                one_case(&c, &p, series[(s + v + t) % 4], seed++, pinned);
+            }
+    qsort(ratios, (size_t)nratio, 8, cmp_double);
+    qsort(qs, (size_t)nq, 8, cmp_double);
+    int64_t below = 0;
+    for (int64_t i = 0; i < nratio; i++)
+        below += ratios[i] < 1.0;
+    printf("thresholds / exact-energy thresholds: %lld, min %.3f, median %.3f, max %.3f, below 1: %lld\n",
+           (long long)nratio, nratio ? ratios[0] : 0, nratio ? ratios[nratio / 2] : 0,
+           nratio ? ratios[nratio - 1] : 0, (long long)below);
+    printf("q = threshold / |syndrome|: %lld, min %.3g, median %.3g\n", (long long)nq,
+           nq ? qs[0] : 0, nq ? qs[nq / 2] : 0);
+    GH_CHECK(below <= nratio / 50, "%lld of %lld thresholds below the exact energies'", (long long)below,
+             (long long)nratio);
+    GH_CHECK(nratio == 0 || ratios[nratio / 2] <= 4.0, "median threshold %.3f times the exact energies'",
+             ratios[nratio / 2]);
+    GH_CHECK(nq == 0 || qs[0] > 1.0, "a syndrome over its threshold (q %.3g)", qs[0]);
+    printf("test_gpu_proj: %d checks, %d failures\n", gh_checks, gh_failures);
+    cudaFreeHost(pinned);
+    free(ratios);
+    free(qs);
+    blasft_gpu_ctx_destroy(ctx);
+    return gh_failures ? 1 : 0;
+}
