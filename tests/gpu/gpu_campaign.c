@@ -21,6 +21,7 @@
 #include "abft/abft_arith.h"
 #include "datagen.h"
 #include "gpu_debug.h"
+#include "gpu_harness.h"
 #include "hpref.h"
 
 #include <cuda_runtime_api.h>
@@ -232,39 +233,10 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
     double *A = fetch(c->A, c->single, c->lda * (ac - 1) + ar);
     double *B = fetch(c->B, c->single, c->ldb * (bc - 1) + br);
     double *C0 = fetch(c->C0, c->single, c->m * c->n);
-    double e_seq = 0, e_lane = 0, ends = 0, prod = 0, last = 0, osq = 0, enc = 0;
-    double *s = calloc((size_t)len * 3, sizeof *s);
-    hp_dd sum = hp_from(0.0);
-    for (int64_t l = 0; l < c->k; l++) {
-        const double b = c->tb == 'N' ? B[l + j * c->ldb] : B[j + l * c->ldb];
-        double cs = 0;
-        for (int64_t i = 0; i < len; i++) {
-            const double w = w_is == 0 ? 1.0 : blasft_weight(BLASFT_W_LINEAR, (int)i, c->bs);
-            const double a = c->ta == 'N' ? A[(i0 + i) + l * c->lda] : A[l + (i0 + i) * c->lda];
-            s[3 * i] += a * b;
-            s[3 * i + 1 + (l & 1)] += a * b;
-            e_seq += w * w * s[3 * i] * s[3 * i];
-            e_lane += w * w * s[3 * i + 1 + (l & 1)] * s[3 * i + 1 + (l & 1)];
-            prod += (w * a * b) * (w * a * b);
-            cs += w * a;
-            sum = hp_add_prod(sum, w * a, b);
-        }
-        enc += (cs * b) * (cs * b);
-    }
-    for (int64_t i = 0; i < len; i++) {
-        const double w = w_is == 0 ? 1.0 : blasft_weight(BLASFT_W_LINEAR, (int)i, c->bs);
-        ends += w * w * (s[3 * i + 1] * s[3 * i + 1] + s[3 * i + 2] * s[3 * i + 2]);
-        last += w * w * s[3 * i] * s[3 * i];
-        osq += c->beta != 0 ? (w * C0[(i0 + i) + j * c->m]) * (w * C0[(i0 + i) + j * c->m]) : 0.0;
-    }
-    hp_dd full = hp_mul_d(sum, c->alpha);
-    for (int64_t i = 0; i < len && c->beta != 0; i++) {
-        const double w = w_is == 0 ? 1.0 : blasft_weight(BLASFT_W_LINEAR, (int)i, c->bs);
-        full = hp_add(full, hp_mul_d(hp_from(w * C0[(i0 + i) + j * c->m]), c->beta));
-    }
-    const double vd = fmax(e_seq, e_lane + 2.0 * ends) + prod + 4.0 * last;
-    const double oeps = blasft_proj_eps(c->single ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE, (double)c->k,
-                                        fabs(c->alpha), fabs(c->beta), vd, osq, enc, 0.0, fabs(ref));
+    const gh_proj_gemm og = {c->single, c->ta, c->tb, c->m, c->k, A, B, C0, c->lda, c->ldb, c->m,
+                             c->alpha, c->beta, c->bs, BLASFT_W_LINEAR};
+    double exact, oeps, parts[4];
+    gh_proj_oracle(&og, I, w_is, j, &exact, &oeps, parts);
     printf("{\"mode\":\"diag\",\"type\":\"%c\",\"series\":\"%s\",\"ta\":\"%c\",\"tb\":\"%c\","
            "\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"r\":%d,\"alpha\":%g,\"beta\":%g,"
            "\"block\":%lld,\"w\":%d,\"j\":%lld,\"len\":%lld,\"ratio\":%.4f,"
@@ -273,9 +245,8 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
            c->single ? 'S' : 'D', series, c->ta, c->tb, (long long)c->m, (long long)c->n,
            (long long)c->k, c->bs, c->r, c->alpha, c->beta, (long long)I, w_is, (long long)j,
            (long long)len, fabs(ref - rec) / eps, eps / oeps, fabs(ref - rec) / oeps,
-           ref - hp_to_double(full), ref - rec, e_seq, e_lane + 2.0 * ends, prod, last);
+           ref - exact, ref - rec, parts[0], parts[1], parts[2], parts[3]);
     fflush(stdout);
-    free(s);
     free(A);
     free(B);
     free(C0);
@@ -472,6 +443,19 @@ static void flip_hook(void *stream, void *user)
                     (cudaStream_t)stream);
 }
 
+/* x (of the type) with bit `bit` flipped, stored typed at out; returns it as a double. */
+static double flip_bit(double x, int single, int bit, void *out)
+{
+    uint64_t u = 0;
+    const size_t ts = single ? 4 : 8;
+    float f = (float)x;
+    memcpy(&u, single ? (const void *)&f : (const void *)&x, ts);
+    u ^= (uint64_t)1 << bit;
+    memcpy(out, &u, ts); /* little-endian: the low 4 bytes are the float */
+    memcpy(single ? (void *)&f : (void *)&x, &u, ts);
+    return single ? (double)f : x;
+}
+
 static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint64_t seed)
 {
     const int64_t m = 256, n = 256;
@@ -537,24 +521,7 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint6
         const uint64_t r = mix(seed * 0x9e37 + (uint64_t)q);
         f.idx = (int64_t)(r % (uint64_t)(m * n));
         f.bit = q % bits;
-        double flipped;
-        if (single) {
-            float v = (float)cff[f.idx];
-            uint32_t u;
-            memcpy(&u, &v, 4);
-            u ^= 1u << f.bit;
-            memcpy(&v, &u, 4);
-            memcpy(pinned, &v, 4);
-            flipped = v;
-        } else {
-            double v = cff[f.idx];
-            uint64_t u;
-            memcpy(&u, &v, 8);
-            u ^= 1ull << f.bit;
-            memcpy(&v, &u, 8);
-            memcpy(pinned, &v, 8);
-            flipped = v;
-        }
+        const double flipped = flip_bit(cff[f.idx], single, f.bit, pinned);
         blasft_gpu_set_fault_hook(ctx, flip_hook, &f);
         ck(cudaDeviceSynchronize(), "sync");
         blasft_get_stats(&s0);

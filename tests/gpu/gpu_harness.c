@@ -1,5 +1,7 @@
 #include "gpu_harness.h"
 
+#include "abft/abft_arith.h"
+
 #include "config.h"
 
 #include "hpref.h"
@@ -228,4 +230,64 @@ void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p)
     cfg->pea_p = p->pea_p;
     cfg->omega = p->omega;
     cfg->threshold = BLASFT_THRESHOLD_PEA;
+}
+
+static double proj_opa(const gh_proj_gemm *g, int64_t i, int64_t l)
+{
+    return g->ta == 'N' ? g->A[i + l * g->lda] : g->A[l + i * g->lda];
+}
+static double proj_opb(const gh_proj_gemm *g, int64_t l, int64_t j)
+{
+    return g->tb == 'N' ? g->B[l + j * g->ldb] : g->B[j + l * g->ldb];
+}
+
+void gh_proj_oracle(const gh_proj_gemm *g, int64_t I, int r, int64_t j, double *ref, double *eps,
+                    double *parts)
+{
+    const int bs = g->bs;
+    const int64_t i0 = I * bs, len = g->m - i0 < bs ? g->m - i0 : bs, k = g->k;
+    hp_dd sum = hp_from(0.0);
+    double e_seq = 0, e_lane = 0, ends = 0, prod = 0, last = 0, osq = 0, enc = 0;
+    double *s = calloc((size_t)len * 3, sizeof *s); /* per row: sequential, lane 0, lane 1 */
+    for (int64_t l = 0; l < k; l++) {
+        const double b = proj_opb(g, l, j);
+        double cs = 0;
+        for (int64_t i = 0; i < len; i++) {
+            const double w = r == 0 ? 1.0 : blasft_weight(g->weights, (int)i, bs);
+            const double a = proj_opa(g, i0 + i, l);
+            s[3 * i] += a * b;
+            s[3 * i + 1 + (l & 1)] += a * b;
+            e_seq += w * w * s[3 * i] * s[3 * i];
+            e_lane += w * w * s[3 * i + 1 + (l & 1)] * s[3 * i + 1 + (l & 1)];
+            prod += (w * a * b) * (w * a * b);
+            cs += w * a;
+        }
+        enc += (cs * b) * (cs * b);
+    }
+    for (int64_t i = 0; i < len; i++) {
+        const double w = r == 0 ? 1.0 : blasft_weight(g->weights, (int)i, bs);
+        ends += w * w * (s[3 * i + 1] * s[3 * i + 1] + s[3 * i + 2] * s[3 * i + 2]);
+        last += w * w * s[3 * i] * s[3 * i];
+        hp_dd e = hp_from(0.0);
+        for (int64_t l = 0; l < k; l++)
+            e = hp_add_prod(e, proj_opa(g, i0 + i, l), proj_opb(g, l, j));
+        e = hp_mul_d(e, g->alpha);
+        if (g->beta != 0.0) {
+            const double co = g->C0[(i0 + i) + j * g->ldc];
+            e = hp_add(e, hp_mul_d(hp_from(co), g->beta));
+            osq += (w * co) * (w * co);
+        }
+        sum = hp_add(sum, hp_mul_d(e, w));
+    }
+    free(s);
+    const double vd = fmax(e_seq, e_lane + 2.0 * ends) + prod + 4.0 * last;
+    *ref = hp_to_double(sum);
+    *eps = blasft_proj_eps(g->single ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE, (double)k, fabs(g->alpha),
+                           fabs(g->beta), vd, osq, enc, 0.0, fabs(*ref));
+    if (parts) {
+        parts[0] = e_seq;
+        parts[1] = e_lane + 2.0 * ends;
+        parts[2] = prod;
+        parts[3] = last;
+    }
 }

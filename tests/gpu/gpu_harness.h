@@ -65,4 +65,22 @@ void gh_params(blasft_gpu_params *p, int bs, int r);
 void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p);
 void gh_sync(void);
 
+/* A GEMM in host doubles for the PROJ oracle: op(A)(i, l) is A[i + l lda] ('N') or A[l + i lda],
+ * op(B)(l, j) likewise; C0 the old C (ld ldc), read where beta != 0. */
+typedef struct gh_proj_gemm {
+    int single;
+    char ta, tb;
+    int64_t m, k;
+    const double *A, *B, *C0;
+    int64_t lda, ldb, ldc;
+    double alpha, beta;
+    int bs, weights;
+} gh_proj_gemm;
+
+/* The exact partial-sum energies of column checksum (row block I, checksum r, column j) in the
+ * two modelled orders (sequential, 2 lanes), the threshold PROJ gives them (blasft_proj_eps)
+ * and the checksum's double-double value. parts (or NULL): e_seq, e_lane, products, last. */
+void gh_proj_oracle(const gh_proj_gemm *g, int64_t I, int r, int64_t j, double *ref, double *eps,
+                    double *parts);
+
 #endif

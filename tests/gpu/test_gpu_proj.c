@@ -41,62 +41,6 @@ static blasft_stats run_counted(const blasft_gpu_gemm *g, const blasft_gpu_param
     return b;
 }
 
-static double opa(const gh_data *d, int64_t i, int64_t l)
-{
-    return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
-}
-static double opb(const gh_data *d, int64_t l, int64_t j)
-{
-    return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
-}
-
-/* The oracle of column checksum (block I, checksum r, column j): its exact value (double-double)
- * and PROJ's threshold from the exact energies. */
-static void oracle(const gh_data *d, const blasft_gpu_params *p, int64_t I, int r, int64_t j,
-                   double *ref, double *eps)
-{
-    const gh_case *c = &d->c;
-    const int bs = p->block_size;
-    const int64_t i0 = I * bs, len = c->m - i0 < bs ? c->m - i0 : bs, k = c->k;
-    hp_dd sum = hp_from(0.0);
-    double e_seq = 0, e_lane = 0, ends = 0, prod = 0, last = 0, osq = 0, enc = 0;
-    double *s = calloc((size_t)len * 3, sizeof *s); /* per row: sequential, lane 0, lane 1 */
-    for (int64_t l = 0; l < k; l++) {
-        const double b = opb(d, l, j);
-        double cs = 0;
-        for (int64_t i = 0; i < len; i++) {
-            const double w = r == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs), a = opa(d, i0 + i, l);
-            s[3 * i] += a * b;
-            s[3 * i + 1 + (l & 1)] += a * b;
-            e_seq += w * w * s[3 * i] * s[3 * i];
-            e_lane += w * w * s[3 * i + 1 + (l & 1)] * s[3 * i + 1 + (l & 1)];
-            prod += (w * a * b) * (w * a * b);
-            cs += w * a;
-        }
-        enc += (cs * b) * (cs * b);
-    }
-    for (int64_t i = 0; i < len; i++) {
-        const double w = r == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs);
-        ends += w * w * (s[3 * i + 1] * s[3 * i + 1] + s[3 * i + 2] * s[3 * i + 2]);
-        last += w * w * s[3 * i] * s[3 * i];
-        hp_dd e = hp_from(0.0);
-        for (int64_t l = 0; l < k; l++)
-            e = hp_add_prod(e, opa(d, i0 + i, l), opb(d, l, j));
-        e = hp_mul_d(e, c->alpha);
-        if (c->beta != 0.0) {
-            const double co = d->C0[(i0 + i) + j * c->ldc];
-            e = hp_add(e, hp_mul_d(hp_from(co), c->beta));
-            osq += (w * co) * (w * co);
-        }
-        sum = hp_add(sum, hp_mul_d(e, w));
-    }
-    free(s);
-    const double vd = fmax(e_seq, e_lane + 2.0 * ends) + prod + 4.0 * last;
-    *ref = hp_to_double(sum);
-    *eps = blasft_proj_eps(c->t == BLASFT_TYPE_S ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE, (double)k,
-                           fabs(c->alpha), fabs(c->beta), vd, osq, enc, 0.0, fabs(*ref));
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -164,13 +108,15 @@ static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, u
                  blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_PROJ_REF, ref) == ne &&
                  blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_CCS_REC, rec) == ne,
              "%s: buffers not readable", what);
+    const gh_proj_gemm og = {c->t == BLASFT_TYPE_S, c->ta, c->tb, c->m, c->k, d.A, d.B, d.C0,
+                             c->lda, c->ldb, c->ldc, c->alpha, c->beta, p->block_size, p->weights};
     double eps_max = 0;
     for (int64_t j = 0; j < c->n; j++)
         for (int64_t I = 0; I < mb; I++)
             for (int r = 0; r < R; r++) {
                 const int64_t e = (I * R + r) + j * R * mb;
                 double oref, oeps;
-                oracle(&d, p, I, r, j, &oref, &oeps);
+                gh_proj_oracle(&og, I, r, j, &oref, &oeps, NULL);
                 /* the reference: compensated, so within a few units of the double
                  * rounding of its terms (2^-50 of the checksum's scale, oeps's last term) */
                 GH_CHECK(fabs(ref[e] - oref) <= 4.0 * ldexp(1.0, -53) * fabs(oref) + 0.02 * oeps,
