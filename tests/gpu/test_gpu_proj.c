@@ -126,6 +126,11 @@ static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, u
                     ratios[nratio++] = eps[e] / oeps;
                     GH_CHECK(eps[e] >= 0.5 * oeps, "%s: threshold (%lld, %d, %lld) %.3g is %.3f of the exact energies'",
                              what, (long long)I, r, (long long)j, eps[e], eps[e] / oeps);
+                    /* too few rows: NORM's order-free bound, above every order's energy */
+                    if (c->m - I * p->block_size < blasft_proj_min_rows(BLASFT_PROJ_K))
+                        GH_CHECK(eps[e] >= oeps, "%s: threshold (%lld, %d, %lld) of a block of %lld rows is %.3f of the exact energies'",
+                                 what, (long long)I, r, (long long)j,
+                                 (long long)(c->m - I * p->block_size), eps[e] / oeps);
                 }
                 if (ref[e] != rec[e])
                     qs[nq++] = eps[e] / fabs(ref[e] - rec[e]);
