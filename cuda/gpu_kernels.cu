@@ -1289,7 +1289,13 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         fix_idx[nfix++] = b;
                     }
                 }
-                if (can_compare) {
+                if (can_compare && g.Pref) {
+                    /* PROJ flags errors near its threshold, where the syndromes' ratio can name
+                     * the wrong element and two errors in a line look like one: the block is
+                     * computed again (and taken, or compared and reported), the exact second
+                     * tier that decides (recompute_blocks) */
+                    action = g.recompute ? 1 : 3;
+                } else if (can_compare) {
                     /* each computed again (by the whole CUDA block, below) and corrected only
                      * where it is apart from that beyond rounding; a block whose located
                      * elements all agree was flagged by rounding (structured data) */
@@ -1327,17 +1333,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 const T v = block_recompute(g, i, j, &mass, red);
                 if (threadIdx.x == 0) {
                     T *c = &g.C[i + j * g.ldc];
-                    bool fault = !within_rounding(g, i, j, *c, v, mass);
-                    if constexpr (gk_el<T>::P == 1)
-                        if (g.Pref && !fault) {
-                            /* PROJ flags errors far below the worst-case bound: the located
-                             * element takes its recomputation (as accurate as the GEMM's), and
-                             * counts as the fault where that accounts for half the syndrome */
-                            const double d = fabs((double)*c - (double)v);
-                            fault = d > 0.0 && d >= 0.5 * fmax(fabs(f.su[0]), f.eps);
-                            *c = v;
-                        }
-                    if (fault) {
+                    if (!within_rounding(g, i, j, *c, v, mass)) {
                         *c = v;
                         fixed++;
                         atomicAdd(&g.cnt->corrected, 1ull);
@@ -1360,8 +1356,10 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             rc->tile = tile;
             rc->action = action;
             rc->n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
-            rc->syndrome = n_r ? rows[0].syn() : cols[0].syn();
-            rc->threshold = n_r ? rows[0].eps : cols[0].eps;
+            /* PROJ: the column checksum's (the tight one) where one flagged */
+            const bool col = n_c && (g.Pref || !n_r);
+            rc->syndrome = col ? cols[0].syn() : rows[0].syn();
+            rc->threshold = col ? cols[0].eps : rows[0].eps;
             rc->apart = 0;
         }
         __syncthreads();
@@ -1393,12 +1391,11 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
             const T v = recompute_element(g, i, j, &mass);
             bool apart = !within_rounding(g, i, j, g.C[i + j * g.ldc], v, mass);
             if constexpr (gk_el<T>::P == 1)
-                if (g.Pref && !apart) {
+                if (g.Pref && !apart)
                     /* PROJ flags errors far below the worst-case bound: apart where the
-                     * difference accounts for half the flagged syndrome */
-                    const double d = fabs((double)g.C[i + j * g.ldc] - (double)v);
-                    apart = d > 0.0 && d >= 0.5 * fmax(fabs(rc->syndrome), rc->threshold);
-                }
+                     * difference is half the flagged column checksum's threshold (one element's
+                     * rounding is far below it: the threshold bounds a block's) */
+                    apart = fabs((double)g.C[i + j * g.ldc] - (double)v) >= 0.5 * rc->threshold;
             if (apart)
                 atomicAdd(&rc->apart, 1u);
             if (rc->action == 1)

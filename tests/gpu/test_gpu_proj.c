@@ -57,23 +57,59 @@ static double *ratios, *qs;
 static int64_t nratio, nq;
 
 /* Plants value at (i, j) of C after the main GEMM. */
+/* Plants values at up to two elements of C after the main GEMM. */
 typedef struct plant {
     const gh_data *d;
-    int64_t i, j;
-    double value;
-    void *pinned;
+    int n;
+    int64_t i[2], j[2];
+    double value[2];
+    void *pinned; /* 16 bytes */
 } plant;
 
 static void plant_hook(void *stream, void *user)
 {
     plant *p = user;
     const size_t ts = p->d->c.t == BLASFT_TYPE_S ? 4 : 8;
-    if (p->d->c.t == BLASFT_TYPE_S)
-        *(float *)p->pinned = (float)p->value;
-    else
-        *(double *)p->pinned = p->value;
-    cudaMemcpyAsync((char *)p->d->dC + ts * (p->i + p->j * p->d->c.ldc), p->pinned, ts,
-                    cudaMemcpyHostToDevice, (cudaStream_t)stream);
+    for (int q = 0; q < p->n; q++) {
+        char *h = (char *)p->pinned + ts * q;
+        if (p->d->c.t == BLASFT_TYPE_S)
+            *(float *)h = (float)p->value[q];
+        else
+            *(double *)h = p->value[q];
+        cudaMemcpyAsync((char *)p->d->dC + ts * (p->i[q] + p->j[q] * p->d->c.ldc), h, ts,
+                        cudaMemcpyHostToDevice, (cudaStream_t)stream);
+    }
+}
+
+/* Runs g with pl planted; checks that something was detected and that every planted element is
+ * back within half its planted error of the exact value (the worst-case bound of
+ * gh_bad_elements would hide an error this small). */
+static void run_planted(gh_data *d, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
+                        plant *pl, const double *clean, const char *what, const char *name)
+{
+    const gh_case *c = &d->c;
+    gh_reset_c(d);
+    if (c->beta == 0.0)
+        cudaMemset(d->dC, 0xff, (c->t == BLASFT_TYPE_S ? 4 : 8) * (size_t)(c->ldc * c->n));
+    blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
+    blasft_stats st = run_counted(g, p);
+    blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+    double *out = malloc(8 * (size_t)(c->m * c->n));
+    gh_download_c(d, out);
+    int64_t fi = -1, fj = -1, bad = gh_bad_elements(d, out, &fi, &fj);
+    GH_CHECK(bad == 0, "%s: planted %s: %lld wrong elements after the check", what, name, (long long)bad);
+    for (int q = 0; q < pl->n; q++) {
+        const int64_t e = pl->i[q] + pl->j[q] * c->m;
+        const double v = c->t == BLASFT_TYPE_S ? (double)(float)pl->value[q] : pl->value[q];
+        const double planted = fabs(v - clean[e]), left = fabs(out[e] - d->ref[e]);
+        GH_CHECK(left < 0.5 * planted, "%s: planted %s at (%lld, %lld): %.3g of %.3g left", what,
+                 name, (long long)pl->i[q], (long long)pl->j[q], left, planted);
+    }
+    GH_CHECK(st.errors_detected + st.blocks_recomputed >= 1 && st.uncorrectable == 0,
+             "%s: planted %s not detected (detected %llu, recomputed %llu, false alarms %llu)", what,
+             name, (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed,
+             (unsigned long long)st.false_alarms);
+    free(out);
 }
 
 static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, uint64_t seed,
@@ -136,32 +172,29 @@ static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, u
                     qs[nq++] = eps[e] / fabs(ref[e] - rec[e]);
                 eps_max = fmax(eps_max, eps[e]);
             }
-    /* a planted error 16 thresholds large, at a random element: detected and corrected */
+    /* planted at a random element: an error of 16 times the largest threshold, one of 3 times
+     * its own column checksum's (near the threshold), a sign flip and a x65536 change */
     if (c->m > 1 && c->n > 1 && eps_max > 0) {
-        plant pl = {&d, (int64_t)(seed * 7919 % (uint64_t)c->m), (int64_t)(seed * 104729 % (uint64_t)c->n), 0, pinned};
-        const double cur = out[pl.i + pl.j * c->m];
-        const double kinds[3] = {16.0 * eps_max, -cur, cur * 65536.0};
-        for (int q = 0; q < 3; q++) {
-            if (q > 0 && !(fabs(cur) > 16.0 * eps_max))
+        plant pl = {&d, 1, {(int64_t)(seed * 7919 % (uint64_t)c->m)}, {(int64_t)(seed * 104729 % (uint64_t)c->n)}, {0}, pinned};
+        const double cur = out[pl.i[0] + pl.j[0] * c->m];
+        const double own = eps[(pl.i[0] / p->block_size) * R + pl.j[0] * R * mb];
+        static const char *const names[4] = {"16 eps", "3 own eps", "sign flip", "x65536"};
+        const double value[4] = {cur + 16.0 * eps_max, cur + 3.0 * own, -cur, cur * 65536.0};
+        for (int q = 0; q < 4; q++) {
+            if (q > 1 && !(fabs(cur) > 16.0 * eps_max))
                 continue; /* a flip of an element below the resolution is not a target here */
-            gh_reset_c(&d);
-            if (c->beta == 0.0)
-                cudaMemset(d.dC, 0xff, ts * c->ldc * c->n);
-            pl.value = q == 0 ? cur + kinds[0] : kinds[q];
-            blasft_gpu_set_fault_hook(ctx, plant_hook, &pl);
-            st = run_counted(&g, p);
-            blasft_gpu_set_fault_hook(ctx, NULL, NULL);
-            gh_download_c(&d, out);
-            bad = gh_bad_elements(&d, out, &fi, &fj);
-            GH_CHECK(bad == 0, "%s: planted %s at (%lld, %lld): %lld wrong elements after the check",
-                     what, q == 0 ? "16 eps" : q == 1 ? "sign flip" : "x65536", (long long)pl.i,
-                     (long long)pl.j, (long long)bad);
-            GH_CHECK(st.errors_detected + st.blocks_recomputed >= 1 && st.uncorrectable == 0,
-                     "%s: planted %s not detected (detected %llu, recomputed %llu, false alarms %llu)",
-                     what, q == 0 ? "16 eps" : q == 1 ? "sign flip" : "x65536",
-                     (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed,
-                     (unsigned long long)st.false_alarms);
+            pl.value[0] = value[q];
+            run_planted(&d, &g, p, &pl, out, what, names[q]);
         }
+    }
+    /* two errors of 3 thresholds in one column of a block (rows 2 and 6 of it): with two
+     * checksums their syndromes' ratio names row 4, which is not wrong, so the whole block must
+     * be computed again */
+    if (R == 2 && c->n > 0 && (c->m < p->block_size ? c->m : p->block_size) > 6) {
+        const int64_t j = (int64_t)(seed % (uint64_t)c->n);
+        const double own = eps[j * R * mb];
+        plant pl = {&d, 2, {2, 6}, {j, j}, {out[2 + j * c->m] + 3.0 * own, out[6 + j * c->m] + 3.0 * own}, pinned};
+        run_planted(&d, &g, p, &pl, out, what, "two in a column");
     }
     free(eps);
     free(ref);
