@@ -15,11 +15,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
-template <typename T> struct mant;
-template <> struct mant<float> { static constexpr int t = BLASFT_T_FLOAT; };
-template <> struct mant<double> { static constexpr int t = BLASFT_T_DOUBLE; };
-template <> struct mant<float2> { static constexpr int t = BLASFT_T_FLOAT; };
-template <> struct mant<double2> { static constexpr int t = BLASFT_T_DOUBLE; };
 
 /* Parts of an element (real types: one part, the imaginary part reads 0). */
 __device__ __forceinline__ double part_of(float x, int) { return x; }
@@ -821,14 +816,6 @@ topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
     reg_store<P>(out, v, t, p);
 }
 
-template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
-{
-    return g.alpha_p ? *g.alpha_p : g.alpha_v;
-}
-template <typename T> __device__ __forceinline__ T beta_of(const gk_gemm<T> &g)
-{
-    return g.beta_p ? *g.beta_p : g.beta_v;
-}
 
 /* y of the PEA bound from two top-p lists (method.md 2, "PEA max p"). */
 template <typename T>
@@ -864,7 +851,7 @@ template <typename T>
 __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int side, int w, int ragged,
                           double osq, double refsq)
 {
-    constexpr int t = mant<T>::t;
+    constexpr int t = gk_el<T>::t;
     /* complex data: 2k real products per part (host engine: nn = k P) */
     const double nn = (double)(g.k * gk_el<T>::P), ur = ldexp(1.0, -BLASFT_T_DOUBLE);
     const T alpha = alpha_of(g), beta = beta_of(g);
@@ -1075,7 +1062,7 @@ __device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *
 template <typename T>
 __device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, T v, double mass)
 {
-    constexpr int tt = mant<T>::t;
+    constexpr int tt = gk_el<T>::t;
     const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
     const double gam = blasft_gamma(nn, u), aa = abs1(alpha_of(g)), bb = abs1(beta_of(g));
     const double co = g.Cold && bb != 0.0 ? abs1(g.Cold[i + j * g.ldcold]) : 0.0;
@@ -1224,7 +1211,12 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             const bool can_compare = g.Cold || is_zero(beta_of(g));
             const bool will_recompute = g.correct && g.recompute && can_compare;
             const unsigned long long n_det = (unsigned long long)(n_r > n_c ? n_r : n_c);
-            bool ok = n_r <= kMaxFlagged && n_c <= kMaxFlagged && (n_r > 0 || n_c > 0);
+            /* PROJ flags errors near its threshold, where the syndromes' ratio can name the
+             * wrong element and two errors in a line look like one: where the block can be
+             * computed again, nothing is located, the recomputation (recompute_blocks) is the
+             * exact second tier that decides */
+            bool ok = n_r <= kMaxFlagged && n_c <= kMaxFlagged && (n_r > 0 || n_c > 0) &&
+                      !(g.Pref && can_compare);
             if (ok && g.r == 1) {
                 /* single localization: one row and one column */
                 ok = n_r == 1 && n_c == 1;
@@ -1289,13 +1281,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         fix_idx[nfix++] = b;
                     }
                 }
-                if (can_compare && g.Pref) {
-                    /* PROJ flags errors near its threshold, where the syndromes' ratio can name
-                     * the wrong element and two errors in a line look like one: the block is
-                     * computed again (and taken, or compared and reported), the exact second
-                     * tier that decides (recompute_blocks) */
-                    action = g.recompute ? 1 : 3;
-                } else if (can_compare) {
+                if (can_compare) {
                     /* each computed again (by the whole CUDA block, below) and corrected only
                      * where it is apart from that beyond rounding; a block whose located
                      * elements all agree was flagged by rounding (structured data) */

@@ -12,20 +12,27 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+extern "C" {
+#include "abft/abft_arith.h"
+}
+
 /* Element types: real (float, double) and complex (float2, double2: cuComplex and
  * cuDoubleComplex, parts re, im). Checksums of complex data use real weights, so every part is
  * encoded on its own; buffers of double checksums hold the parts interleaved (P per element). */
 template <typename T> struct gk_el {
     using real = T;
     static constexpr int P = 1;
+    static constexpr int t = sizeof(T) == 4 ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE; /* mantissa bits */
 };
 template <> struct gk_el<float2> {
     using real = float;
     static constexpr int P = 2;
+    static constexpr int t = BLASFT_T_FLOAT;
 };
 template <> struct gk_el<double2> {
     using real = double;
     static constexpr int P = 2;
+    static constexpr int t = BLASFT_T_DOUBLE;
 };
 
 /* Device buffers are laid out at 256-byte boundaries: gk_align rounds a size up to one; gk_carve
@@ -139,6 +146,16 @@ template <typename T> struct gk_gemm {
     double *Pvec, *Pref, *Pold;
     uint64_t pseed;
 };
+
+/* The GEMM's scalars: in device memory (pointer mode device) or by value. */
+template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
+{
+    return g.alpha_p ? *g.alpha_p : g.alpha_v;
+}
+template <typename T> __device__ __forceinline__ T beta_of(const gk_gemm<T> &g)
+{
+    return g.beta_p ? *g.beta_p : g.beta_v;
+}
 
 /* Partitioned weighted checksums of X along s, for every l: element (s, l) is X[s + l*ld]
  * (contiguous) or X[l + s*ld] (strided); S elements along s, L along l; the checksum of block b,

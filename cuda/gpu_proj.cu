@@ -41,19 +41,6 @@ constexpr int kCols = 32;  /* columns j per CUDA block of proj_scan (one per lan
 constexpr int kVecs = 8;   /* checksum vectors per CUDA block of proj_scan (one per warp) */
 constexpr int kChunk = 32; /* k indices staged in shared memory at a time (even: lane = t & 1) */
 
-template <typename T> __device__ __forceinline__ T alpha_of(const gk_gemm<T> &g)
-{
-    return g.alpha_p ? *g.alpha_p : g.alpha_v;
-}
-template <typename T> __device__ __forceinline__ T beta_of(const gk_gemm<T> &g)
-{
-    return g.beta_p ? *g.beta_p : g.beta_v;
-}
-
-template <typename T> struct mant_bits;
-template <> struct mant_bits<float> { static constexpr int t = BLASFT_T_FLOAT; };
-template <> struct mant_bits<double> { static constexpr int t = BLASFT_T_DOUBLE; };
-
 /* Shared memory of proj_prep: weights R x bs, sign sums R x K, W per checksum, sign bits. */
 size_t prep_smem(int bs, int r) { return (size_t)8 * (r * bs + r * K + r) + (size_t)r * bs; }
 
@@ -250,7 +237,7 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
     }
     const double ad = al * (s.dot.s + (s.dot.c + s.lo)), ref = ad + bo;
     g.Pref[e] = ref;
-    g.Ccs_eps[e] = blasft_proj_eps(mant_bits<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq, s.enc,
+    g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq, s.enc,
                                    0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
 }
 

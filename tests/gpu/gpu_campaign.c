@@ -132,19 +132,14 @@ static const void *window(const dpool *p, int single, size_t need, uint64_t r)
     return single ? (const void *)(p->s + off) : (const void *)(p->d + off);
 }
 
+/* The harness's parameters (linear weights, PEA omega 3 and p 2, correct and recompute) with
+ * the row side on demand, the engine's default. */
 static blasft_gpu_params params(int bs, int r, int proj)
 {
     blasft_gpu_params p;
-    memset(&p, 0, sizeof p);
-    p.block_size = bs;
-    p.checksums = r;
-    p.weights = BLASFT_WEIGHTS_LINEAR;
-    p.omega = 3.0;
-    p.pea_p = 2;
+    gh_params(&p, bs, r);
     p.rows_on_demand = 1;
     p.proj = proj;
-    p.mode = BLASFT_MODE_CORRECT;
-    p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
     return p;
 }
 

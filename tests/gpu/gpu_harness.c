@@ -46,6 +46,35 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
 
 void gh_sync(void) { die_cuda(cudaDeviceSynchronize(), "sync"); }
 
+blasft_stats gh_stats_delta(const blasft_stats *before)
+{
+    blasft_stats now, d;
+    blasft_get_stats(&now);
+    d.protected_gemms = now.protected_gemms - before->protected_gemms;
+    d.unprotected_gemms = now.unprotected_gemms - before->unprotected_gemms;
+    d.checks = now.checks - before->checks;
+    d.errors_detected = now.errors_detected - before->errors_detected;
+    d.errors_corrected = now.errors_corrected - before->errors_corrected;
+    d.blocks_recomputed = now.blocks_recomputed - before->blocks_recomputed;
+    d.uncorrectable = now.uncorrectable - before->uncorrectable;
+    d.encoder_faults = now.encoder_faults - before->encoder_faults;
+    d.faults_injected = now.faults_injected - before->faults_injected;
+    d.false_alarms = now.false_alarms - before->false_alarms;
+    return d;
+}
+
+blasft_stats gh_run_counted(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                            const blasft_gpu_params *p, const char *what)
+{
+    blasft_stats before;
+    gh_sync();
+    blasft_get_stats(&before);
+    int rc = blasft_gpu_gemm_run(ctx, g, p);
+    GH_CHECK(rc == 0, "%s: blasft_gpu_gemm_run returned %d", what, rc);
+    gh_sync();
+    return gh_stats_delta(&before);
+}
+
 void *gh_typed_copy(const double *x, int64_t count, int single)
 {
     size_t ts = single ? 4 : 8;

@@ -64,6 +64,12 @@ void gh_params(blasft_gpu_params *p, int bs, int r);
  * compared with. */
 void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p);
 void gh_sync(void);
+/* What the statistics gained since `before` (every counter). */
+blasft_stats gh_stats_delta(const blasft_stats *before);
+/* Runs g on ctx to completion and returns what it added to the statistics; a failed call is a
+ * failed check named by `what`. */
+blasft_stats gh_run_counted(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                            const blasft_gpu_params *p, const char *what);
 
 /* A GEMM in host doubles for the PROJ oracle: op(A)(i, l) is A[i + l lda] ('N') or A[l + i lda],
  * op(B)(l, j) likewise; C0 the old C (ld ldc), read where beta != 0. */

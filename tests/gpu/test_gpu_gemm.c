@@ -14,22 +14,6 @@
 
 static blasft_gpu_ctx *ctx;
 
-static blasft_stats stats_delta(const blasft_stats *before)
-{
-    blasft_stats now, d;
-    blasft_get_stats(&now);
-    d.protected_gemms = now.protected_gemms - before->protected_gemms;
-    d.unprotected_gemms = now.unprotected_gemms - before->unprotected_gemms;
-    d.checks = now.checks - before->checks;
-    d.errors_detected = now.errors_detected - before->errors_detected;
-    d.errors_corrected = now.errors_corrected - before->errors_corrected;
-    d.blocks_recomputed = now.blocks_recomputed - before->blocks_recomputed;
-    d.uncorrectable = now.uncorrectable - before->uncorrectable;
-    d.encoder_faults = now.encoder_faults - before->encoder_faults;
-    d.false_alarms = now.false_alarms - before->false_alarms;
-    return d;
-}
-
 /* Faults planted after the main GEMM: C(i,j) = value. */
 #define MAX_FAULTS 8
 typedef struct plant {
@@ -58,19 +42,6 @@ static void plant_hook(void *stream, void *user)
 /* prepared operands for run() (NULL: none) */
 static const void *run_prep_a, *run_prep_b;
 
-/* Runs g to completion (what: the failure's name) and returns what it added to the statistics. */
-static blasft_stats run_counted(const blasft_gpu_gemm *g, const blasft_gpu_params *p,
-                                const char *what)
-{
-    blasft_stats before;
-    gh_sync();
-    blasft_get_stats(&before);
-    int rc = blasft_gpu_gemm_run(ctx, g, p);
-    GH_CHECK(rc == 0, "%s: blasft_gpu_gemm_run returned %d", what, rc);
-    gh_sync();
-    return stats_delta(&before);
-}
-
 static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats *delta,
                 double *out)
 {
@@ -81,7 +52,7 @@ static void run(gh_data *d, const blasft_gpu_params *p, plant *pl, blasft_stats 
         pl->d = d;
         blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
     }
-    *delta = run_counted(&g, p, "run");
+    *delta = gh_run_counted(ctx, &g, p, "run");
     blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     gh_download_c(d, out);
 }
@@ -707,7 +678,7 @@ static void near_constant(void)
             blasft_gpu_params p;
             gh_params(&p, 256, 1);
             p.rows_on_demand = call % 2;
-            blasft_stats dl = run_counted(&g, &p, "near-constant run");
+            blasft_stats dl = gh_run_counted(ctx, &g, &p, "near-constant run");
             flagged += dl.false_alarms;
             download_doubles(hc, dC, n * n, t);
             const double u = t ? 0x1p-53 : 0x1p-24;
@@ -770,7 +741,7 @@ static void structured(void)
             gh_params(&p, r == 1 ? 128 : 64, r);
             p.on_error = oe[q];
             p.mode = q == 3 ? BLASFT_MODE_DETECT : BLASFT_MODE_CORRECT;
-            blasft_stats dl = run_counted(&g, &p, "structured run");
+            blasft_stats dl = gh_run_counted(ctx, &g, &p, "structured run");
             /* the stored operands, as the GEMM saw them */
             const double a = t ? av : (double)(float)av, b = t ? bv : (double)(float)bv;
             const double u = t ? 0x1p-53 : 0x1p-24, want = (double)n * a * b;
@@ -832,7 +803,7 @@ static void graph_capture(int schedule)
             GH_CHECK(gh_bad_elements(&d, out, NULL, NULL) == 0, "graph replay %d: wrong result", rep);
             free(out);
         }
-        blasft_stats st2 = stats_delta(&before);
+        blasft_stats st2 = gh_stats_delta(&before);
         GH_CHECK(st2.protected_gemms == 2 && st2.errors_detected == 0,
                  "graph replays counted %llu protected, %llu detected",
                  (unsigned long long)st2.protected_gemms, (unsigned long long)st2.errors_detected);

@@ -22,25 +22,6 @@
 
 static blasft_gpu_ctx *ctx;
 
-/* Statistics added by one protected GEMM run to completion. */
-static blasft_stats run_counted(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
-{
-    blasft_stats a, b;
-    gh_sync();
-    blasft_get_stats(&a);
-    int rc = blasft_gpu_gemm_run(ctx, g, p);
-    GH_CHECK(rc == 0, "blasft_gpu_gemm_run returned %d", rc);
-    gh_sync();
-    blasft_get_stats(&b);
-    b.errors_detected -= a.errors_detected;
-    b.errors_corrected -= a.errors_corrected;
-    b.blocks_recomputed -= a.blocks_recomputed;
-    b.false_alarms -= a.false_alarms;
-    b.uncorrectable -= a.uncorrectable;
-    b.encoder_faults -= a.encoder_faults;
-    return b;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -92,7 +73,7 @@ static void run_planted(gh_data *d, const blasft_gpu_gemm *g, const blasft_gpu_p
     if (c->beta == 0.0)
         cudaMemset(d->dC, 0xff, (c->t == BLASFT_TYPE_S ? 4 : 8) * (size_t)(c->ldc * c->n));
     blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
-    blasft_stats st = run_counted(g, p);
+    blasft_stats st = gh_run_counted(ctx, g, p, what);
     blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     double *out = malloc(8 * (size_t)(c->m * c->n));
     gh_download_c(d, out);
@@ -126,7 +107,7 @@ static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, u
     if (c->beta == 0.0) /* must not leak */
         cudaMemset(d.dC, 0xff, ts * c->ldc * c->n);
     blasft_gpu_gemm g = gh_desc(&d);
-    blasft_stats st = run_counted(&g, p);
+    blasft_stats st = gh_run_counted(ctx, &g, p, what);
     double *out = malloc(8 * (size_t)(c->m * c->n + 1));
     gh_download_c(&d, out);
     int64_t fi = -1, fj = -1, bad = gh_bad_elements(&d, out, &fi, &fj);
