@@ -177,21 +177,6 @@ static int64_t zbad(const zdata *d, const double *out, double slack)
     return bad;
 }
 
-static blasft_stats delta(const blasft_stats *b)
-{
-    blasft_stats a, d;
-    blasft_get_stats(&a);
-    memset(&d, 0, sizeof d);
-    d.protected_gemms = a.protected_gemms - b->protected_gemms;
-    d.checks = a.checks - b->checks;
-    d.errors_detected = a.errors_detected - b->errors_detected;
-    d.errors_corrected = a.errors_corrected - b->errors_corrected;
-    d.blocks_recomputed = a.blocks_recomputed - b->blocks_recomputed;
-    d.uncorrectable = a.uncorrectable - b->uncorrectable;
-    d.encoder_faults = a.encoder_faults - b->encoder_faults;
-    return d;
-}
-
 /* planted after the main GEMM: part q of C(i, j) = value */
 typedef struct zplant {
     int n;
@@ -261,7 +246,7 @@ static blasft_stats zrun(zdata *d, const blasft_gpu_params *p, zplant *pl, doubl
     free(hal);
     free(hbe);
     zdownload(d, out);
-    return delta(&before);
+    return gh_stats_delta(&before);
 }
 
 static void clean_sweep(void)
