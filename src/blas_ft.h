@@ -34,6 +34,13 @@ typedef enum {
                               changed (blasft_cache_mark_changed): only for relinked programs that
                               declare every host write to their operands */
 } blasft_cache_mode;
+/* S and C GEMMs computed as D and Z GEMMs of the promoted operands, the result rounded once:
+ * their faults are then checked against double-precision rounding (docs/promote.md). */
+typedef enum {
+    BLASFT_PROMOTE_AUTO = 0, /* where it costs about what the native protected path costs: the host */
+    BLASFT_PROMOTE_ON,
+    BLASFT_PROMOTE_OFF
+} blasft_promote;
 typedef enum {
     BLASFT_LOG_OFF = 0, BLASFT_LOG_ERROR, BLASFT_LOG_WARN, BLASFT_LOG_INFO, BLASFT_LOG_DEBUG
 } blasft_log_level;
@@ -63,6 +70,7 @@ typedef struct blasft_config {
     int gpu_row_checks;        /* BLASFT_GPU_ROW_CHECKS: 0 flagged (row side on demand), 1 all */
     int gpu_helper_priority;   /* BLASFT_GPU_HELPER_PRIORITY: 0 high, 1 low, 2 default */
     int offload_trace;         /* BLASFT_OFFLOAD_TRACE: 1 prints each offloaded GEMM's phase times */
+    blasft_promote promote;    /* BLASFT_PROMOTE: S and C GEMMs computed as D and Z */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */
     char log_file[BLASFT_PATH_MAX];  /* BLASFT_LOG_FILE ("" = stderr) */
     char report[BLASFT_PATH_MAX];    /* BLASFT_REPORT ("" = no exit report) */

@@ -31,6 +31,7 @@ static const blasft_config config_defaults = {
     .staging = 256u << 20,
     .hash_threads = 0, /* filled in: the online cores */
     .gpu_row_checks = 0, /* flagged: docs/gpu-benchmark.md, "Row side on demand" */
+    .promote = BLASFT_PROMOTE_AUTO,
 };
 
 #define MAX_STAGING ((uint64_t)512 << 20)
@@ -47,6 +48,7 @@ static const char *const off_on_names[] = {"off", "on", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
 static const char *const gpu_rows_names[] = {"flagged", "all", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
+static const char *const promote_names[] = {"auto", "on", "off", NULL};
 
 const char *blasft_mode_name(blasft_mode m) { return mode_names[m]; }
 const char *blasft_device_name(blasft_device d) { return device_names[d]; }
@@ -59,6 +61,7 @@ const char *blasft_off_on_name(int on) { return off_on_names[on != 0]; }
 const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]; }
 const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; }
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
+const char *blasft_promote_name(blasft_promote p) { return promote_names[p]; }
 
 static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
 {
@@ -239,6 +242,8 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
                                                 d->gpu_helper_priority, &bad);
     if ((v = lookup("BLASFT_OFFLOAD_TRACE", ctx)) && *v)
         cfg->offload_trace = parse_choice("BLASFT_OFFLOAD_TRACE", v, off_on_names, d->offload_trace, &bad);
+    if ((v = lookup("BLASFT_PROMOTE", ctx)) && *v)
+        cfg->promote = (blasft_promote)parse_choice("BLASFT_PROMOTE", v, promote_names, d->promote, &bad);
     if ((v = lookup("BLASFT_HOST_BLAS", ctx)))
         copy_path(cfg->host_blas, "BLASFT_HOST_BLAS", v, &bad);
     if ((v = lookup("BLASFT_LOG_FILE", ctx)))

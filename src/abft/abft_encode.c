@@ -201,7 +201,7 @@ static int redundant(abft_ctx *x, int (*pass)(const abft_ctx *, double *, int64_
                                              ? blasft_inject_get(x->cfg->inject) : NULL;
         if (spec && spec->site == BLASFT_SITE_ENCODER && spec->faults > 0) {
             uint64_t st = blasft_inject_next_stream(spec);
-            x->injected += (uint64_t)blasft_inject_flip_checksums(spec, &st, x->g->type, second, n);
+            x->injected += (uint64_t)blasft_inject_flip_checksums(spec, &st, x->user_type, second, n);
         }
         if (memcmp(out, second, (size_t)n * sizeof *out) == 0)
             break;

@@ -25,7 +25,7 @@ void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj
     memset(&ev, 0, sizeof ev);
     ev.kind = kind;
     ev.routine = x->g->routine ? x->g->routine : "gemm";
-    ev.type = blasft_type_letter(x->g->type);
+    ev.type = blasft_type_letter(x->user_type);
     ev.block_row = bi;
     ev.block_col = bj;
     ev.row = row;
@@ -64,10 +64,12 @@ static double *alloc_d(int64_t n, int *ok)
     return p;
 }
 
-static int ctx_init(abft_ctx *x, const blasft_gemm *g, const blasft_config *cfg)
+static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
+                    const blasft_config *cfg)
 {
     memset(x, 0, sizeof *x);
     x->g = g;
+    x->user_type = user_type;
     x->cfg = cfg;
     x->P = blasft_type_is_complex(g->type) ? 2 : 1;
     x->t = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE;
@@ -169,7 +171,8 @@ static uint64_t run_gemm(abft_ctx *x)
         blasft_gemm d = *g;
         d.k = k1;
         blasft_host_gemm(&d);
-        int n = blasft_inject_flip(spec, &st, g->type, g->c, g->ldc, g->m, g->n, x->bs);
+        int n = blasft_inject_flip_as(spec, &st, x->user_type, g->type, g->c, g->ldc, g->m, g->n,
+                                      x->bs);
         d.k = g->k - k1;
         d.a = (const char *)g->a + (g->transa == 'N' ? k1 * g->lda : k1) * sz;
         d.b = (const char *)g->b + (g->transb == 'N' ? k1 : k1 * g->ldb) * sz;
@@ -179,11 +182,20 @@ static uint64_t run_gemm(abft_ctx *x)
         return (uint64_t)n;
     }
     data_gemm(x);
-    return (uint64_t)blasft_inject_flip(spec, &st, g->type, g->c, g->ldc, g->m, g->n, x->bs);
+    return (uint64_t)blasft_inject_flip_as(spec, &st, x->user_type, g->type, g->c, g->ldc, g->m,
+                                           g->n, x->bs);
 }
 
 int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_diag *diag,
                     int want_checks)
+{
+    if (abft_promotes(g, cfg))
+        return abft_run_promoted(g, cfg, diag, want_checks);
+    return abft_run(g, g->type, cfg, diag, want_checks);
+}
+
+int abft_run(const blasft_gemm *g, blasft_type user_type, const blasft_config *cfg,
+             blasft_abft_diag *diag, int want_checks)
 {
     blasft_abft_diag local;
     if (!diag)
@@ -198,7 +210,7 @@ int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_
     if (!x)
         return -1;
     int rc = -1;
-    if (ctx_init(x, g, cfg) != 0 || abft_encode_operands(x) != 0)
+    if (ctx_init(x, g, user_type, cfg) != 0 || abft_encode_operands(x) != 0)
         goto out;
     if (!x->beta_zero) {
         save_old_c(x);

@@ -1,6 +1,7 @@
 /* BLASFT_INJECT: parser and bit flips (see abft_inject.h for the syntax). */
 #include "abft/abft_inject.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,18 @@ void blasft_flip_bit(blasft_type t, void *c, int64_t idx, int part, int bit)
     }
 }
 
+double blasft_flip_float_bit_of(double v, int bit)
+{
+    float f = (float)v, g = f;
+    uint32_t u;
+    memcpy(&u, &g, 4);
+    u ^= (uint32_t)1 << (bit & 31);
+    memcpy(&g, &u, 4);
+    if (!isfinite(g))
+        return g;
+    return v + ((double)g - (double)f);
+}
+
 static int pick_bit(const blasft_inject_spec *spec, uint64_t *st, blasft_type t)
 {
     int single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
@@ -191,6 +204,25 @@ static int64_t gcd64(int64_t a, int64_t b)
 
 int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type t, void *c,
                        int64_t ldc, int64_t m, int64_t n, int bs)
+{
+    return blasft_inject_flip_as(spec, st, t, t, c, ldc, m, n, bs);
+}
+
+/* Flips bit `bit` (a position of type `bits`) of element idx, part `part`, of c stored as t. */
+static void flip_as(blasft_type bits, blasft_type t, void *c, int64_t idx, int part, int bit)
+{
+    int bits_single = bits == BLASFT_TYPE_S || bits == BLASFT_TYPE_C;
+    int t_single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;
+    if (!bits_single || t_single) { /* bits of the stored type itself */
+        blasft_flip_bit(t, c, idx, part, bit);
+        return;
+    }
+    double *v = (double *)c + (t == BLASFT_TYPE_Z ? 2 * idx + part : idx);
+    *v = blasft_flip_float_bit_of(*v, bit);
+}
+
+int blasft_inject_flip_as(const blasft_inject_spec *spec, uint64_t *st, blasft_type bits,
+                          blasft_type t, void *c, int64_t ldc, int64_t m, int64_t n, int bs)
 {
     int64_t hit_i[64], hit_j[64]; /* the random pattern's first elements, not hit twice */
     if (spec->faults <= 0 || m <= 0 || n <= 0)
@@ -250,7 +282,7 @@ int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *st, blasft_type
         }
         }
         int part = P == 2 ? (int)below(st, 2) : 0;
-        blasft_flip_bit(t, c, fi + fj * ldc, part, pick_bit(spec, st, t));
+        flip_as(bits, t, c, fi + fj * ldc, part, pick_bit(spec, st, bits));
         done++;
     }
     return done;

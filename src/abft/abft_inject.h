@@ -51,6 +51,12 @@ uint64_t blasft_inject_next_stream(const blasft_inject_spec *spec);
 int blasft_inject_flip(const blasft_inject_spec *spec, uint64_t *state, blasft_type t, void *c,
                        int64_t ldc, int64_t m, int64_t n, int bs);
 
+/* The same with the bits chosen as for type `bits` in a matrix stored as type t: where a single
+ * precision type's GEMM runs in double (abft_promote.c), the element's value as a float has its
+ * bit flipped and the difference is added to the double. */
+int blasft_inject_flip_as(const blasft_inject_spec *spec, uint64_t *state, blasft_type bits,
+                          blasft_type t, void *c, int64_t ldc, int64_t m, int64_t n, int bs);
+
 /* Flips spec->faults bits (chosen as for type t) in random entries of the n doubles v, which hold
  * checksums of data of type t; state is advanced. Returns the number of flips. */
 int blasft_inject_flip_checksums(const blasft_inject_spec *spec, uint64_t *state, blasft_type t,
@@ -58,5 +64,9 @@ int blasft_inject_flip_checksums(const blasft_inject_spec *spec, uint64_t *state
 
 /* Flips bit `bit` of element idx, part `part` (exposed for the tests). */
 void blasft_flip_bit(blasft_type t, void *c, int64_t idx, int part, int bit);
+
+/* The double v with bit `bit` of its value as a float flipped: v + (flipped - (float)v), so v's
+ * digits beyond a float's stay (Inf or NaN where the flip makes one). */
+double blasft_flip_float_bit_of(double v, int bit);
 
 #endif

@@ -15,6 +15,8 @@
 typedef struct abft_ctx {
     const blasft_gemm *g;
     const blasft_config *cfg;
+    blasft_type user_type; /* the caller's type: events and injected bit positions (g->type
+                              differs where an S/C GEMM runs as D/Z: abft_promote.c) */
     int P;          /* parts per element: 1 real, 2 complex */
     int t;          /* mantissa bits of the data */
     int R;          /* checksums per block vector */
@@ -140,7 +142,16 @@ double abft_threshold_element(const abft_ctx *x, int64_t i, int64_t j);
 int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks);
 
 /* abft_engine.c */
+/* blasft_abft_run for g as it is (no promotion); user_type is the caller's type (see abft_ctx). */
+int abft_run(const blasft_gemm *g, blasft_type user_type, const blasft_config *cfg,
+             blasft_abft_diag *diag, int want_checks);
 void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj, int64_t row,
                int64_t col, double syndrome, double threshold, const char *action);
+
+/* abft_promote.c: whether g (S or C) runs as a D or Z GEMM of promoted copies, and that run
+ * (blasft_abft_run's contract; the caller's C is written only when it returns 0). */
+int abft_promotes(const blasft_gemm *g, const blasft_config *cfg);
+int abft_run_promoted(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_diag *diag,
+                      int want_checks);
 
 #endif

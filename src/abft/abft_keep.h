@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-/* Slots of kept buffers per thread. */
-enum { ABFT_KEEP_SLOTS = 2 };
+/* Slots of kept buffers per thread: 0 and 1 for A and B, 2 for C (abft_promote.c). */
+enum { ABFT_KEEP_SLOTS = 3 };
 
 /* A buffer of count doubles: the calling thread's kept one for `slot` (grown as needed) when it
  * is free and count * 8 bytes are at most ABFT_KEEP_MAX_BYTES, else a plain allocation. NULL when

@@ -7,6 +7,7 @@
  *   bench_host_abft [--types sdcz] [--sizes 256,512,1024,2048] [--skinny 1] [--reps 5]
  *                   [--bs 128] [--checksums 1] [--threshold pea|sea] [--clock wall|cpu]
  *
+ * Other settings from the BLASFT_* variables (BLASFT_PROMOTE: S and C in double or not).
  * Threads: OpenBLAS reads OPENBLAS_NUM_THREADS; the engine runs its redundant passes on two
  * threads when the host BLAS uses two or more (abft_k_parallel). */
 #include "abft/abft_engine.h"
@@ -169,9 +170,10 @@ int main(int argc, char **argv)
         shapes[ns++] = (shape){1000, 999, 1001, 'N', 'T'};
     }
     const char *thr = getenv("OPENBLAS_NUM_THREADS");
-    printf("# block size %d, checksums %d, threshold %s, omega %g, OPENBLAS_NUM_THREADS=%s, "
-           "best of %d, %s time\n",
+    printf("# block size %d, checksums %d, threshold %s, omega %g, promote %s (S and C), "
+           "OPENBLAS_NUM_THREADS=%s, best of %d, %s time\n",
            cfg.block_size, cfg.checksums, blasft_threshold_name(cfg.threshold), cfg.omega,
+           blasft_promote_name(cfg.promote),
            thr ? thr : "(unset)", reps, bench_clock == CLOCK_MONOTONIC ? "wall" : "thread CPU");
     printf("| m | n | k | op |");
     for (const char *tc = types; *tc; tc++)

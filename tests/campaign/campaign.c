@@ -40,6 +40,7 @@ typedef struct opts {
     uint64_t seed;
     double alpha;
     int checksums, weights, threshold, pea_p;
+    int promote; /* -1: the library's default */
     double omega;
     const char *faultblas;
     int truth;  /* 0: no true values (no q, only flags and syndrome/threshold): the fast count of
@@ -56,7 +57,8 @@ static void usage(void)
             "       [--types sd] [--bs 32,64,128,256] [--inject K] [--site output|inner|both]\n"
             "       [--bits lo-hi] [--seed S] [--alpha A] [--checksums 1|2]\n"
             "       [--weights normal|average|periodic|exponential|linear|mdr] [--threshold pea|sea|norm|proj]\n"
-            "       [--omega W] [--pea-p P] [--faultblas PATH] [--strict 0|1] [--truth 0|1]\n"
+            "       [--omega W] [--pea-p P] [--promote auto|on|off] [--faultblas PATH] [--strict 0|1]\n"
+            "       [--truth 0|1]\n"
             "param: the exponent i of pos/full (range 10^i), kappa of orth, decades of heavy,\n"
             "cancel decades of cancel. Bits default to the whole word (all 32 or 64).\n");
     exit(2);
@@ -68,7 +70,7 @@ static void parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.series = DG_FULL, .param = 0, .n = 256, .m = 0, .k = 0, .beta = 0, .types = "sd", .nbs = 0, .inject = 0,
                 .sites = 3, .bit_lo = -1, .bit_hi = -1, .seed = 1, .alpha = 1.0, .checksums = -1, .truth = 1,
-                .weights = -1, .threshold = -1, .pea_p = -1, .omega = -1, .faultblas = CAMPAIGN_FAULTBLAS};
+                .weights = -1, .threshold = -1, .pea_p = -1, .omega = -1, .faultblas = CAMPAIGN_FAULTBLAS, .promote = -1};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
@@ -124,7 +126,13 @@ static void parse(int argc, char **argv, opts *o)
             o->omega = atof(v);
         else if (!strcmp(k, "--pea-p"))
             o->pea_p = atoi(v);
-        else if (!strcmp(k, "--faultblas"))
+        else if (!strcmp(k, "--promote")) {
+            o->promote = !strcmp(v, "auto") ? BLASFT_PROMOTE_AUTO
+                         : !strcmp(v, "on") ? BLASFT_PROMOTE_ON
+                         : !strcmp(v, "off") ? BLASFT_PROMOTE_OFF : -1;
+            if (o->promote < 0)
+                usage();
+        } else if (!strcmp(k, "--faultblas"))
             o->faultblas = v;
         else if (!strcmp(k, "--truth"))
             o->truth = atoi(v);
@@ -244,11 +252,12 @@ static void header(const opts *o, const problem *p, int bs, const blasft_config 
     printf("{\"kind\":\"%s\",\"series\":\"%s\",\"param\":%g,\"n\":%lld,\"m\":%lld,\"k\":%lld,"
            "\"type\":\"%c\",\"bs\":%d,"
            "\"checksums\":%d,\"weights\":\"%s\",\"threshold\":\"%s\",\"omega\":%g,\"pea_p\":%d,"
-           "\"alpha\":%g,\"beta\":%g,\"seed\":%llu,",
+           "\"alpha\":%g,\"beta\":%g,\"seed\":%llu,\"promoted\":%d,",
            kind, dg_series_name(o->series), o->param, (long long)p->n, (long long)p->m, (long long)p->k,
            blasft_type_letter(p->type), bs,
            cfg->checksums, weight_names[cfg->weights], blasft_threshold_name(cfg->threshold),
-           cfg->omega, cfg->pea_p, p->alpha, p->beta, (unsigned long long)o->seed);
+           cfg->omega, cfg->pea_p, p->alpha, p->beta, (unsigned long long)o->seed,
+           p->single && cfg->promote != BLASFT_PROMOTE_OFF);
 }
 
 /* ---- true checksum values ------------------------------------------------------------------- */
@@ -451,7 +460,12 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     int bit = lo + (int)dg_below(r, (uint64_t)(hi - lo + 1));
     fill_nan(p, p->c);
     memset(plan, 0, sizeof *plan);
-    plan->target = p->c;
+    if (p->single && cfg->promote != BLASFT_PROMOTE_OFF) { /* the engine's double copy of C */
+        plan->match_m = p->m;
+        plan->match_n = p->n;
+        plan->as_single = 1;
+    } else
+        plan->target = p->c;
     plan->site = site;
     plan->bit = bit;
     plan->seed = dg_next(r);
@@ -655,6 +669,8 @@ int main(int argc, char **argv)
                 cfg.omega = o.omega;
             if (o.pea_p > 0)
                 cfg.pea_p = o.pea_p;
+            if (o.promote >= 0)
+                cfg.promote = (blasft_promote)o.promote;
             truth tr;
             memset(&tr, 0, sizeof tr);
             int fp = clean_run(&o, &p, &cfg, &tr);

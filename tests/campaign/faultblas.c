@@ -1,6 +1,7 @@
 #include "faultblas.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,22 @@ static double flip(void *c, int single, int bit)
     return *(double *)c;
 }
 
+/* The FP32 flip of a value the engine holds in double: (float) v with the bit flipped, the
+ * difference added to v. */
+static double flip_as_single(void *c, int bit)
+{
+    double v;
+    memcpy(&v, c, 8);
+    float f = (float)v, g = f;
+    uint32_t u;
+    memcpy(&u, &g, 4);
+    u ^= (uint32_t)1 << bit;
+    memcpy(&g, &u, 4);
+    v = isfinite(g) ? v + ((double)g - (double)f) : (double)g;
+    memcpy(c, &v, 8);
+    return v;
+}
+
 static void gemm(int single, const char *ta, const char *tb, const int *m, const int *n, const int *k,
                  const void *alpha, const void *a, const int *lda, const void *b, const int *ldb,
                  const void *beta, void *c, const int *ldc, size_t la, size_t lb)
@@ -62,7 +79,9 @@ static void gemm(int single, const char *ta, const char *tb, const int *m, const
     gemm_fn *f = fn[single];
     if (!f)
         f = fn[single] = real(single ? "sgemm_" : "dgemm_");
-    if (!plan.armed || c != plan.target || *m < 1 || *n < 1 || plan.skip-- > 0) {
+    int match = plan.target ? c == plan.target
+                            : !single && *m == plan.match_m && *n == plan.match_n;
+    if (!plan.armed || !match || *m < 1 || *n < 1 || plan.skip-- > 0) {
         f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
         return;
     }
@@ -83,14 +102,14 @@ static void gemm(int single, const char *ta, const char *tb, const int *m, const
         double one_d = 1.0;
         f(ta, tb, m, n, &k1, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
         plan.before = single ? *(float *)elem : *(double *)elem;
-        plan.after = flip(elem, single, plan.bit);
+        plan.after = plan.as_single ? flip_as_single(elem, plan.bit) : flip(elem, single, plan.bit);
         f(ta, tb, m, n, &k2, alpha, a2, lda, b2, ldb, single ? (const void *)&one_s : (const void *)&one_d,
           c, ldc, la, lb);
         plan.k1 = k1;
     } else {
         f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
         plan.before = single ? *(float *)elem : *(double *)elem;
-        plan.after = flip(elem, single, plan.bit);
+        plan.after = plan.as_single ? flip_as_single(elem, plan.bit) : flip(elem, single, plan.bit);
         plan.k1 = *k;
     }
     plan.fired = 1;

@@ -15,7 +15,11 @@ enum { FAULT_SITE_OUTPUT = 0, FAULT_SITE_INNER = 1 };
 typedef struct campaign_fault {
     /* set by the campaign */
     int armed;          /* the next GEMM whose C is `target` gets the fault, then disarmed */
-    const void *target; /* the caller's C */
+    const void *target; /* the caller's C; NULL: the first double GEMM of shape match_m x match_n
+                         * (an S GEMM the engine runs in double, BLASFT_PROMOTE: the checksum
+                         * products have other shapes as long as BS > 2) */
+    int64_t match_m, match_n;
+    int as_single;      /* flip `bit` of the double's value as a float, adding the difference */
     int site;           /* FAULT_SITE_OUTPUT: flip in C after the product; FAULT_SITE_INNER: flip
                          * in the partial sum after k1 of k steps, then the rest is accumulated */
     int bit;            /* bit of the IEEE representation, 0 = least significant */

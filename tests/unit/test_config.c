@@ -51,7 +51,7 @@ static void test_valid_values(void **state)
                       {"BLASFT_LOG", "debug"},     {"BLASFT_REPORT", "/tmp/x.json"},
                       {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
                       {"BLASFT_CUBLAS", "OFF"},      {"BLASFT_OFFLOAD_TRACE", "on"},
-                      {"BLASFT_GPU_ROW_CHECKS", "All"},
+                      {"BLASFT_GPU_ROW_CHECKS", "All"}, {"BLASFT_PROMOTE", "Off"},
                       {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
@@ -73,6 +73,7 @@ static void test_valid_values(void **state)
     assert_int_equal(c.gpu_helper_priority, 1);
     assert_int_equal(c.cublas, 0);
     assert_int_equal(c.offload_trace, 1);
+    assert_int_equal(c.promote, BLASFT_PROMOTE_OFF);
 }
 
 static void test_malformed_values_fall_back(void **state)
@@ -84,9 +85,10 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_MIN_FLOPS", "-5"},   {"BLASFT_LOG", "loud"},
                       {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
                       {"BLASFT_OFFLOAD_TRACE", "1"}, {"BLASFT_GPU_ROW_CHECKS", "some"},
+                      {"BLASFT_PROMOTE", "double"},
                       {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 12);
+    assert_int_equal(parse(&c, env), 13);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -101,6 +103,8 @@ static void test_malformed_values_fall_back(void **state)
     assert_int_equal(c.gpu_row_checks, d.gpu_row_checks);
     assert_int_equal(c.gpu_helper_priority, d.gpu_helper_priority);
     assert_int_equal(c.offload_trace, d.offload_trace);
+    assert_int_equal(c.promote, d.promote);
+    assert_int_equal(d.promote, BLASFT_PROMOTE_AUTO);
 }
 
 static void test_block_size_bounds(void **state)
