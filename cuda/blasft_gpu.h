@@ -71,11 +71,18 @@ typedef struct blasft_gpu_params {
                                op(B)); 0: for every block (=all) */
     int proj;               /* 1: PROJ thresholds for the column checksums of S and D
                                (BLASFT_THRESHOLD=proj; cuda/gpu_proj.cu), the rest PEA */
+    int promote;            /* 1: S and C GEMMs computed as D and Z GEMMs of promoted copies in
+                               the context (8 (mk + kn + mn) bytes, complex twice), checked in
+                               double and rounded once into C (BLASFT_PROMOTE=on; gpu_gemm.cu) */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
+
+/* 1 if GEMMs of type t run promoted with parameters p (S and C with p->promote), else 0; such a
+ * GEMM ignores prepared operands (they are made from the single-precision data). */
+int blasft_gpu_promotes(blasft_type t, const blasft_gpu_params *p);
 
 /* One protected GEMM of device-resident operands. alpha and beta point to host memory
  * (scalars_on_device = 0) or device memory (1), of the GEMM's type. */

@@ -3,6 +3,7 @@
  * a call runs protected. See cublas_interpose.h and docs/cublas-interpose.md. */
 #include "cublas_interpose.h"
 
+#include "abft/abft_inject.h"
 #include "blasft_gpu.h"
 #include "config.h"
 #include "gpu_cublas.h"
@@ -161,8 +162,10 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
 
 enum { PLANT_MAX = 16 };
 typedef struct plant {
-    void *elem;           /* device address of the element (its real part for complex types) */
-    int size, bit;        /* size: of one real number (4 or 8) */
+    blasft_gpu_ctx *ctx;
+    int64_t row, col;     /* the element, clamped into C */
+    int size, bit;        /* size: of one real number as the caller stores it (4 or 8) */
+    int as_float;         /* the checked C holds the caller's floats as doubles (promotion) */
     unsigned char *pinned; /* the number's bytes on their way through the host */
 } plant;
 static plant plants[PLANT_MAX];
@@ -198,22 +201,38 @@ static void CUDART_CB flip_bit(void *arg)
 {
     plant *p = arg;
     int bit = p->size == 4 && p->bit > 31 ? 31 : p->bit;
-    p->pinned[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    if (p->as_float) { /* the float's bit, as BLASFT_INJECT flips a promoted GEMM's */
+        double v;
+        memcpy(&v, p->pinned, 8);
+        v = blasft_flip_float_bit_of(v, bit);
+        memcpy(p->pinned, &v, 8);
+    } else {
+        p->pinned[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    }
     blasft_stat_add(BLASFT_STAT_FAULTS_INJECTED, 1);
 }
 
+/* The element is looked up in the C that the engine checks: the caller's, or the double copy
+ * of a promoted S or C GEMM. */
 static void plant_hook(void *stream, void *user)
 {
     plant *p = user;
     cudaStream_t s = stream;
-    cudaMemcpyAsync(p->pinned, p->elem, (size_t)p->size, cudaMemcpyDeviceToHost, s);
+    blasft_type t;
+    int64_t ldc;
+    char *c = blasft_gpu_debug_checked_c(p->ctx, &t, &ldc);
+    const size_t elem = (size_t)blasft_type_size(t);
+    const size_t part = blasft_type_is_complex(t) ? elem / 2 : elem;
+    void *at = c + elem * (size_t)(p->row + p->col * ldc);
+    p->as_float = p->size == 4 && part == 8;
+    cudaMemcpyAsync(p->pinned, at, part, cudaMemcpyDeviceToHost, s);
     cudaLaunchHostFunc(s, flip_bit, p);
-    cudaMemcpyAsync(p->elem, p->pinned, (size_t)p->size, cudaMemcpyHostToDevice, s);
+    cudaMemcpyAsync(at, p->pinned, part, cudaMemcpyHostToDevice, s);
 }
 
 /* The next armed plant for a GEMM whose C is given (elements of `size` bytes, numbers of
  * `part` bytes), or NULL. */
-static plant *take_plant(void *c, int64_t m, int64_t n, int64_t ldc, int size, int part)
+static plant *take_plant(blasft_gpu_ctx *ctx, int64_t m, int64_t n, int part)
 {
     if (!__atomic_load_n(&plants_armed, __ATOMIC_RELAXED))
         return NULL;
@@ -221,8 +240,9 @@ static plant *take_plant(void *c, int64_t m, int64_t n, int64_t ldc, int size, i
     plant *p = NULL;
     if (plants_armed > 0) {
         p = &plants[--plants_armed];
-        int64_t r = plant_row < m ? plant_row : m - 1, col = plant_col < n ? plant_col : n - 1;
-        p->elem = (char *)c + (size_t)size * (size_t)(r + col * ldc);
+        p->ctx = ctx;
+        p->row = plant_row < m ? plant_row : m - 1;
+        p->col = plant_col < n ? plant_col : n - 1;
         p->size = part;
     }
     pthread_mutex_unlock(&plant_lock);
@@ -368,7 +388,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
         g.a = (const char *)c->a + ts * (size_t)(i * c->stride_a);
         g.b = (const char *)c->b + ts * (size_t)(i * c->stride_b);
         g.c = (char *)c->c + ts * (size_t)(i * c->stride_c);
-        plant *pl = take_plant(g.c, c->m, c->n, c->ldc, (int)ts, part);
+        plant *pl = take_plant(ctx, c->m, c->n, part);
         if (pl || hooked)
             blasft_gpu_set_fault_hook(ctx, pl ? plant_hook : NULL, pl);
         hooked = pl != NULL;

@@ -34,6 +34,10 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
 /* fn(stream, user) is called when the protected GEMM has enqueued its main GEMM; NULL removes. */
 typedef void (*blasft_gpu_hook)(void *stream, void *user);
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user);
+/* Inside a hook: the C that the running protected GEMM checks, its type and leading dimension:
+ * the caller's C, or where an S or C GEMM is promoted (blasft_gpu_params.promote) its double
+ * copy (type D or Z, packed). */
+void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t *ldc);
 
 /* Benchmark breakdown only: leaves stages out (the results are then not protected), to time
  * each stage by difference inside the overlapped pipeline. */

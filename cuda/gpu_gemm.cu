@@ -7,6 +7,7 @@
 #include "gpu_cublas.h"
 #include "gpu_kernels.h"
 #include "gpu_prep.h"
+#include "gpu_promote.h"
 
 extern "C" {
 #include "abft/abft_arith.h"
@@ -46,6 +47,11 @@ struct blasft_gpu_ctx {
     int64_t flag_cap; /* block flags in the header */
     void *old_c;
     size_t old_bytes;
+    void *promo; /* BLASFT_PROMOTE: double copies of A, B, C and the scalars (promoted_gemm) */
+    size_t promo_bytes;
+    void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
+    blasft_type checked_type;
+    int64_t checked_ldc;
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
@@ -163,20 +169,28 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     return 0;
 }
 
+/* A buffer of the context grown to `bytes` (never shrunk). Growing frees memory that either
+ * stream may still use: the one synchronisation, off the hot path. */
+int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what)
+{
+    if (bytes <= *have)
+        return 0;
+    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+        return -2;
+    if (*buf)
+        cudaFree(*buf);
+    *buf = nullptr;
+    *have = 0;
+    if (!cuda_ok(cudaMalloc(buf, bytes), what))
+        return -2;
+    *have = bytes;
+    return 0;
+}
+
 int ensure_old(blasft_gpu_ctx *ctx, size_t bytes)
 {
-    if (bytes <= ctx->old_bytes)
-        return 0;
-    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
-        return -2;
-    if (ctx->old_c)
-        cudaFree(ctx->old_c);
-    ctx->old_c = nullptr;
-    ctx->old_bytes = 0;
-    if (!cuda_ok(cudaMalloc(&ctx->old_c, bytes), "cudaMalloc(old C)"))
-        return -2;
-    ctx->old_bytes = bytes;
-    return 0;
+    return ensure_buf(ctx, &ctx->old_c, &ctx->old_bytes, bytes, "cudaMalloc(old C)");
 }
 
 void CUDART_CB deliver(void *arg)
@@ -330,8 +344,11 @@ template <typename T> int plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
                : -2;
 }
 
+/* caller: the type the caller asked for (events and reports name it; it differs from T's where
+ * promoted_gemm runs an S or C GEMM as D or Z) */
 template <typename T>
-int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
+                   blasft_type caller)
 {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int bs = p->block_size, r = p->checksums;
@@ -567,8 +584,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                  "cublas gemm"))
         return -2;
     mark(4, s0);
-    if (ctx->hook)
+    if (ctx->hook) {
+        ctx->checked_c = g->c;
+        ctx->checked_type = g->type;
+        ctx->checked_ldc = g->ldc;
         ctx->hook((void *)s0, ctx->hook_user);
+    }
 
     if (!ref_serial) {
         if (!ref_gemms())
@@ -589,8 +610,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     slot->busy.store(1, std::memory_order_relaxed);
     /* every part, as the host counts; on demand, the row checks are added as they are made */
     slot->checks = (uint64_t)(r * mb * n + (lazy ? 0 : m * r * nb)) * P;
-    slot->type = "SDCZ"[g->type == BLASFT_TYPE_S ? 0 : g->type == BLASFT_TYPE_D ? 1
-                        : g->type == BLASFT_TYPE_C ? 2 : 3];
+    slot->type = "SDCZ"[caller == BLASFT_TYPE_S ? 0 : caller == BLASFT_TYPE_D ? 1
+                        : caller == BLASFT_TYPE_C ? 2 : 3];
     slot->routine = g->routine ? g->routine : "gpu_gemm";
     slot->on_error = p->on_error;
     /* the counters are copied in the caller's stream order (the next GEMM resets them); the host
@@ -610,6 +631,99 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         slot->busy.store(0, std::memory_order_relaxed);
     else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
         return -2;
+    return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
+}
+
+/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as a D or Z GEMM of promoted copies in the
+ * context's buffer, checked (and corrected) in double by protected_gemm and rounded once into the
+ * caller's C, all on the caller's stream (docs/promote.md). The copies take 8 P (ar ac + br bc +
+ * m n) bytes beyond the D/Z workspace, so this is asked for (BLASFT_PROMOTE=on), not automatic. */
+int64_t max1(int64_t v) { return v > 1 ? v : 1; }
+
+/* The type the engine computes in, and the bytes of the promoted copies (0 without promotion). */
+blasft_type engine_type(blasft_type t, const blasft_gpu_params *p)
+{
+    if (!p->promote)
+        return t;
+    return t == BLASFT_TYPE_S ? BLASFT_TYPE_D : t == BLASFT_TYPE_C ? BLASFT_TYPE_Z : t;
+}
+
+struct promo_layout {
+    int64_t ar, ac, br, bc; /* op(A) and op(B) as stored */
+    size_t a, b, c, s, end;
+};
+
+promo_layout promo_plan(blasft_type t, char transa, char transb, int64_t m, int64_t n, int64_t k)
+{
+    const size_t P = (size_t)type_parts(t);
+    promo_layout L;
+    L.ar = op_of(transa) == CUBLAS_OP_N ? m : k;
+    L.ac = op_of(transa) == CUBLAS_OP_N ? k : m;
+    L.br = op_of(transb) == CUBLAS_OP_N ? k : n;
+    L.bc = op_of(transb) == CUBLAS_OP_N ? n : k;
+    gk_carve c{0};
+    L.a = c.take(8 * P * (size_t)(m * k));
+    L.b = c.take(8 * P * (size_t)(k * n));
+    L.c = c.take(8 * P * (size_t)(m * n));
+    L.s = c.take(8 * 4);
+    L.end = c.o;
+    return L;
+}
+
+size_t promo_bytes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p)
+{
+    return engine_type(t, p) == t ? 0 : promo_plan(t, 'N', 'N', m, n, k).end;
+}
+
+/* The descriptor of the D or Z GEMM that stands in for a promoted S or C one. */
+blasft_gpu_gemm promoted_desc(const blasft_gpu_gemm *g, const promo_layout &L, char *w)
+{
+    blasft_gpu_gemm d = *g;
+    d.type = g->type == BLASFT_TYPE_C ? BLASFT_TYPE_Z : BLASFT_TYPE_D;
+    d.a = w + L.a;
+    d.lda = max1(L.ar);
+    d.b = w + L.b;
+    d.ldb = max1(L.br);
+    d.c = w + L.c;
+    d.ldc = max1(g->m);
+    d.prep_a = d.prep_b = nullptr; /* prepared from the single-precision data: not these */
+    return d;
+}
+
+template <typename Td>
+int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    constexpr int P = gk_el<Td>::P;
+    const promo_layout L = promo_plan(g->type, g->transa, g->transb, g->m, g->n, g->k);
+    int rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, L.end, "cudaMalloc(promoted copies)");
+    if (rc)
+        return rc;
+    char *w = (char *)ctx->promo;
+    blasft_gpu_gemm d = promoted_desc(g, L, w);
+    const cudaStream_t s0 = ctx->s0;
+    gk_promote((const float *)g->a, P * g->lda, P * L.ar, L.ac, (double *)d.a, s0);
+    gk_promote((const float *)g->b, P * g->ldb, P * L.br, L.bc, (double *)d.b, s0);
+    double hs[4] = {0.0, 0.0, 0.0, 0.0};
+    if (g->scalars_on_device) {
+        double *ds = (double *)(w + L.s);
+        gk_promote_scalars((const float *)g->alpha, (const float *)g->beta, P, ds, s0);
+        d.alpha = ds;
+        d.beta = ds + P;
+    } else {
+        for (int i = 0; i < P; i++) {
+            hs[i] = ((const float *)g->alpha)[i];
+            hs[P + i] = ((const float *)g->beta)[i];
+        }
+        d.alpha = hs;
+        d.beta = hs + P;
+    }
+    /* with beta = 0 in host memory the old C is never read (it may hold NaN); with device
+     * scalars the engine skips it where beta turns out 0 */
+    if (g->scalars_on_device || beta_nonzero(g->type, g->beta))
+        gk_promote((const float *)g->c, P * g->ldc, P * g->m, g->n, (double *)d.c, s0);
+    if ((rc = protected_gemm<Td>(ctx, &d, p, g->type)))
+        return rc;
+    gk_round((const double *)d.c, P * g->m, g->n, (float *)g->c, P * g->ldc, s0);
     return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
 }
 
@@ -661,9 +775,12 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->pea_block_lists = cfg->gpu_pea_lists == 1;
     p->rows_on_demand = cfg->gpu_row_checks == 0;
     p->proj = cfg->threshold == BLASFT_THRESHOLD_PROJ;
+    p->promote = cfg->promote == BLASFT_PROMOTE_ON;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }
+
+int blasft_gpu_promotes(blasft_type t, const blasft_gpu_params *p) { return engine_type(t, p) != t; }
 
 blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
 {
@@ -738,6 +855,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaFree(ctx->ws);
     if (ctx->old_c)
         cudaFree(ctx->old_c);
+    if (ctx->promo)
+        cudaFree(ctx->promo);
     free(ctx);
 }
 
@@ -747,24 +866,33 @@ void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream)
     cb->set_stream(ctx->h0, ctx->s0);
 }
 
-size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx) { return ctx->ws_bytes + ctx->old_bytes; }
+size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx)
+{
+    return ctx->ws_bytes + ctx->old_bytes + ctx->promo_bytes;
+}
 
 size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
                                  const blasft_gpu_params *p)
 {
+    const blasft_type e = engine_type(t, p);
     int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
-    return plan(type_size(t), type_parts(t), m, n, k, p->block_size, p->checksums, mb * nb,
+    return plan(type_size(e), type_parts(e), m, n, k, p->block_size, p->checksums, mb * nb,
                 p->proj != 0)
-        .end;
+               .end +
+           promo_bytes(t, m, n, k, p);
 }
 
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)
 {
-    size_t ts = type_size(t);
-    int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums, p->proj != 0);
+    const blasft_type e = engine_type(t, p);
+    size_t ts = type_size(e);
+    int rc = ensure_ws(ctx, ts, type_parts(e), m, n, k, p->block_size, p->checksums, p->proj != 0);
     if (!rc && keep_old_c)
         rc = ensure_old(ctx, ts * m * n);
+    if (!rc)
+        rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, promo_bytes(t, m, n, k, p),
+                        "cudaMalloc(promoted copies)");
     return rc;
 }
 
@@ -793,11 +921,14 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
     }
+    if (engine_type(g->type, p) != g->type)
+        return g->type == BLASFT_TYPE_S ? promoted_gemm<double>(ctx, g, p)
+                                        : promoted_gemm<double2>(ctx, g, p);
     switch (g->type) {
-    case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p);
-    case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p);
-    case BLASFT_TYPE_C: return protected_gemm<float2>(ctx, g, p);
-    default: return protected_gemm<double2>(ctx, g, p);
+    case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p, g->type);
+    case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p, g->type);
+    case BLASFT_TYPE_C: return protected_gemm<float2>(ctx, g, p, g->type);
+    default: return protected_gemm<double2>(ctx, g, p, g->type);
     }
 }
 
@@ -864,14 +995,16 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
         return 0;
     if (count > kSlots)
         return 1;
-    const size_t ts = type_size(g->type);
+    const blasft_type e = engine_type(g->type, p);
+    const size_t ts = type_size(e);
     const int64_t m = g->m, n = g->n, bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     if (mb * nb > ctx->flag_cap ||
-        plan(ts, type_parts(g->type), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap,
+        plan(ts, type_parts(e), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap,
              p->proj != 0)
                 .end >
-            ctx->ws_bytes)
+            ctx->ws_bytes ||
+        promo_bytes(g->type, m, n, g->k, p) > ctx->promo_bytes)
         return 1;
     const bool on_dev = g->scalars_on_device != 0;
     const bool need_cold = on_dev || beta_nonzero(g->type, g->beta);
@@ -915,6 +1048,13 @@ void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *us
 {
     ctx->hook = fn;
     ctx->hook_user = user;
+}
+
+void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t *ldc)
+{
+    *type = ctx->checked_type;
+    *ldc = ctx->checked_ldc;
+    return ctx->checked_c;
 }
 
 int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,

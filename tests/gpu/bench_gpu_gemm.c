@@ -5,6 +5,8 @@
  * BENCH_SCHED="-1,0,1,3" runs every listed schedule (gpu_debug.h; -1, the default, is automatic).
  * BENCH_TRACE=N prints N stage timelines per configuration (trace_ms: gpu_debug.h's points).
  * BENCH_THRESHOLD=proj: PROJ thresholds for the column checksums (default pea).
+ * BENCH_PROMOTE=1: S and C computed as D and Z and rounded once (blasft_gpu_params.promote),
+ *   still timed against plain cuBLAS in the caller's type.
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
                 p.pea_block_lists = getenv("BLASFT_GPU_PEA_LISTS") && !strcmp(getenv("BLASFT_GPU_PEA_LISTS"), "block");
                 p.rows_on_demand = !(getenv("BLASFT_GPU_ROW_CHECKS") && !strcmp(getenv("BLASFT_GPU_ROW_CHECKS"), "all"));
                 p.proj = getenv("BENCH_THRESHOLD") && !strcmp(getenv("BENCH_THRESHOLD"), "proj");
+                p.promote = getenv("BENCH_PROMOTE") && !strcmp(getenv("BENCH_PROMOTE"), "1");
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
@@ -165,14 +168,14 @@ int main(int argc, char **argv)
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
-                       "\"rows\":\"%s\",\"threshold\":\"%s\"}\n",
+                       "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
                        (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip, sched,
                        p.pea_block_lists ? "block" : "vector", p.rows_on_demand ? "flagged" : "all",
-                       p.proj ? "proj" : "pea");
+                       p.proj ? "proj" : "pea", p.promote);
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;

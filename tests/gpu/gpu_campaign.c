@@ -424,18 +424,27 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist)
 
 /* flips: the bit to flip goes in through the hook (after the main GEMM, before the check) */
 typedef struct flip {
-    void *dC;
+    blasft_gpu_ctx *ctx;
     int64_t idx;
     int bit, single;
-    void *pinned; /* the flipped value */
+    void *pinned; /* the flipped value, as the checked C holds it */
 } flip;
 
+/* into the C that the engine checks: the caller's, or a promoted GEMM's double copy (the flipped
+ * float then goes in as a double: BLASFT_INJECT's model of a promoted GEMM's fault) */
 static void flip_hook(void *stream, void *user)
 {
     flip *f = user;
-    const size_t ts = f->single ? 4 : 8;
-    cudaMemcpyAsync((char *)f->dC + ts * f->idx, f->pinned, ts, cudaMemcpyHostToDevice,
-                    (cudaStream_t)stream);
+    blasft_type t;
+    int64_t ldc;
+    char *c = blasft_gpu_debug_checked_c(f->ctx, &t, &ldc);
+    const size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    if (f->single && ts == 8) {
+        const double v = *(const float *)f->pinned;
+        memcpy((char *)f->pinned + 8, &v, 8);
+    }
+    cudaMemcpyAsync(c + ts * f->idx, (char *)f->pinned + (ts == 8 && f->single ? 8 : 0), ts,
+                    cudaMemcpyHostToDevice, (cudaStream_t)stream);
 }
 
 /* x (of the type) with bit `bit` flipped, stored typed at out; returns it as a double. */
@@ -451,7 +460,8 @@ static double flip_bit(double x, int single, int bit, void *out)
     return single ? (double)f : x;
 }
 
-static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint64_t seed)
+static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, int promote,
+                      uint64_t seed)
 {
     const int64_t m = 256, n = 256;
     const size_t ts = single ? 4 : 8;
@@ -483,7 +493,7 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint6
         return 77;
     void *C, *pinned;
     ck(cudaMalloc(&C, ts * m * n), "cudaMalloc");
-    ck(cudaMallocHost(&pinned, 8), "pinned");
+    ck(cudaMallocHost(&pinned, 16), "pinned");
     float one_f = 1.0f, zero_f = 0.0f;
     double one_d = 1.0, zero_d = 0.0;
     blasft_gpu_gemm g;
@@ -497,6 +507,7 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint6
     g.b = single ? (const void *)pb.s : (const void *)pb.d;
     g.lda = m, g.ldb = k, g.c = C, g.ldc = m;
     blasft_gpu_params p = params(bs, 1, proj);
+    p.promote = promote;
     /* the fault-free result (its elements' rounding errors define err_abs) */
     double *cff = malloc(8 * (size_t)(m * n));
     void *h = malloc(ts * m * n);
@@ -511,7 +522,7 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint6
         cff[i] = single ? ((float *)h)[i] : ((double *)h)[i];
     int det_bit[64] = {0}, n_bit[64] = {0};
     int abs_n = 0, abs_d = 0, prob_n = 0, prob_d = 0, se_n = 0, se_d = 0;
-    flip f = {C, 0, 0, single, pinned};
+    flip f = {ctx, 0, 0, single, pinned};
     for (int q = 0; q < nflips; q++) {
         const uint64_t r = mix(seed * 0x9e37 + (uint64_t)q);
         f.idx = (int64_t)(r % (uint64_t)(m * n));
@@ -544,10 +555,10 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, uint6
             prob_d += det;
         }
     }
-    printf("{\"mode\":\"flips\",\"method\":\"%s\",\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+    printf("{\"mode\":\"flips\",\"method\":\"%s\",\"promote\":%d,\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
            "\"bs\":%d,\"flips\":%d,\"fault_free_flags\":%llu,\"err_abs\":[%d,%d],\"err_prob\":[%d,%d],"
            "\"sign_exponent\":[%d,%d],\"per_bit\":[",
-           proj ? "proj" : "pea", single ? 'S' : 'D', (long long)m, (long long)n, (long long)k, bs,
+           proj ? "proj" : "pea", promote, single ? 'S' : 'D', (long long)m, (long long)n, (long long)k, bs,
            nflips, (unsigned long long)ff_flags, abs_d, abs_n, prob_d, prob_n, se_d, se_n);
     for (int b = 0; b < bits; b++)
         printf("%s[%d,%d]", b ? "," : "", det_bit[b], n_bit[b]);
@@ -566,9 +577,10 @@ int main(int argc, char **argv)
         return mode_fp(atof(argv[2]), !strcmp(argv[3], "proj"), strtoull(argv[4], NULL, 10), argv[5]);
     if (argc >= 8 && !strcmp(argv[1], "flips"))
         return mode_flips(argv[2][0] == 'S', atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
-                          !strcmp(argv[6], "proj"), strtoull(argv[7], NULL, 10));
+                          !strcmp(argv[6], "proj"), argc >= 9 && !strcmp(argv[8], "promote"),
+                          strtoull(argv[7], NULL, 10));
     fprintf(stderr, "usage: %s fp SECONDS pea|proj SEED NLIST\n"
-                    "       %s flips S|D K BS NFLIPS pea|proj SEED\n",
+                    "       %s flips S|D K BS NFLIPS pea|proj SEED [promote]\n",
             argv[0], argv[0]);
     return 2;
 }

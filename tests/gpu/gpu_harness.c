@@ -40,6 +40,7 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
      * tests of the default, rows on demand, set 1 */
     p->rows_on_demand = 0;
     p->proj = 0;
+    p->promote = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
 }
@@ -259,6 +260,9 @@ void gh_host_cfg(blasft_config *cfg, const blasft_gpu_params *p)
     cfg->pea_p = p->pea_p;
     cfg->omega = p->omega;
     cfg->threshold = BLASFT_THRESHOLD_PEA;
+    /* the host engine computes S and C in double by default (BLASFT_PROMOTE=auto): the oracle of
+     * the GPU's native S and C kernels must not */
+    cfg->promote = p->promote ? BLASFT_PROMOTE_ON : BLASFT_PROMOTE_OFF;
 }
 
 static double proj_opa(const gh_proj_gemm *g, int64_t i, int64_t l)

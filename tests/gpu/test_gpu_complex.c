@@ -5,6 +5,7 @@
  * (blasft_abft_run), planted faults in either part (corrected, recomputed element, block
  * recomputed with and without the old C), and the host-dispatch entry. Exits 77 without a GPU. */
 #include "abft/abft_engine.h"
+#include "abft/abft_inject.h"
 #include "config.h"
 #include "gpu_debug.h"
 #include "gpu_harness.h"
@@ -227,18 +228,16 @@ static zcase mk(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k
     return c;
 }
 
-/* One run; returns the stats delta and leaves C in out. */
-static blasft_stats zrun(zdata *d, const blasft_gpu_params *p, zplant *pl, double *out)
+/* One run with a fault hook (or none); returns the stats delta and leaves C in out. */
+static blasft_stats zrun_hooked(zdata *d, const blasft_gpu_params *p, blasft_gpu_hook hook,
+                                void *user, double *out)
 {
     blasft_stats before;
     cudaDeviceSynchronize();
     blasft_get_stats(&before);
     void *hal = typed(d->c.alpha, 2, d->c.t), *hbe = typed(d->c.beta, 2, d->c.t);
     blasft_gpu_gemm g = zdesc(d, hal, hbe);
-    if (pl) {
-        pl->d = d;
-        blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
-    }
+    blasft_gpu_set_fault_hook(ctx, hook, user);
     int rc = blasft_gpu_gemm_run(ctx, &g, p);
     blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     GH_CHECK(rc == 0, "%s: run returned %d", name(&d->c, p), rc);
@@ -247,6 +246,13 @@ static blasft_stats zrun(zdata *d, const blasft_gpu_params *p, zplant *pl, doubl
     free(hbe);
     zdownload(d, out);
     return gh_stats_delta(&before);
+}
+
+static blasft_stats zrun(zdata *d, const blasft_gpu_params *p, zplant *pl, double *out)
+{
+    if (pl)
+        pl->d = d;
+    return zrun_hooked(d, p, pl ? plant_hook : NULL, pl, out);
 }
 
 static void clean_sweep(void)
@@ -283,6 +289,85 @@ static void clean_sweep(void)
                 free(out);
                 zfree(&d);
             }
+}
+
+/* BLASFT_PROMOTE (blasft_gpu_params.promote): type C computed as Z and rounded once. Every part
+ * within half a float ulp of the exact value (plus the double GEMM's rounding); clean runs flag
+ * nothing; a float-bit flip planted in the double copy that the engine checks is detected and
+ * the part restored. Type S: test_gpu_promote.c. */
+typedef struct zflip {
+    int64_t i, j;
+    int q, bit;
+    const zdata *d;
+    double *pinned;
+} zflip;
+
+static void zflip_hook(void *stream, void *user)
+{
+    zflip *f = user;
+    blasft_type t;
+    int64_t ldc;
+    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
+    GH_CHECK(t == BLASFT_TYPE_Z, "promoted C GEMM checks type %d", (int)t);
+    *f->pinned = blasft_flip_float_bit_of(f->d->ref[2 * (f->i + f->j * f->d->c.m) + f->q], f->bit);
+    cudaMemcpyAsync(c + 2 * (f->i + f->j * ldc) + f->q, f->pinned, 8, cudaMemcpyHostToDevice,
+                    (cudaStream_t)stream);
+}
+
+static int64_t promoted_bad(const zdata *d, const double *out)
+{
+    int64_t bad = 0;
+    for (int64_t e = 0; e < d->c.m * d->c.n; e++)
+        for (int q = 0; q < 2; q++) {
+            const double r = fabs(d->ref[2 * e + q]);
+            const double half_ulp = fmax(r > 0.0 ? ldexp(1.0, ilogb(r) - 24) : 0.0, ldexp(1.0, -150));
+            bad += !(fabs(out[2 * e + q] - d->ref[2 * e + q]) <= half_ulp + d->bound[e] * ldexp(1.0, -29));
+        }
+    return bad;
+}
+
+static void promoted(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {131, 67, 257}, {40, 1, 70}, {96, 80, 200}};
+    static const char trans[][2] = {{'N', 'N'}, {'C', 'N'}, {'N', 'C'}, {'T', 'C'}, {'C', 'T'}};
+    double *pin = NULL;
+    cudaMallocHost((void **)&pin, 8);
+    uint64_t seed = 900;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tr = 0; tr < 5; tr++) {
+            const int v = (int)(s + tr) % 4;
+            zcase c = mk(BLASFT_TYPE_C, trans[tr][0], trans[tr][1], shapes[s][0], shapes[s][1],
+                         shapes[s][2], (int)(s % 3) * 2, v == 1 ? -0.75 : 1.0, v == 2 ? 0.5 : 0.0,
+                         v == 1 ? 0.5 : v == 3 ? 1.0 : 0.0, v == 1 ? -0.25 : 0.0, v == 3);
+            blasft_gpu_params p;
+            gh_params(&p, (s + tr) % 2 ? 32 : 50, 1 + tr % 2);
+            p.rows_on_demand = 1;
+            p.promote = 1;
+            zdata d;
+            zmake(&d, &c, seed++);
+            double *out = malloc(16 * (size_t)(c.m * c.n + 1));
+            blasft_stats st = zrun_hooked(&d, &p, NULL, NULL, out);
+            GH_CHECK(promoted_bad(&d, out) == 0, "promoted %s: %lld parts beyond one rounding",
+                     name(&c, &p), (long long)promoted_bad(&d, out));
+            GH_CHECK(st.protected_gemms == 1 && st.errors_detected == 0 && st.blocks_recomputed == 0,
+                     "promoted %s: clean run: detected %llu recomputed %llu", name(&c, &p),
+                     (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed);
+            /* a float bit of one part flipped: every bit position across the sweep (the old C
+             * again first: the clean run overwrote it) */
+            cudaMemcpy(d.dC, d.hC0, d.ts * (size_t)(c.ldc * c.n), cudaMemcpyHostToDevice);
+            zflip f = {(int64_t)(s * 13) % c.m, (int64_t)(tr * 7) % c.n, tr % 2,
+                       (int)(s * 5 + (size_t)tr * 3) % 32, &d, pin};
+            st = zrun_hooked(&d, &p, zflip_hook, &f, out);
+            GH_CHECK(promoted_bad(&d, out) == 0, "promoted %s, bit %d of part %d: %lld parts not restored",
+                     name(&c, &p), f.bit, f.q, (long long)promoted_bad(&d, out));
+            GH_CHECK(st.errors_detected >= 1 && st.uncorrectable == 0,
+                     "promoted %s, bit %d of part %d: detected %llu uncorrectable %llu", name(&c, &p),
+                     f.bit, f.q, (unsigned long long)st.errors_detected,
+                     (unsigned long long)st.uncorrectable);
+            free(out);
+            zfree(&d);
+        }
+    cudaFreeHost(pin);
 }
 
 static const char *no_env(const char *n, void *c)
@@ -489,6 +574,7 @@ int main(void)
         against_host(ty, 'T', 'T', 16, 1, 0.5, seed++);
     }
     faults();
+    promoted();
     host_entry();
     blasft_gpu_ctx_destroy(ctx);
     printf("%d checks, %d failures\n", gh_checks, gh_failures);

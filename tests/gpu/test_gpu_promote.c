@@ -1,0 +1,232 @@
+/* BLASFT_PROMOTE on the GPU (blasft_gpu_params.promote), type S: the GEMM computed in double and
+ * rounded once, against the double-double reference: every element within half a float ulp of
+ * the exact value (plus the double GEMM's rounding), on awkward shapes, every transpose pair,
+ * padded leading dimensions, alpha/beta in host and device memory, beta = 0 over a C of NaN;
+ * clean runs flag nothing; float-bit flips planted in the double copy that the engine checks
+ * (bits 0 to 31, one or two faults, one and two checksums) are detected and the result restored
+ * to the same accuracy; events name type S. Type C is covered in test_gpu_complex.c. Exits 77
+ * without a GPU. */
+#include "abft/abft_inject.h"
+#include "gpu_debug.h"
+#include "gpu_harness.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static blasft_gpu_ctx *ctx;
+
+/* The promoted result's bound: half a float ulp of the exact value (the one rounding) plus the
+ * double GEMM's own error, taken as the harness's float bound scaled to double. */
+static double bound_of(const gh_data *d, int64_t e)
+{
+    const double r = fabs(d->ref[e]);
+    const double half_ulp = r > 0.0 ? ldexp(1.0, ilogb(r) - 24) : 0.0;
+    return fmax(half_ulp, ldexp(1.0, -150)) + d->bound[e] * ldexp(1.0, -29);
+}
+
+static int64_t bad_elements(const gh_data *d, const double *out, int64_t *first)
+{
+    int64_t bad = 0;
+    for (int64_t e = 0; e < d->c.m * d->c.n; e++)
+        if (!(fabs(out[e] - d->ref[e]) <= bound_of(d, e))) {
+            if (!bad)
+                *first = e;
+            bad++;
+        }
+    return bad;
+}
+
+/* Float-bit flips of the exact values, written into the checked C (the double copy). */
+typedef struct plant {
+    int n;
+    int64_t i[2], j[2];
+    int bit[2];
+    const gh_data *d;
+    double *pinned;
+} plant;
+
+static void plant_hook(void *stream, void *user)
+{
+    plant *p = user;
+    blasft_type t;
+    int64_t ldc;
+    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
+    GH_CHECK(t == BLASFT_TYPE_D && c != p->d->dC, "promoted GEMM checks type %d at the caller's C", (int)t);
+    for (int q = 0; q < p->n; q++) {
+        p->pinned[q] = blasft_flip_float_bit_of(p->d->ref[p->i[q] + p->j[q] * p->d->c.m], p->bit[q]);
+        cudaMemcpyAsync(c + p->i[q] + p->j[q] * ldc, p->pinned + q, 8, cudaMemcpyHostToDevice,
+                        (cudaStream_t)stream);
+    }
+}
+
+static int events_seen, events_not_s;
+static void on_event(const blasft_event *ev, void *user)
+{
+    (void)user;
+    events_seen++;
+    events_not_s += ev->type != 'S';
+}
+
+static const char *desc(const gh_case *c, const blasft_gpu_params *p)
+{
+    static char buf[200];
+    snprintf(buf, sizeof buf, "S%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d",
+             c->ta, c->tb, (long long)c->m, (long long)c->n, (long long)c->k, (long long)c->lda,
+             (long long)c->ldb, (long long)c->ldc, c->alpha, c->beta, c->device_scalars,
+             p->block_size, p->checksums);
+    return buf;
+}
+
+static gh_case make_case(char ta, char tb, int64_t m, int64_t n, int64_t k, int pad, double alpha,
+                         double beta, int dev)
+{
+    gh_case c;
+    memset(&c, 0, sizeof c);
+    c.t = BLASFT_TYPE_S;
+    c.ta = ta; c.tb = tb; c.m = m; c.n = n; c.k = k;
+    const int64_t ar = ta == 'N' ? m : k, br = tb == 'N' ? k : n;
+    c.lda = (ar > 1 ? ar : 1) + pad;
+    c.ldb = (br > 1 ? br : 1) + 2 * pad;
+    c.ldc = (m > 1 ? m : 1) + pad;
+    c.alpha = alpha; c.beta = beta; /* exact in float: the reference uses them as given */
+    c.device_scalars = dev;
+    return c;
+}
+
+static blasft_gpu_params promoted_params(int bs, int r)
+{
+    blasft_gpu_params p;
+    gh_params(&p, bs, r);
+    p.rows_on_demand = 1;
+    p.promote = 1;
+    return p;
+}
+
+/* One run; C downloaded into out. */
+static blasft_stats run(gh_data *d, const blasft_gpu_params *p, plant *pl, double *out)
+{
+    blasft_gpu_gemm g = gh_desc(d);
+    if (pl) {
+        pl->d = d;
+        blasft_gpu_set_fault_hook(ctx, plant_hook, pl);
+    }
+    blasft_stats st = gh_run_counted(ctx, &g, p, desc(&d->c, p));
+    blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+    gh_download_c(d, out);
+    return st;
+}
+
+static void clean_sweep(void)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {2, 3, 1}, {31, 37, 41}, {100, 77, 300},
+                                        {130, 200, 513}, {257, 64, 7}};
+    static const char trans[][2] = {{'N', 'N'}, {'T', 'N'}, {'N', 'T'}, {'T', 'T'}};
+    static const double ab[][2] = {{1.0, 0.0}, {-1.5, 0.5}, {2.5, -1.0}, {0.75, 1.0}};
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            const int v = (int)(s + tr) % 4, dev = (int)(s + tr) % 3 == 1;
+            gh_case c = make_case(trans[tr][0], trans[tr][1], shapes[s][0], shapes[s][1],
+                                  shapes[s][2], (int)(s % 3) * 3, ab[v][0], ab[v][1], dev);
+            blasft_gpu_params p = promoted_params(tr % 2 ? 32 : 37, 1 + (int)s % 2);
+            gh_data d;
+            gh_make(&d, &c, seed++);
+            if (c.beta == 0.0) { /* beta = 0: C must not be read (NaN would leak) */
+                for (int64_t i = 0; i < c.ldc * c.n; i++)
+                    ((float *)d.hC0)[i] = NAN;
+                gh_reset_c(&d);
+            }
+            double *out = malloc(8 * (size_t)(c.m * c.n));
+            blasft_stats st = run(&d, &p, NULL, out);
+            int64_t first = 0, bad = bad_elements(&d, out, &first);
+            GH_CHECK(bad == 0, "%s: %lld elements beyond one rounding, first %lld: %.9g vs %.9g",
+                     desc(&c, &p), (long long)bad, (long long)first, bad ? out[first] : 0.0,
+                     bad ? d.ref[first] : 0.0);
+            GH_CHECK(st.protected_gemms == 1 && st.errors_detected == 0 && st.blocks_recomputed == 0 &&
+                         st.false_alarms == 0 && st.encoder_faults == 0 && st.checks > 0,
+                     "%s: clean run: protected %llu detected %llu recomputed %llu false %llu",
+                     desc(&c, &p), (unsigned long long)st.protected_gemms,
+                     (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed,
+                     (unsigned long long)st.false_alarms);
+            free(out);
+            gh_free(&d);
+        }
+}
+
+/* Every float bit of a planted element, alone and with a second fault in another block. */
+static void faults(void)
+{
+    void *pin = NULL;
+    cudaMallocHost(&pin, 16);
+    uint64_t seed = 100;
+    for (int r = 1; r <= 2; r++)
+        for (int bit = 0; bit < 32; bit++) {
+            const int two = bit % 4 == 3;
+            gh_case c = make_case(bit % 2 ? 'T' : 'N', 'N', 200, 150, 300, 1, 1.0,
+                                  bit % 3 ? 0.0 : 0.5, bit % 5 == 0);
+            blasft_gpu_params p = promoted_params(32, r);
+            gh_data d;
+            gh_make(&d, &c, seed++);
+            plant pl = {two ? 2 : 1, {17 + bit, 150}, {5 + bit, 90}, {bit, (bit + 11) % 32}, NULL, pin};
+            double *out = malloc(8 * (size_t)(c.m * c.n));
+            events_seen = events_not_s = 0;
+            blasft_stats st = run(&d, &p, &pl, out);
+            int64_t first = 0, bad = bad_elements(&d, out, &first);
+            GH_CHECK(bad == 0, "%s bit %d (%d faults): %lld elements not restored, first %lld",
+                     desc(&c, &p), bit, pl.n, (long long)bad, (long long)first);
+            GH_CHECK(st.errors_detected >= (uint64_t)pl.n && st.uncorrectable == 0 &&
+                         st.errors_corrected + st.blocks_recomputed >= (uint64_t)pl.n,
+                     "%s bit %d (%d faults): detected %llu corrected %llu recomputed %llu "
+                     "uncorrectable %llu",
+                     desc(&c, &p), bit, pl.n, (unsigned long long)st.errors_detected,
+                     (unsigned long long)st.errors_corrected,
+                     (unsigned long long)st.blocks_recomputed, (unsigned long long)st.uncorrectable);
+            GH_CHECK(events_seen > 0 && events_not_s == 0, "%s bit %d: %d events, %d not of type S",
+                     desc(&c, &p), bit, events_seen, events_not_s);
+            free(out);
+            gh_free(&d);
+        }
+    cudaFreeHost(pin);
+}
+
+/* The workspace that reserve makes is the one a promoted call needs: no growth (no
+ * synchronisation) afterwards, as a graph capture requires. */
+static void reserve_covers(void)
+{
+    gh_case c = make_case('N', 'T', 300, 200, 100, 0, 1.0, 0.5, 1);
+    blasft_gpu_params p = promoted_params(64, 2);
+    blasft_gpu_ctx *fresh = blasft_gpu_ctx_create(NULL);
+    gh_data d;
+    gh_make(&d, &c, 7);
+    blasft_gpu_gemm g = gh_desc(&d);
+    GH_CHECK(blasft_gpu_gemm_would_sync(fresh, &g, &p, 1) == 1, "fresh context: no growth needed?");
+    GH_CHECK(blasft_gpu_reserve(fresh, BLASFT_TYPE_S, c.m, c.n, c.k, &p, 1) == 0, "reserve failed");
+    GH_CHECK(blasft_gpu_gemm_would_sync(fresh, &g, &p, 1) == 0, "reserved context still grows");
+    GH_CHECK(blasft_gpu_workspace_bytes(fresh) >=
+                 blasft_gpu_workspace_need(BLASFT_TYPE_S, c.m, c.n, c.k, &p),
+             "workspace %zu below the need %zu", blasft_gpu_workspace_bytes(fresh),
+             blasft_gpu_workspace_need(BLASFT_TYPE_S, c.m, c.n, c.k, &p));
+    blasft_gpu_ctx_destroy(fresh);
+    gh_free(&d);
+}
+
+int main(void)
+{
+    if (!gh_gpu_present()) {
+        puts("no GPU: skipped");
+        return 77;
+    }
+    ctx = blasft_gpu_ctx_create(NULL);
+    if (!ctx)
+        return 1;
+    blasft_set_event_callback(on_event, NULL);
+    clean_sweep();
+    faults();
+    reserve_covers();
+    blasft_gpu_ctx_destroy(ctx);
+    printf("%d checks, %d failures\n", gh_checks, gh_failures);
+    return gh_failures ? 1 : 0;
+}
