@@ -223,6 +223,18 @@ static void write_abft(FILE *f)
             (unsigned long long)st.faults_injected, (unsigned long long)st.false_alarms);
 }
 
+/* A double as JSON, which has no Inf or NaN: those are written as the strings "inf", "-inf" and
+ * "nan" (an exponent flip can make a syndrome infinite). buf holds at least 32 bytes. */
+static const char *json_number(char *buf, size_t size, double v)
+{
+    if (v != v)
+        return "\"nan\"";
+    if (v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
+        return v > 0 ? "\"inf\"" : "\"-inf\"";
+    snprintf(buf, size, "%.17g", v);
+    return buf;
+}
+
 static void write_events(FILE *f)
 {
     pthread_mutex_lock(&event_lock);
@@ -230,13 +242,15 @@ static void write_events(FILE *f)
     fprintf(f, "  \"events_total\": %llu,\n  \"events\": [", (unsigned long long)events_total);
     for (uint64_t i = 0; i < kept; i++) {
         const blasft_event *e = &kept_events[i];
+        char sb[32], tb[32];
         fprintf(f,
                 "%s\n    {\"kind\": \"%s\", \"routine\": \"%s\", \"type\": \"%c\", \"block\": [%lld, "
-                "%lld], \"element\": [%lld, %lld], \"syndrome\": %.17g, \"threshold\": %.17g, "
+                "%lld], \"element\": [%lld, %lld], \"syndrome\": %s, \"threshold\": %s, "
                 "\"action\": \"%s\"}",
                 i ? "," : "", event_kind_names[e->kind], e->routine, e->type,
                 (long long)e->block_row, (long long)e->block_col, (long long)e->row,
-                (long long)e->col, e->syndrome, e->threshold, e->action);
+                (long long)e->col, json_number(sb, sizeof sb, e->syndrome),
+                json_number(tb, sizeof tb, e->threshold), e->action);
     }
     fprintf(f, "%s]\n", kept ? "\n  " : "");
     pthread_mutex_unlock(&event_lock);

@@ -68,11 +68,16 @@ def run(cmd, env, cwd=None, stdin_path=None, timeout=600):
     return (p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace"))
 
 
+def _no_constant(name):
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
 def load_report(path):
     """The exit report as a dict; fails the test with a clear message if it is missing or bad."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            # strict JSON: Python would otherwise accept NaN and Infinity, which JSON has not
+            return json.load(f, parse_constant=_no_constant)
     except FileNotFoundError:
         fail(f"no exit report was written to {path}")
     except json.JSONDecodeError as e:

@@ -1,7 +1,8 @@
 """The exit report: written at exit, valid JSON (checked with python3 -m json.tool as well as
 json), with version, config, calls and abft{protected_gemms, errors_detected, errors_corrected,
-blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, and a report path
-that cannot be written does not break the program.
+blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, for events whose
+syndrome is infinite or NaN (written as strings), and a report path that cannot be written does
+not break the program.
 
 usage: test_report.py EXE   (EXE: gemm_app linked with the system BLAS; libblas_ft is preloaded)"""
 import os
@@ -37,6 +38,22 @@ def main():
             harness.check(entry["count"] > 0 and entry["where"] in ("host", "gpu", "host+gpu"),
                           f"calls.{name}: {entry}", failures)
             harness.check(entry["seconds"] >= 0, f"calls.{name}: negative seconds", failures)
+
+        # exponent flips of bit 62 make infinite and NaN syndromes: still valid JSON (as strings)
+        flips = os.path.join(work, "flips.json")
+        status, out, err = harness.run([exe], harness.preload_env(
+            BLASFT_REPORT=flips, BLASFT_MODE="correct", BLASFT_INJECT="faults=1,bits=62-62,seed=1"),
+            cwd=work)
+        harness.check(status == 0 and "0 wrong" in out, f"bit 62 flips: status {status}\n{out}{err}",
+                      failures)
+        report = check_file(flips, "bit 62 flips", failures)
+        values = [e[k] for e in report["events"] for k in ("syndrome", "threshold")]
+        harness.check(report["events"] and all(
+            isinstance(v, (int, float)) or v in ("inf", "-inf", "nan") for v in values),
+            f"bit 62 flips: events' syndromes and thresholds {values[:8]}", failures)
+        harness.check(any(isinstance(v, str) for v in values),
+                      "bit 62 flips: no infinite or NaN syndrome among the events (the case this "
+                      "run exists for)", failures)
 
         quiet = os.path.join(work, "true.json")
         status, _, err = harness.run(["/bin/true"], harness.preload_env(BLASFT_REPORT=quiet))
