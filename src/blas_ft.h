@@ -38,7 +38,8 @@ typedef enum {
  * their faults are then checked against double-precision rounding (docs/promote.md). */
 typedef enum {
     BLASFT_PROMOTE_AUTO = 0, /* where it costs about what the native protected path costs: the host */
-    BLASFT_PROMOTE_ON,
+    BLASFT_PROMOTE_ON,       /* the host and the GPU engine (there: double copies of A, B and C
+                                kept with the context) */
     BLASFT_PROMOTE_OFF
 } blasft_promote;
 typedef enum {
