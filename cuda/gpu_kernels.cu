@@ -1133,7 +1133,7 @@ template <typename T> __device__ void correct_element(const gk_gemm<T> &g, int64
     T *c = &g.C[i + j * g.ldc];
     bool recompute = false;
     for (int q = 0; q < gk_el<T>::P; q++)
-        recompute = recompute || blasft_correct_by_recompute(part_of(*c, q), f.su[q]);
+        recompute = recompute || blasft_correct_by_recompute(part_of(*c, q), f.su[q], f.eps);
     if (recompute)
         *c = recompute_element(g, i, j);
     else

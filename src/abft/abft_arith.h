@@ -308,13 +308,17 @@ uint64_t blasft_proj_next_seed(void);
 
 /* Correction rule (method.md 3): subtracting the syndrome keeps the element's precision only when
  * the error is small against the value; an exponent flip, Inf or NaN needs the element recomputed.
- * c is the faulty value, s = reference - recomputed (so c + s is the subtraction result). */
+ * Nor does subtraction suit an error near the threshold: the syndrome carries its checksum's
+ * rounding (up to about the threshold), which would stay in the element, a large part of the
+ * error itself; the recomputed (exact) element has none. c is the faulty value, s = reference -
+ * recomputed (so c + s is the subtraction result), thr the checksum's threshold. */
 #define BLASFT_SUBTRACT_MAX_REL 0.0625
-static inline BLASFT_HD int blasft_correct_by_recompute(double c, double s)
+#define BLASFT_SUBTRACT_MIN_THR 8.0
+static inline BLASFT_HD int blasft_correct_by_recompute(double c, double s, double thr)
 {
     if (!isfinite(c) || !isfinite(s))
         return 1;
-    return fabs(s) > BLASFT_SUBTRACT_MAX_REL * fabs(c + s);
+    return fabs(s) > BLASFT_SUBTRACT_MAX_REL * fabs(c + s) || !(fabs(s) >= BLASFT_SUBTRACT_MIN_THR * thr);
 }
 
 #endif

@@ -16,10 +16,13 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- arithmetic header ---- */
 
@@ -85,11 +88,14 @@ static void test_pea_sea(void **state)
 static void test_correct_rule_and_csum(void **state)
 {
     (void)state;
-    assert_false(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9)); /* small: subtract */
-    assert_true(blasft_correct_by_recompute(1e300, -1e300 + 1.0)); /* exponent flip up */
-    assert_true(blasft_correct_by_recompute(1e-300, 1.0));         /* exponent flip down */
-    assert_true(blasft_correct_by_recompute(NAN, 1.0));
-    assert_true(blasft_correct_by_recompute(INFINITY, 1.0));
+    assert_false(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9, 1e-12)); /* small: subtract */
+    assert_true(blasft_correct_by_recompute(1e300, -1e300 + 1.0, 1e-12)); /* exponent flip up */
+    assert_true(blasft_correct_by_recompute(1e-300, 1.0, 1e-12));         /* exponent flip down */
+    assert_true(blasft_correct_by_recompute(NAN, 1.0, 1e-12));
+    assert_true(blasft_correct_by_recompute(INFINITY, 1.0, 1e-12));
+    /* near its threshold the syndrome is partly rounding: recompute */
+    assert_true(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9, 2e-10));
+    assert_false(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9, 1e-10));
     blasft_csum s = {0, 0};
     blasft_csum_add(&s, 1.0);
     blasft_csum_add(&s, 1e-20);
@@ -251,6 +257,7 @@ static void plant_fn(const blasft_gemm *g, void *user)
 }
 
 static int events[8];
+static int f1_events, f2_events; /* corrections of extended localization's classes F1, F2 */
 static int64_t last_row = -1, last_col = -1; /* element of the last event */
 static char last_action[32];
 static int64_t last_brow = -2, last_bcol = -2; /* block of the last event */
@@ -263,6 +270,8 @@ static void count_event(const blasft_event *ev, void *user)
     last_brow = ev->block_row;
     last_bcol = ev->block_col;
     snprintf(last_action, sizeof last_action, "%s", ev->action ? ev->action : "");
+    f1_events += !strcmp(last_action, "corrected (F1)");
+    f2_events += !strcmp(last_action, "corrected (F2)");
 }
 
 static blasft_threshold planted_threshold = BLASFT_THRESHOLD_PEA;
@@ -278,6 +287,7 @@ static blasft_abft_diag run_planted(blasft_type t, int bs, int checksums, blasft
     cfg.threshold = planted_threshold;
     blasft_abft_set_plant_hook(plant_fn, p);
     memset(events, 0, sizeof events);
+    f1_events = f2_events = 0;
     blasft_set_event_callback(count_event, NULL);
     blasft_abft_diag d;
     assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 1), 0);
@@ -832,25 +842,33 @@ static void test_two_errors_one_row(void **state)
         d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
         assert_int_equal(d.corrected, 2);
         assert_int_equal(d.blocks_recomputed, 0);
-        /* same along a column */
+        assert_int_equal(f1_events, 2);
+        assert_int_equal(f2_events, 0);
+        /* same along a column: each row locates its column (F1) */
         p.i[1] = 12;
         p.j[1] = 3;
         d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
         assert_int_equal(d.corrected, 2);
         assert_int_equal(d.blocks_recomputed, 0);
+        assert_int_equal(f1_events, 2);
+        assert_int_equal(f2_events, 0);
         /* F2: one error per row and column (a diagonal), both sides locate */
         p.i[1] = 10;
         p.j[1] = 12;
         d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
         assert_int_equal(d.corrected, 2);
         assert_int_equal(d.blocks_recomputed, 0);
-        /* F0: four errors on a rectangle cannot be located -> recomputed */
+        assert_int_equal(f2_events, 2);
+        assert_int_equal(f1_events, 0);
+        /* F0: four errors on a rectangle cannot be located -> recomputed, nothing corrected */
         p.n = 4;
         p.i[1] = 5; p.j[1] = 11; p.mul[1] = 3.0;
         p.i[2] = 9; p.j[2] = 3; p.mul[2] = 2.0;
         p.i[3] = 9; p.j[3] = 11; p.mul[3] = -2.0;
         d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
         assert_int_equal(d.blocks_recomputed, 1);
+        assert_int_equal(d.corrected, 0);
+        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 1);
     }
 }
 
@@ -942,6 +960,43 @@ static void test_detect_and_report(void **state)
     assert_int_equal(d.uncorrectable, 1);
     assert_int_equal(d.blocks_recomputed, 0);
     assert_int_equal(events[BLASFT_EVENT_UNCORRECTABLE], 1);
+}
+
+/* BLASFT_ON_ERROR=abort: an error that cannot be corrected ends the process with SIGABRT (a child
+ * process here); a clean run in the same configuration does not. */
+static int run_in_child(int faults)
+{
+    plant p = one(5, 3, 0, -1.0);
+    p.n = faults;
+    p.i[1] = 5; /* a second error in the same row: one checksum cannot correct it */
+    p.j[1] = 11;
+    p.mul[1] = 3.0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tgemm x = make(BLASFT_TYPE_D, 'N', 'T', 48, 33, 50, 1, 1.0, 0.5, 0.5, 1.0);
+        blasft_config cfg = abft_t_cfg(16, 1);
+        cfg.on_error = BLASFT_ON_ERROR_ABORT;
+        blasft_abft_set_plant_hook(plant_fn, &p);
+        blasft_abft_diag d;
+        int rc = blasft_abft_run(&x.g, &cfg, &d, 0);
+        _exit(rc == 0 ? 0 : 3);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return status;
+}
+
+static void test_abort_on_uncorrectable(void **state)
+{
+    (void)state;
+    int status = run_in_child(2);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+    status = run_in_child(0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_nonfinite_inputs_unprotected(void **state)
@@ -1120,6 +1175,7 @@ int main(void)
         cmocka_unit_test(test_keep_buffers),
         cmocka_unit_test(test_one_sided_error_located_by_its_line),
         cmocka_unit_test(test_detect_and_report),
+        cmocka_unit_test(test_abort_on_uncorrectable),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
         cmocka_unit_test(test_injection_sites),

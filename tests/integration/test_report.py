@@ -47,6 +47,11 @@ def main():
         harness.check(status == 0 and "0 wrong" in out, f"bit 62 flips: status {status}\n{out}{err}",
                       failures)
         report = check_file(flips, "bit 62 flips", failures)
+        ab = report["abft"]
+        # (bit 62 clamps to the sign bit in single precision: a flipped zero is no error)
+        harness.check(ab["faults_injected"] > 0 and ab["errors_detected"] > 0 and
+                      ab["errors_corrected"] == ab["errors_detected"] and ab["uncorrectable"] == 0,
+                      f"bit 62 flips through BLASFT_INJECT: {ab}", failures)
         values = [e[k] for e in report["events"] for k in ("syndrome", "threshold")]
         harness.check(report["events"] and all(
             isinstance(v, (int, float)) or v in ("inf", "-inf", "nan") for v in values),
