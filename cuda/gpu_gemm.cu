@@ -634,10 +634,6 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
 }
 
-/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as a D or Z GEMM of promoted copies in the
- * context's buffer, checked (and corrected) in double by protected_gemm and rounded once into the
- * caller's C, all on the caller's stream (docs/promote.md). The copies take 8 P (ar ac + br bc +
- * m n) bytes beyond the D/Z workspace, so this is asked for (BLASFT_PROMOTE=on), not automatic. */
 int64_t max1(int64_t v) { return v > 1 ? v : 1; }
 
 /* The type the engine computes in, and the bytes of the promoted copies (0 without promotion). */
@@ -675,11 +671,11 @@ size_t promo_bytes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_
     return engine_type(t, p) == t ? 0 : promo_plan(t, 'N', 'N', m, n, k).end;
 }
 
-/* The descriptor of the D or Z GEMM that stands in for a promoted S or C one. */
-blasft_gpu_gemm promoted_desc(const blasft_gpu_gemm *g, const promo_layout &L, char *w)
+/* The descriptor of the GEMM of type e (D or Z) that stands in for a promoted S or C one. */
+blasft_gpu_gemm promoted_desc(const blasft_gpu_gemm *g, blasft_type e, const promo_layout &L, char *w)
 {
     blasft_gpu_gemm d = *g;
-    d.type = g->type == BLASFT_TYPE_C ? BLASFT_TYPE_Z : BLASFT_TYPE_D;
+    d.type = e;
     d.a = w + L.a;
     d.lda = max1(L.ar);
     d.b = w + L.b;
@@ -690,6 +686,10 @@ blasft_gpu_gemm promoted_desc(const blasft_gpu_gemm *g, const promo_layout &L, c
     return d;
 }
 
+/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as a D or Z GEMM of promoted copies in the
+ * context's buffer, checked (and corrected) in double by protected_gemm and rounded once into the
+ * caller's C, all on the caller's stream (docs/promote.md). The copies take 8 P (mk + kn + mn)
+ * bytes beyond the D/Z workspace, so this is asked for (BLASFT_PROMOTE=on), not automatic. */
 template <typename Td>
 int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
@@ -699,7 +699,7 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
     if (rc)
         return rc;
     char *w = (char *)ctx->promo;
-    blasft_gpu_gemm d = promoted_desc(g, L, w);
+    blasft_gpu_gemm d = promoted_desc(g, engine_type(g->type, p), L, w);
     const cudaStream_t s0 = ctx->s0;
     gk_promote((const float *)g->a, P * g->lda, P * L.ar, L.ac, (double *)d.a, s0);
     gk_promote((const float *)g->b, P * g->ldb, P * L.br, L.bc, (double *)d.b, s0);

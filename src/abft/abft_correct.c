@@ -623,10 +623,10 @@ static int recompute_line(abft_ctx *x, const blockview *b, int64_t *row, int64_t
 
 /* The worst-case rounding of a computed C(i, j) whose part has magnitude abs_c, in any summation
  * order: gamma_{kP+2} |alpha| sum |a b| + 2u (|beta c_old| + |c|) (blasft_element_rounding). */
-static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
+/* The sum and the largest of |a b| over C(i, j)'s dot product (|re| + |im| per complex operand). */
+static double element_mass(const abft_ctx *x, int64_t i, int64_t j, double *largest)
 {
-    const blasft_gemm *g = x->g;
-    double sab = 0, co = 0;
+    double sab = 0, top = 0;
     for (int64_t kk = 0; kk < x->k; kk++) {
         double a = 0, bv = 0;
         for (int part = 0; part < x->P; part++) {
@@ -634,7 +634,17 @@ static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_
             bv += fabs(abft_opb(x, kk, j, part));
         }
         sab += a * bv;
+        top = a * bv > top ? a * bv : top;
     }
+    *largest = top;
+    return sab;
+}
+
+static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
+{
+    const blasft_gemm *g = x->g;
+    double top, co = 0;
+    const double sab = element_mass(x, i, j, &top);
     if (!x->beta_zero)
         for (int part = 0; part < x->P; part++)
             co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
@@ -650,15 +660,8 @@ static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_
 static double element_pea_eps(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
 {
     const blasft_gemm *g = x->g;
-    double y = 0;
-    for (int64_t kk = 0; kk < x->k; kk++) {
-        double a = 0, bv = 0;
-        for (int part = 0; part < x->P; part++) {
-            a += fabs(abft_opa(x, i, kk, part));
-            bv += fabs(abft_opb(x, kk, j, part));
-        }
-        y = a * bv > y ? a * bv : y;
-    }
+    double y;
+    element_mass(x, i, j, &y);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]);
     const double sig = blasft_pea_sigma((double)(x->k * x->P), y, x->t, 1);
     return blasft_pea_eps(x->cfg->omega, aa, sig * sig, blasft_blas_var_add(abs_c, x->t));

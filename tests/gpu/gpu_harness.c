@@ -1,5 +1,7 @@
 #include "gpu_harness.h"
 
+#include "gpu_debug.h"
+
 #include "abft/abft_arith.h"
 
 #include "config.h"
@@ -43,6 +45,23 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     p->promote = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
+}
+
+int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_t i, int64_t j,
+                     int q, double v, double *pin)
+{
+    blasft_type t;
+    int64_t ldc;
+    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
+    GH_CHECK(t == want, "the engine checks a C of type %d, not %d", (int)t, (int)want);
+    if (t != want)
+        return -1;
+    const int parts = t == BLASFT_TYPE_Z ? 2 : 1;
+    *pin = v;
+    die_cuda(cudaMemcpyAsync(c + parts * (i + j * ldc) + q, pin, 8, cudaMemcpyHostToDevice,
+                             (cudaStream_t)stream),
+             "plant");
+    return 0;
 }
 
 void gh_sync(void) { die_cuda(cudaDeviceSynchronize(), "sync"); }

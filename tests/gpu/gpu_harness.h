@@ -71,6 +71,12 @@ blasft_stats gh_stats_delta(const blasft_stats *before);
 blasft_stats gh_run_counted(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                             const blasft_gpu_params *p, const char *what);
 
+/* Inside a fault hook (gpu_debug.h): writes v into part q of element (i, j) of the C that the
+ * engine checks, through the pinned double *pin, on `stream`. That C must be of type `want`
+ * (a promoted S or C GEMM's double copy: D or Z); returns 0, or -1 (a failed check) if not. */
+int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_t i, int64_t j,
+                     int q, double v, double *pin);
+
 /* A GEMM in host doubles for the PROJ oracle: op(A)(i, l) is A[i + l lda] ('N') or A[l + i lda],
  * op(B)(l, j) likewise; C0 the old C (ld ldc), read where beta != 0. */
 typedef struct gh_proj_gemm {

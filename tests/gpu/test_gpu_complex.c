@@ -305,13 +305,9 @@ typedef struct zflip {
 static void zflip_hook(void *stream, void *user)
 {
     zflip *f = user;
-    blasft_type t;
-    int64_t ldc;
-    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
-    GH_CHECK(t == BLASFT_TYPE_Z, "promoted C GEMM checks type %d", (int)t);
-    *f->pinned = blasft_flip_float_bit_of(f->d->ref[2 * (f->i + f->j * f->d->c.m) + f->q], f->bit);
-    cudaMemcpyAsync(c + 2 * (f->i + f->j * ldc) + f->q, f->pinned, 8, cudaMemcpyHostToDevice,
-                    (cudaStream_t)stream);
+    gh_plant_checked(ctx, stream, BLASFT_TYPE_Z, f->i, f->j, f->q,
+                     blasft_flip_float_bit_of(f->d->ref[2 * (f->i + f->j * f->d->c.m) + f->q], f->bit),
+                     f->pinned);
 }
 
 static int64_t promoted_bad(const zdata *d, const double *out)

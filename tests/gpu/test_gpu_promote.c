@@ -51,15 +51,10 @@ typedef struct plant {
 static void plant_hook(void *stream, void *user)
 {
     plant *p = user;
-    blasft_type t;
-    int64_t ldc;
-    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
-    GH_CHECK(t == BLASFT_TYPE_D && c != p->d->dC, "promoted GEMM checks type %d at the caller's C", (int)t);
-    for (int q = 0; q < p->n; q++) {
-        p->pinned[q] = blasft_flip_float_bit_of(p->d->ref[p->i[q] + p->j[q] * p->d->c.m], p->bit[q]);
-        cudaMemcpyAsync(c + p->i[q] + p->j[q] * ldc, p->pinned + q, 8, cudaMemcpyHostToDevice,
-                        (cudaStream_t)stream);
-    }
+    for (int q = 0; q < p->n; q++)
+        gh_plant_checked(ctx, stream, BLASFT_TYPE_D, p->i[q], p->j[q], 0,
+                         blasft_flip_float_bit_of(p->d->ref[p->i[q] + p->j[q] * p->d->c.m], p->bit[q]),
+                         p->pinned + q);
 }
 
 static int events_seen, events_not_s;
