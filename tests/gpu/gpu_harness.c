@@ -64,6 +64,27 @@ int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_
     return 0;
 }
 
+blasft_gpu_ctx *gh_start(void)
+{
+    if (!gh_gpu_present()) {
+        puts("no GPU: skipped");
+        exit(77);
+    }
+    blasft_gpu_ctx *ctx = blasft_gpu_ctx_create(NULL);
+    if (!ctx) {
+        fputs("could not create a GPU context\n", stderr);
+        exit(1);
+    }
+    return ctx;
+}
+
+int gh_finish(blasft_gpu_ctx *ctx)
+{
+    blasft_gpu_ctx_destroy(ctx);
+    printf("%d checks, %d failures\n", gh_checks, gh_failures);
+    return gh_failures ? 1 : 0;
+}
+
 void gh_sync(void) { die_cuda(cudaDeviceSynchronize(), "sync"); }
 
 blasft_stats gh_stats_delta(const blasft_stats *before)

@@ -42,6 +42,11 @@ typedef struct gh_data {
 } gh_data;
 
 int gh_gpu_present(void);
+/* A GPU test's start and end: gh_start exits 77 (skipped) where there is no GPU and 1 where no
+ * context can be made, else returns a context on the legacy default stream; gh_finish destroys
+ * it, prints "N checks, N failures" and returns the exit status (1 on any failure). */
+blasft_gpu_ctx *gh_start(void);
+int gh_finish(blasft_gpu_ctx *ctx);
 /* A malloc'd copy of x[0..count) as float (single) or double. */
 void *gh_typed_copy(const double *x, int64_t count, int single);
 /* A cudaMalloc'd copy of bytes of host memory h (exits on failure). */

@@ -553,13 +553,7 @@ static void host_entry(void)
 
 int main(void)
 {
-    if (!gh_gpu_present()) {
-        puts("no GPU: skipped");
-        return 77;
-    }
-    ctx = blasft_gpu_ctx_create(NULL);
-    if (!ctx)
-        return 1;
+    ctx = gh_start();
     clean_sweep();
     uint64_t seed = 300;
     for (int t = 0; t < 2; t++) {
@@ -572,7 +566,5 @@ int main(void)
     faults();
     promoted();
     host_entry();
-    blasft_gpu_ctx_destroy(ctx);
-    printf("%d checks, %d failures\n", gh_checks, gh_failures);
-    return gh_failures ? 1 : 0;
+    return gh_finish(ctx);
 }

@@ -817,15 +817,7 @@ static void graph_capture(int schedule)
 
 int main(void)
 {
-    if (!gh_gpu_present()) {
-        puts("no GPU: skipped");
-        return 77;
-    }
-    ctx = blasft_gpu_ctx_create(NULL);
-    if (!ctx) {
-        fputs("could not create a GPU context\n", stderr);
-        return 1;
-    }
+    ctx = gh_start();
     clean_sweep();
     nan_c_beta_on_device();
     faults();
@@ -838,7 +830,5 @@ int main(void)
     near_constant();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
-    blasft_gpu_ctx_destroy(ctx);
-    printf("%d checks, %d failures\n", gh_checks, gh_failures);
-    return gh_failures ? 1 : 0;
+    return gh_finish(ctx);
 }

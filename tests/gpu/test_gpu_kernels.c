@@ -216,13 +216,7 @@ static gh_case kcase(int t, int tr, int64_t m, int64_t n, int64_t k, int pa, int
 
 int main(void)
 {
-    if (!gh_gpu_present()) {
-        puts("no GPU: skipped");
-        return 77;
-    }
-    ctx = blasft_gpu_ctx_create(NULL);
-    if (!ctx)
-        return 1;
+    ctx = gh_start();
     uint64_t seed = 500;
     for (int t = 0; t < 2; t++)
         for (int tr = 0; tr < 4; tr++) {
@@ -262,7 +256,5 @@ int main(void)
             one(&c, bss[e], e == 4 ? 2 : 1, 0, seed++);
         }
     }
-    blasft_gpu_ctx_destroy(ctx);
-    printf("%d checks, %d failures\n", gh_checks, gh_failures);
-    return gh_failures ? 1 : 0;
+    return gh_finish(ctx);
 }

@@ -210,18 +210,10 @@ static void reserve_covers(void)
 
 int main(void)
 {
-    if (!gh_gpu_present()) {
-        puts("no GPU: skipped");
-        return 77;
-    }
-    ctx = blasft_gpu_ctx_create(NULL);
-    if (!ctx)
-        return 1;
+    ctx = gh_start();
     blasft_set_event_callback(on_event, NULL);
     clean_sweep();
     faults();
     reserve_covers();
-    blasft_gpu_ctx_destroy(ctx);
-    printf("%d checks, %d failures\n", gh_checks, gh_failures);
-    return gh_failures ? 1 : 0;
+    return gh_finish(ctx);
 }
