@@ -4,8 +4,8 @@
  * padded leading dimensions, alpha/beta in host and device memory, beta = 0 over a C of NaN;
  * clean runs flag nothing; float-bit flips planted in the double copy that the engine checks
  * (bits 0 to 31, one or two faults, one and two checksums) are detected and the result restored
- * to the same accuracy; events name type S. Type C is covered in test_gpu_complex.c. Exits 77
- * without a GPU. */
+ * to the same accuracy; events name type S; detect mode, PROJ thresholds and every block's row
+ * side on the promoted path. Type C is covered in test_gpu_complex.c. Exits 77 without a GPU. */
 #include "abft/abft_inject.h"
 #include "gpu_debug.h"
 #include "gpu_harness.h"
@@ -187,6 +187,51 @@ static void faults(void)
     cudaFreeHost(pin);
 }
 
+/* Other settings on the promoted path: detect mode reports a planted fault and leaves it (as
+ * the native path does), PROJ thresholds on the double copy flag nothing on clean data and keep
+ * the one rounding, and the row side computed for every block does the same. */
+static void settings(void)
+{
+    void *pin = NULL;
+    cudaMallocHost(&pin, 8);
+    gh_case c = make_case('N', 'T', 160, 130, 400, 2, -1.5, 0.5, 0);
+    for (int v = 0; v < 3; v++) {
+        blasft_gpu_params p = promoted_params(32, 1 + v % 2);
+        if (v == 0)
+            p.mode = BLASFT_MODE_DETECT;
+        else if (v == 1)
+            p.proj = 1;
+        else
+            p.rows_on_demand = 0;
+        gh_data d;
+        gh_make(&d, &c, 40 + (uint64_t)v);
+        plant pl = {1, {70, 0}, {100, 0}, {30, 0}, NULL, pin}; /* an exponent bit */
+        double *out = malloc(8 * (size_t)(c.m * c.n));
+        blasft_stats st = run(&d, &p, v == 0 ? &pl : NULL, out);
+        int64_t first = 0, bad = bad_elements(&d, out, &first);
+        if (v == 0) {
+            const int64_t e = 70 + 100 * c.m;
+            GH_CHECK(st.errors_detected >= 1 && st.errors_corrected == 0 && st.uncorrectable >= 1,
+                     "detect mode: detected %llu corrected %llu uncorrectable %llu",
+                     (unsigned long long)st.errors_detected, (unsigned long long)st.errors_corrected,
+                     (unsigned long long)st.uncorrectable);
+            GH_CHECK(bad == 1 && first == e &&
+                         out[e] == (float)blasft_flip_float_bit_of(d.ref[e], 30),
+                     "detect mode: %lld elements off (first %lld), the planted one %.9g", (long long)bad,
+                     (long long)first, out[e]);
+        } else {
+            GH_CHECK(bad == 0 && st.errors_detected == 0 && st.blocks_recomputed == 0 &&
+                         st.false_alarms == 0,
+                     "%s: %lld elements beyond one rounding, detected %llu recomputed %llu",
+                     v == 1 ? "proj" : "all rows", (long long)bad,
+                     (unsigned long long)st.errors_detected, (unsigned long long)st.blocks_recomputed);
+        }
+        free(out);
+        gh_free(&d);
+    }
+    cudaFreeHost(pin);
+}
+
 /* The workspace that reserve makes is the one a promoted call needs: no growth (no
  * synchronisation) afterwards, as a graph capture requires. */
 static void reserve_covers(void)
@@ -214,6 +259,7 @@ int main(void)
     blasft_set_event_callback(on_event, NULL);
     clean_sweep();
     faults();
+    settings();
     reserve_covers();
     return gh_finish(ctx);
 }
