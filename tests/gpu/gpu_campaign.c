@@ -438,13 +438,13 @@ static void flip_hook(void *stream, void *user)
     blasft_type t;
     int64_t ldc;
     char *c = blasft_gpu_debug_checked_c(f->ctx, &t, &ldc);
-    const size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
-    if (f->single && ts == 8) {
-        const double v = *(const float *)f->pinned;
-        memcpy((char *)f->pinned + 8, &v, 8);
+    if (f->single && t == BLASFT_TYPE_D) { /* promoted: C is m x m, ld m */
+        gh_plant_checked(f->ctx, stream, BLASFT_TYPE_D, f->idx % ldc, f->idx / ldc, 0,
+                         *(const float *)f->pinned, (double *)f->pinned + 1);
+        return;
     }
-    cudaMemcpyAsync(c + ts * f->idx, (char *)f->pinned + (ts == 8 && f->single ? 8 : 0), ts,
-                    cudaMemcpyHostToDevice, (cudaStream_t)stream);
+    const size_t ts = f->single ? 4 : 8;
+    cudaMemcpyAsync(c + ts * f->idx, f->pinned, ts, cudaMemcpyHostToDevice, (cudaStream_t)stream);
 }
 
 /* x (of the type) with bit `bit` flipped, stored typed at out; returns it as a double. */
