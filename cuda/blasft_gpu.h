@@ -71,18 +71,22 @@ typedef struct blasft_gpu_params {
                                op(B)); 0: for every block (=all) */
     int proj;               /* 1: PROJ thresholds for the column checksums of S and D
                                (BLASFT_THRESHOLD=proj; cuda/gpu_proj.cu), the rest PEA */
-    int promote;            /* 1: S and C GEMMs computed as D and Z GEMMs of promoted copies in
-                               the context (8 (mk + kn + mn) bytes, complex twice), checked in
-                               double and rounded once into C (BLASFT_PROMOTE=on; gpu_gemm.cu) */
+    int promote;            /* 1: S and C GEMMs computed as D and Z GEMMs of promoted copies,
+                               checked in double and rounded once into C (BLASFT_PROMOTE=on;
+                               gpu_gemm.cu); 2: only where FP64 is fast and no dimension is under
+                               1024 (=auto); 0: never (=off) */
+    uint64_t promote_mem;   /* bytes of the promoted copies (BLASFT_GPU_PROMOTE_MEM), a fixed
+                               buffer: larger GEMMs run in tiles of C and chunks of k that fit;
+                               0: 1 GiB */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
 
-/* 1 if GEMMs of type t run promoted with parameters p (S and C with p->promote), else 0; such a
- * GEMM ignores prepared operands (they are made from the single-precision data). */
-int blasft_gpu_promotes(blasft_type t, const blasft_gpu_params *p);
+/* 1 if an m x n x k GEMM of type t runs promoted with parameters p (S and C, see promote), else 0;
+ * such a GEMM ignores prepared operands (they are made from the single-precision data). */
+int blasft_gpu_promotes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p);
 
 /* One protected GEMM of device-resident operands. alpha and beta point to host memory
  * (scalars_on_device = 0) or device memory (1), of the GEMM's type. */

@@ -33,8 +33,19 @@ struct report_slot {
     char type;
     const char *routine;
     blasft_on_error on_error;
+    int64_t row0, col0, bs; /* the part's place in the caller's C (promoted tiles), its BS */
+    int gemms;              /* protected GEMMs the part completes: 1, or 0 for all but a call's last */
     std::atomic<int> busy;
 };
+
+/* The part of the caller's GEMM that protected_gemm runs: all of it, or one tile (and k chunk)
+ * of a promoted GEMM (promoted_gemm). Events and reports are placed and counted by it. */
+struct call_part {
+    int64_t row0, col0;
+    int last_k; /* the tile's last (or only) chunk of k */
+    int gemms;  /* 1 where the part completes the caller's GEMM */
+};
+constexpr call_part kWholeCall = {0, 0, 1, 1};
 
 } // namespace
 
@@ -51,7 +62,8 @@ struct blasft_gpu_ctx {
     size_t promo_bytes;
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
-    int64_t checked_ldc;
+    int64_t checked_ldc, checked_rows, checked_cols;
+    call_part part; /* what the running protected_gemm is of the caller's GEMM */
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
@@ -197,7 +209,7 @@ void CUDART_CB deliver(void *arg)
 {
     report_slot *s = (report_slot *)arg;
     const gk_counters &c = s->c;
-    blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
+    blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)s->gemms);
     blasft_stat_add(BLASFT_STAT_CHECKS, s->checks + c.row_checks);
     blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, c.detected);
     blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, c.corrected);
@@ -216,10 +228,11 @@ void CUDART_CB deliver(void *arg)
         ev.kind = kinds[r.kind];
         ev.routine = s->routine;
         ev.type = s->type;
-        ev.block_row = r.block_row;
-        ev.block_col = r.block_col;
-        ev.row = r.row;
-        ev.col = r.col;
+        /* a tile's positions in the caller's C (tiles start at multiples of BS) */
+        ev.block_row = r.block_row < 0 ? r.block_row : r.block_row + s->row0 / s->bs;
+        ev.block_col = r.block_col < 0 ? r.block_col : r.block_col + s->col0 / s->bs;
+        ev.row = r.row < 0 ? r.row : r.row + s->row0;
+        ev.col = r.col < 0 ? r.col : r.col + s->col0;
         ev.syndrome = r.syndrome < 0 ? -r.syndrome : r.syndrome;
         ev.threshold = r.threshold;
         ev.action = actions[r.kind];
@@ -588,6 +601,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         ctx->checked_c = g->c;
         ctx->checked_type = g->type;
         ctx->checked_ldc = g->ldc;
+        ctx->checked_rows = m;
+        ctx->checked_cols = n;
         ctx->hook((void *)s0, ctx->hook_user);
     }
 
@@ -614,6 +629,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                         : caller == BLASFT_TYPE_C ? 2 : 3];
     slot->routine = g->routine ? g->routine : "gpu_gemm";
     slot->on_error = p->on_error;
+    slot->row0 = ctx->part.row0;
+    slot->col0 = ctx->part.col0;
+    slot->bs = bs;
+    slot->gemms = ctx->part.gemms;
     /* the counters are copied in the caller's stream order (the next GEMM resets them); the host
      * function that delivers them runs on the helper stream, so the caller's stream never waits
      * for the host thread. Under graph capture the helper stream must be joined back, so there
@@ -636,94 +655,220 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
 
 int64_t max1(int64_t v) { return v > 1 ? v : 1; }
 
-/* The type the engine computes in, and the bytes of the promoted copies (0 without promotion). */
-blasft_type engine_type(blasft_type t, const blasft_gpu_params *p)
+/* BLASFT_PROMOTE=auto promotes on the GPU where FP64 runs at half the FP32 rate or better (A100,
+ * H100, H200: there the promoted GEMM costs no more than the native one, docs/promote.md) and no
+ * dimension is shorter than this (a short one leaves the conversions unhidden). */
+constexpr int64_t kPromoteAutoMin = 1024;
+constexpr uint64_t kPromoteMemDefault = (uint64_t)1 << 30; /* BLASFT_GPU_PROMOTE_MEM's default */
+
+bool fast_fp64()
 {
-    if (!p->promote)
-        return t;
-    return t == BLASFT_TYPE_S ? BLASFT_TYPE_D : t == BLASFT_TYPE_C ? BLASFT_TYPE_Z : t;
+    static std::atomic<int> known[64]; /* per device: 0 not asked yet, 1 slow, 2 fast */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return false;
+    int v = known[dev].load(std::memory_order_relaxed);
+    if (!v) {
+        int ratio = 0;
+        if (cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, dev) !=
+            cudaSuccess)
+            ratio = 0;
+        v = ratio >= 1 && ratio <= 2 ? 2 : 1;
+        known[dev].store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
 }
 
-struct promo_layout {
-    int64_t ar, ac, br, bc; /* op(A) and op(B) as stored */
-    size_t a, b, c, s, end;
+/* A promoted GEMM's plan: C in tiles of tm x tn (multiples of BS but at the edges), k in chunks
+ * of kc, so that the double copies of one panel of op(A), one of op(B) and one tile of C, and the
+ * engine's copy of the old tile where a tile accumulates (beta != 0, or a chunk after the first),
+ * fit in BLASFT_GPU_PROMOTE_MEM bytes: a fixed-size buffer (issue 4's memory rule). on = 0: the
+ * GEMM runs natively. */
+struct promo_plan {
+    bool on;
+    int64_t tm, tn, kc;
+    bool keep_old;          /* the engine keeps each tile's old C (8 P tm tn bytes, its old_c) */
+    size_t a, b, c, s, end; /* the buffer: panel of op(A), panel of op(B), tile of C, scalars */
+    /* prepared panels (blasft_gpu_prepare), where a panel serves several tiles (k in one chunk,
+     * op N): every panel of op(A) prepared once (pa_each bytes apart) and reused by each column
+     * of tiles; the panel of op(B) prepared once per column of tiles. 0: none. Checksums and
+     * lists, O((m + n) k / BS): outside BLASFT_GPU_PROMOTE_MEM's copies. */
+    size_t pa, pa_each, pb;
+    int64_t parts(int64_t m, int64_t n, int64_t k) const
+    {
+        return ((m + tm - 1) / tm) * ((n + tn - 1) / tn) * ((k + kc - 1) / kc);
+    }
 };
 
-promo_layout promo_plan(blasft_type t, char transa, char transb, int64_t m, int64_t n, int64_t k)
+blasft_type promoted_type(blasft_type t) { return t == BLASFT_TYPE_S ? BLASFT_TYPE_D : BLASFT_TYPE_Z; }
+
+/* cold: the old C is read (beta != 0, or beta in device memory) */
+promo_plan plan_promotion(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                          bool cold, const blasft_gpu_params *p)
 {
+    promo_plan L;
+    memset(&L, 0, sizeof L);
+    if ((t != BLASFT_TYPE_S && t != BLASFT_TYPE_C) || !p->promote || m <= 0 || n <= 0 || k <= 0)
+        return L;
+    if (p->promote == 2 && (m < kPromoteAutoMin || n < kPromoteAutoMin || k < kPromoteAutoMin ||
+                            !fast_fp64()))
+        return L;
     const size_t P = (size_t)type_parts(t);
-    promo_layout L;
-    L.ar = op_of(transa) == CUBLAS_OP_N ? m : k;
-    L.ac = op_of(transa) == CUBLAS_OP_N ? k : m;
-    L.br = op_of(transb) == CUBLAS_OP_N ? k : n;
-    L.bc = op_of(transb) == CUBLAS_OP_N ? n : k;
-    gk_carve c{0};
-    L.a = c.take(8 * P * (size_t)(m * k));
-    L.b = c.take(8 * P * (size_t)(k * n));
-    L.c = c.take(8 * P * (size_t)(m * n));
-    L.s = c.take(8 * 4);
-    L.end = c.o;
+    const uint64_t cap = p->promote_mem ? p->promote_mem : kPromoteMemDefault;
+    const int64_t bs = p->block_size;
+    const bool recompute =
+        p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    auto halve = [](int64_t x, int64_t unit) { return ((x + 1) / 2 + unit - 1) / unit * unit; };
+    int64_t tm = m, tn = n, kc = k;
+    for (;;) {
+        gk_carve c{0};
+        L.a = c.take(8 * P * (size_t)(tm * kc));
+        L.b = c.take(8 * P * (size_t)(kc * tn));
+        L.c = c.take(8 * P * (size_t)(tm * tn));
+        L.s = c.take(8 * 3 * P);
+        L.end = c.o;
+        L.keep_old = recompute && (cold || kc < k);
+        if (L.end + (L.keep_old ? gk_align(8 * P * (size_t)(tm * tn)) : 0) <= cap)
+            break;
+        /* tiles of C down to 1024 first (the panels are re-converted once per tile, which costs
+         * less than chunks of k: each chunk copies and encodes the tile's old C), then k down to
+         * 1024, then either further */
+        const int64_t big = tm > tn ? tm : tn;
+        if (big > 1024 && big > bs)
+            (tm >= tn ? tm : tn) = halve(big, bs);
+        else if (kc > 1024)
+            kc = halve(kc, 256);
+        else if (big > bs)
+            (tm >= tn ? tm : tn) = halve(big, bs);
+        else if (kc > 256)
+            kc = halve(kc, 256);
+        else
+            return promo_plan{}; /* nothing fits: native */
+    }
+    L.on = true;
+    L.tm = tm;
+    L.tn = tn;
+    L.kc = kc;
+    const blasft_type e = promoted_type(t);
+    if (kc == k && op_of(ta) == CUBLAS_OP_N && tn < n) {
+        L.pa_each = gk_align(blasft_gpu_prep_bytes(0, e, tm, k, p));
+        L.pa = L.end;
+        L.end += L.pa_each * (size_t)((m + tm - 1) / tm);
+    }
+    if (kc == k && op_of(tb) == CUBLAS_OP_N && tm < m && p->rows_on_demand && !p->pea_block_lists) {
+        L.pb = L.end;
+        L.end += gk_align(blasft_gpu_prep_bytes(1, e, k, tn, p));
+    }
     return L;
 }
 
-size_t promo_bytes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p)
+promo_plan plan_for(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
-    return engine_type(t, p) == t ? 0 : promo_plan(t, 'N', 'N', m, n, k).end;
+    const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
+    return plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
 }
 
-/* The descriptor of the GEMM of type e (D or Z) that stands in for a promoted S or C one. */
-blasft_gpu_gemm promoted_desc(const blasft_gpu_gemm *g, blasft_type e, const promo_layout &L, char *w)
-{
-    blasft_gpu_gemm d = *g;
-    d.type = e;
-    d.a = w + L.a;
-    d.lda = max1(L.ar);
-    d.b = w + L.b;
-    d.ldb = max1(L.br);
-    d.c = w + L.c;
-    d.ldc = max1(g->m);
-    d.prep_a = d.prep_b = nullptr; /* prepared from the single-precision data: not these */
-    return d;
-}
-
-/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as a D or Z GEMM of promoted copies in the
- * context's buffer, checked (and corrected) in double by protected_gemm and rounded once into the
- * caller's C, all on the caller's stream (docs/promote.md). The copies take 8 P (mk + kn + mn)
- * bytes beyond the D/Z workspace, so this is asked for (BLASFT_PROMOTE=on), not automatic. */
+/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as D or Z GEMMs of promoted copies, tile by
+ * tile of C and chunk by chunk of k (plan_promotion), each checked (and corrected) in double by
+ * protected_gemm, every tile rounded once into the caller's C after its last chunk; all on the
+ * caller's stream (docs/promote.md). Loop order: column panels of op(B) outside, so that with k in
+ * one chunk op(B)'s panel is converted once and op(A)'s once per column panel. */
 template <typename Td>
-int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
+                  const promo_plan &L)
 {
     constexpr int P = gk_el<Td>::P;
-    const promo_layout L = promo_plan(g->type, g->transa, g->transb, g->m, g->n, g->k);
     int rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, L.end, "cudaMalloc(promoted copies)");
     if (rc)
         return rc;
     char *w = (char *)ctx->promo;
-    blasft_gpu_gemm d = promoted_desc(g, engine_type(g->type, p), L, w);
     const cudaStream_t s0 = ctx->s0;
-    gk_promote((const float *)g->a, P * g->lda, P * L.ar, L.ac, (double *)d.a, s0);
-    gk_promote((const float *)g->b, P * g->ldb, P * L.br, L.bc, (double *)d.b, s0);
-    double hs[4] = {0.0, 0.0, 0.0, 0.0};
+    const int64_t m = g->m, n = g->n, k = g->k;
+    const bool an = op_of(g->transa) == CUBLAS_OP_N, bn = op_of(g->transb) == CUBLAS_OP_N;
+    const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
+    const float *ga = (const float *)g->a, *gb = (const float *)g->b;
+    float *gc = (float *)g->c;
+    double *dA = (double *)(w + L.a), *dB = (double *)(w + L.b), *dC = (double *)(w + L.c);
+    /* alpha, beta and one, in device memory where the caller's are */
+    double hs[6] = {0.0, 0.0, 0.0, 0.0, 1.0, 0.0};
+    const double *sc = hs;
     if (g->scalars_on_device) {
         double *ds = (double *)(w + L.s);
         gk_promote_scalars((const float *)g->alpha, (const float *)g->beta, P, ds, s0);
-        d.alpha = ds;
-        d.beta = ds + P;
+        sc = ds;
     } else {
         for (int i = 0; i < P; i++) {
             hs[i] = ((const float *)g->alpha)[i];
             hs[P + i] = ((const float *)g->beta)[i];
         }
-        d.alpha = hs;
-        d.beta = hs + P;
+        hs[2 * P] = 1.0;
+        hs[2 * P + 1] = 0.0;
     }
-    /* with beta = 0 in host memory the old C is never read (it may hold NaN); with device
-     * scalars the engine skips it where beta turns out 0 */
-    if (g->scalars_on_device || beta_nonzero(g->type, g->beta))
-        gk_promote((const float *)g->c, P * g->ldc, P * g->m, g->n, (double *)d.c, s0);
-    if ((rc = protected_gemm<Td>(ctx, &d, p, g->type)))
-        return rc;
-    gk_round((const double *)d.c, P * g->m, g->n, (float *)g->c, P * g->ldc, s0);
+    blasft_gpu_gemm d = *g;
+    d.type = promoted_type(g->type);
+    d.a = dA;
+    d.b = dB;
+    d.c = dC;
+    d.alpha = sc; /* the caller's prepared operands are made from its single-precision data */
+    int64_t a_at[2] = {-1, -1}, b_at[2] = {-1, -1}; /* the panels the buffer holds */
+    for (int64_t j0 = 0; j0 < n; j0 += L.tn)
+        for (int64_t i0 = 0; i0 < m; i0 += L.tm)
+            for (int64_t k0 = 0; k0 < k; k0 += L.kc) {
+                const int64_t tm = m - i0 < L.tm ? m - i0 : L.tm;
+                const int64_t tn = n - j0 < L.tn ? n - j0 : L.tn;
+                const int64_t kc = k - k0 < L.kc ? k - k0 : L.kc;
+                const bool last_k = k0 + kc >= k;
+                if (a_at[0] != i0 || a_at[1] != k0) {
+                    if (an)
+                        gk_promote(ga + P * (i0 + k0 * g->lda), P * g->lda, P * tm, kc, dA, s0);
+                    else
+                        gk_promote(ga + P * (k0 + i0 * g->lda), P * g->lda, P * kc, tm, dA, s0);
+                    a_at[0] = i0;
+                    a_at[1] = k0;
+                }
+                if (b_at[0] != j0 || b_at[1] != k0) {
+                    if (bn)
+                        gk_promote(gb + P * (k0 + j0 * g->ldb), P * g->ldb, P * kc, tn, dB, s0);
+                    else
+                        gk_promote(gb + P * (j0 + k0 * g->ldb), P * g->ldb, P * tn, kc, dB, s0);
+                    b_at[0] = j0;
+                    b_at[1] = k0;
+                }
+                /* with beta = 0 in host memory the old C is never read (it may hold NaN); with
+                 * device scalars the engine skips it where beta turns out 0 */
+                if (k0 == 0 && cold)
+                    gk_promote(gc + P * (i0 + j0 * g->ldc), P * g->ldc, P * tm, tn, dC, s0);
+                d.m = tm;
+                d.n = tn;
+                d.k = kc;
+                d.lda = max1(an ? tm : kc);
+                d.ldb = max1(bn ? kc : tn);
+                d.ldc = max1(tm);
+                d.beta = k0 == 0 ? sc + P : sc + 2 * P; /* later chunks accumulate */
+                /* prepared panels: op(A)'s made in the first column of tiles, op(B)'s with its
+                 * conversion; both on this stream, before the GEMMs that read them */
+                const blasft_type e = promoted_type(g->type);
+                d.prep_a = d.prep_b = nullptr;
+                if (L.pa) {
+                    char *pa = w + L.pa + L.pa_each * (size_t)(i0 / L.tm);
+                    if (j0 == 0 && blasft_gpu_prepare(s0, 0, e, tm, k, dA, tm, p, pa))
+                        return -2;
+                    d.prep_a = pa;
+                }
+                if (L.pb) {
+                    if (i0 == 0 && blasft_gpu_prepare(s0, 1, e, k, tn, dB, k, p, w + L.pb))
+                        return -2;
+                    d.prep_b = w + L.pb;
+                }
+                ctx->part = call_part{i0, j0, last_k ? 1 : 0,
+                                      last_k && i0 + tm >= m && j0 + tn >= n ? 1 : 0};
+                rc = protected_gemm<Td>(ctx, &d, p, g->type);
+                ctx->part = kWholeCall;
+                if (rc)
+                    return rc;
+                if (last_k)
+                    gk_round(dC, P * tm, tn, gc + P * (i0 + j0 * g->ldc), P * g->ldc, s0);
+            }
     return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
 }
 
@@ -775,12 +920,16 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->pea_block_lists = cfg->gpu_pea_lists == 1;
     p->rows_on_demand = cfg->gpu_row_checks == 0;
     p->proj = cfg->threshold == BLASFT_THRESHOLD_PROJ;
-    p->promote = cfg->promote == BLASFT_PROMOTE_ON;
+    p->promote = cfg->promote == BLASFT_PROMOTE_ON ? 1 : cfg->promote == BLASFT_PROMOTE_AUTO ? 2 : 0;
+    p->promote_mem = cfg->gpu_promote_mem;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
 }
 
-int blasft_gpu_promotes(blasft_type t, const blasft_gpu_params *p) { return engine_type(t, p) != t; }
+int blasft_gpu_promotes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p)
+{
+    return plan_promotion(t, 'N', 'N', m, n, k, false, p).on;
+}
 
 blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
 {
@@ -791,6 +940,7 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
         return nullptr;
     ctx->s0 = (cudaStream_t)stream;
     ctx->sched = -1;
+    ctx->part = kWholeCall;
     ctx->pmode[0] = ctx->pmode[1] = -1;
     /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY): high lets the short memory-bound
      * kernels in between the main GEMM's blocks as soon as they are ready */
@@ -874,25 +1024,38 @@ size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx)
 size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
                                  const blasft_gpu_params *p)
 {
-    const blasft_type e = engine_type(t, p);
+    const promo_plan L = plan_promotion(t, 'N', 'N', m, n, k, false, p);
+    const blasft_type e = L.on ? promoted_type(t) : t;
+    if (L.on) { /* the engine's workspace for one tile */
+        m = L.tm;
+        n = L.tn;
+        k = L.kc;
+    }
     int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
     return plan(type_size(e), type_parts(e), m, n, k, p->block_size, p->checksums, mb * nb,
                 p->proj != 0)
                .end +
-           promo_bytes(t, m, n, k, p);
+           (L.on ? L.end : 0);
 }
 
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)
 {
-    const blasft_type e = engine_type(t, p);
+    /* op N for both: the plan with the most prepared panels */
+    const promo_plan L = plan_promotion(t, 'N', 'N', m, n, k, keep_old_c != 0, p);
+    const blasft_type e = L.on ? promoted_type(t) : t;
+    if (L.on) {
+        m = L.tm;
+        n = L.tn;
+        k = L.kc;
+        keep_old_c = L.keep_old;
+    }
     size_t ts = type_size(e);
     int rc = ensure_ws(ctx, ts, type_parts(e), m, n, k, p->block_size, p->checksums, p->proj != 0);
     if (!rc && keep_old_c)
         rc = ensure_old(ctx, ts * m * n);
-    if (!rc)
-        rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, promo_bytes(t, m, n, k, p),
-                        "cudaMalloc(promoted copies)");
+    if (!rc && L.on)
+        rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, L.end, "cudaMalloc(promoted copies)");
     return rc;
 }
 
@@ -921,9 +1084,10 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
     }
-    if (engine_type(g->type, p) != g->type)
-        return g->type == BLASFT_TYPE_S ? promoted_gemm<double>(ctx, g, p)
-                                        : promoted_gemm<double2>(ctx, g, p);
+    const promo_plan L = plan_for(g, p);
+    if (L.on)
+        return g->type == BLASFT_TYPE_S ? promoted_gemm<double>(ctx, g, p, L)
+                                        : promoted_gemm<double2>(ctx, g, p, L);
     switch (g->type) {
     case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p, g->type);
     case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p, g->type);
@@ -989,29 +1153,31 @@ out:
 int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                                const blasft_gpu_params *p, int64_t count)
 {
-    /* mirrors protected_gemm's growth and slot checks */
+    /* mirrors protected_gemm's growth and slot checks (for every part of a promoted GEMM) */
     if (check_args(g, p) || g->m == 0 || g->n == 0 || g->k == 0 || p->mode == BLASFT_MODE_OFF ||
         count <= 0)
         return 0;
-    if (count > kSlots)
+    const promo_plan L = plan_for(g, p);
+    const blasft_type e = L.on ? promoted_type(g->type) : g->type;
+    const int64_t m = L.on ? L.tm : g->m, n = L.on ? L.tn : g->n, k = L.on ? L.kc : g->k;
+    const int64_t parts = L.on ? L.parts(g->m, g->n, g->k) : 1;
+    if (count > kSlots || parts > kSlots || count * parts > kSlots)
         return 1;
-    const blasft_type e = engine_type(g->type, p);
     const size_t ts = type_size(e);
-    const int64_t m = g->m, n = g->n, bs = p->block_size;
+    const int64_t bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     if (mb * nb > ctx->flag_cap ||
-        plan(ts, type_parts(e), m, n, g->k, (int)bs, p->checksums, ctx->flag_cap,
-             p->proj != 0)
-                .end >
+        plan(ts, type_parts(e), m, n, k, (int)bs, p->checksums, ctx->flag_cap, p->proj != 0).end >
             ctx->ws_bytes ||
-        promo_bytes(g->type, m, n, g->k, p) > ctx->promo_bytes)
+        (L.on && L.end > ctx->promo_bytes))
         return 1;
-    const bool on_dev = g->scalars_on_device != 0;
-    const bool need_cold = on_dev || beta_nonzero(g->type, g->beta);
-    if (need_cold && p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE &&
-        ts * m * n > ctx->old_bytes)
+    const bool need_cold =
+        L.on ? L.keep_old
+             : (g->scalars_on_device || beta_nonzero(g->type, g->beta)) &&
+                   p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    if (need_cold && ts * m * n > ctx->old_bytes)
         return 1;
-    for (int64_t i = 0; i < count; i++)
+    for (int64_t i = 0; i < count * parts; i++)
         if (ctx->slots[(ctx->next_slot + i) % kSlots].busy.load(std::memory_order_acquire))
             return 1;
     return 0;
@@ -1055,6 +1221,16 @@ void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t
     *type = ctx->checked_type;
     *ldc = ctx->checked_ldc;
     return ctx->checked_c;
+}
+
+void blasft_gpu_debug_checked_part(blasft_gpu_ctx *ctx, int64_t *row0, int64_t *col0,
+                                   int64_t *rows, int64_t *cols, int *last_k)
+{
+    *row0 = ctx->part.row0;
+    *col0 = ctx->part.col0;
+    *rows = ctx->checked_rows;
+    *cols = ctx->checked_cols;
+    *last_k = ctx->part.last_k;
 }
 
 int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,

@@ -33,6 +33,8 @@ __global__ void scalars_kernel(const float *alpha, const float *beta, int parts,
         out[i] = (double)alpha[i];
     else if (i < 2 * parts)
         out[i] = (double)beta[i - parts];
+    else if (i < 3 * parts)
+        out[i] = i == 2 * parts ? 1.0 : 0.0;
 }
 
 unsigned int grid_of(int64_t cols) { return (unsigned int)(cols < 65535 ? cols : 65535); }

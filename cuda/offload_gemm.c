@@ -254,7 +254,7 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
      * with the row side on demand) and the parameters are the codec's */
     blasft_gpu_params_from_cfg(&K.p, cfg);
     const int prep = same_prep_params(&K.p) && g->k > 0 && cfg->mode != BLASFT_MODE_OFF &&
-                     !blasft_gpu_promotes(g->type, &K.p) &&
+                     !blasft_gpu_promotes(g->type, g->m, g->n, g->k, &K.p) &&
                      blasft_cache_get_mode(cache) != BLASFT_CACHE_OFF; /* off: nothing is kept */
     /* ...from the second use of a copy on (IF_SAME): an operand that changed is encoded by its
      * GEMM, beside the GEMM, which is cheaper than a separate pass first (measured:

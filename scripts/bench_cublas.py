@@ -126,7 +126,9 @@ def run_checks(name):
     with open("/proc/self/maps") as f:
         libs = sorted({l.split()[-1] for l in f if "cublas" in l or "blas_ft" in l})
     print("loaded:", *libs, sep="\n  ", flush=True)
-    shapes = [(1, 1, 1), (37, 53, 29), (300, 257, 129), (1024, 512, 768)]
+    # the last: every dimension >= 1024, so FP32 and complex64 run promoted under BLASFT_PROMOTE=auto
+    # on GPUs with fast FP64 (H100)
+    shapes = [(1, 1, 1), (37, 53, 29), (300, 257, 129), (1024, 512, 768), (1030, 1100, 1024)]
     for dtype in ("float32", "float64", "complex64", "complex128"):
         dt = getattr(np, dtype)
         cplx = dtype.startswith("complex")
@@ -171,20 +173,23 @@ def run_checks(name):
             dp = s1.protected_gemms - s0.protected_gemms
             check(ok, f"{name} bmm {dtype} {bt}x{m}x{n}x{k}: error {q:.3g} x bound")
             check(dp == bt, f"{name} bmm {dtype} {bt}x{m}x{n}x{k}: {dp} protected (want {bt})")
-        # a planted fault (exponent bit of one element of C) must be found and corrected
-        a = fw.rand((300, 200), dt, 77)
-        b = fw.rand((200, 260), dt, 78)
-        s0 = stats(lib, fw)
-        # the real part's exponent for complex types
-        lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype in ("float32", "complex64") else 61)
-        c = fw.mm(a, b)
-        s1 = stats(lib, fw)
-        ok, q = within_bound(fw, a, b, c, dtype)
-        check(s1.faults_injected - s0.faults_injected == 1, f"{name} {dtype} fault planted")
-        check(s1.errors_detected > s0.errors_detected, f"{name} {dtype} planted fault detected")
-        check(s1.errors_corrected + s1.blocks_recomputed > s0.errors_corrected + s0.blocks_recomputed,
-              f"{name} {dtype} planted fault corrected")
-        check(ok, f"{name} {dtype} planted fault: result error {q:.3g} x bound")
+        # a planted fault (exponent bit of one element of C) must be found and corrected; the
+        # second shape is promoted under auto on a GPU with fast FP64
+        for (m, k, n, i, j) in ((300, 200, 260, 10, 20), (1100, 1024, 1030, 1000, 1010)):
+            a = fw.rand((m, k), dt, 77)
+            b = fw.rand((k, n), dt, 78)
+            s0 = stats(lib, fw)
+            # the real part's exponent for complex types
+            lib.blasft_cublas_plant_fault(1, i, j, 29 if dtype in ("float32", "complex64") else 61)
+            c = fw.mm(a, b)
+            s1 = stats(lib, fw)
+            ok, q = within_bound(fw, a, b, c, dtype)
+            what = f"{name} {dtype} {m}x{n}x{k}"
+            check(s1.faults_injected - s0.faults_injected == 1, f"{what} fault planted")
+            check(s1.errors_detected > s0.errors_detected, f"{what} planted fault detected")
+            check(s1.errors_corrected + s1.blocks_recomputed > s0.errors_corrected + s0.blocks_recomputed,
+                  f"{what} planted fault corrected")
+            check(ok, f"{what} planted fault: result error {q:.3g} x bound")
     if name == "torch":
         torch = fw.m
         for warm in (True, False):

@@ -32,6 +32,10 @@ static const blasft_config config_defaults = {
     .hash_threads = 0, /* filled in: the online cores */
     .gpu_row_checks = 0, /* flagged: docs/gpu-benchmark.md, "Row side on demand" */
     .promote = BLASFT_PROMOTE_AUTO,
+    /* a fixed buffer (issue 4's memory rule): the GPU's promoted GEMMs run in tiles that fit it;
+     * 1 GiB keeps the re-conversions of tiled operands within a few per cent at n <= 16384
+     * (docs/promote.md) */
+    .gpu_promote_mem = (uint64_t)1 << 30,
 };
 
 #define MAX_STAGING ((uint64_t)512 << 20)
@@ -244,6 +248,12 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
         cfg->offload_trace = parse_choice("BLASFT_OFFLOAD_TRACE", v, off_on_names, d->offload_trace, &bad);
     if ((v = lookup("BLASFT_PROMOTE", ctx)) && *v)
         cfg->promote = (blasft_promote)parse_choice("BLASFT_PROMOTE", v, promote_names, d->promote, &bad);
+    if ((v = lookup("BLASFT_GPU_PROMOTE_MEM", ctx)) && *v &&
+        parse_size(v, 16u << 20, UINT64_MAX, &cfg->gpu_promote_mem) != 0) {
+        complain("BLASFT_GPU_PROMOTE_MEM", v, "a size of at least 16M (bytes, or with K, M, G, T)",
+                 "1G");
+        bad++;
+    }
     if ((v = lookup("BLASFT_HOST_BLAS", ctx)))
         copy_path(cfg->host_blas, "BLASFT_HOST_BLAS", v, &bad);
     if ((v = lookup("BLASFT_LOG_FILE", ctx)))

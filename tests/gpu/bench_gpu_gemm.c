@@ -6,7 +6,8 @@
  * BENCH_TRACE=N prints N stage timelines per configuration (trace_ms: gpu_debug.h's points).
  * BENCH_THRESHOLD=proj: PROJ thresholds for the column checksums (default pea).
  * BENCH_PROMOTE=1: S and C computed as D and Z and rounded once (blasft_gpu_params.promote),
- *   still timed against plain cuBLAS in the caller's type.
+ *   still timed against plain cuBLAS in the caller's type; =auto: the automatic choice;
+ *   BENCH_PROMOTE_MEM_MB: the buffer of the promoted copies in MiB (default 1024).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -118,7 +119,11 @@ int main(int argc, char **argv)
                 p.pea_block_lists = getenv("BLASFT_GPU_PEA_LISTS") && !strcmp(getenv("BLASFT_GPU_PEA_LISTS"), "block");
                 p.rows_on_demand = !(getenv("BLASFT_GPU_ROW_CHECKS") && !strcmp(getenv("BLASFT_GPU_ROW_CHECKS"), "all"));
                 p.proj = getenv("BENCH_THRESHOLD") && !strcmp(getenv("BENCH_THRESHOLD"), "proj");
-                p.promote = getenv("BENCH_PROMOTE") && !strcmp(getenv("BENCH_PROMOTE"), "1");
+                const char *promote = getenv("BENCH_PROMOTE");
+                p.promote = !promote ? 0 : !strcmp(promote, "1") ? 1 : !strcmp(promote, "auto") ? 2 : 0;
+                p.promote_mem = getenv("BENCH_PROMOTE_MEM_MB")
+                                    ? (uint64_t)atoll(getenv("BENCH_PROMOTE_MEM_MB")) << 20
+                                    : 0;
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
@@ -168,14 +173,17 @@ int main(int argc, char **argv)
                        "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
-                       "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d}\n",
+                       "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
+                       "\"promote_mem\":%llu,\"gemms\":%llu}\n",
                        ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
                        (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed), skip, sched,
                        p.pea_block_lists ? "block" : "vector", p.rows_on_demand ? "flagged" : "all",
-                       p.proj ? "proj" : "pea", p.promote);
+                       p.proj ? "proj" : "pea", p.promote, blasft_gpu_promotes(g.type, m, n, k, &p),
+                       (unsigned long long)p.promote_mem,
+                       (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;

@@ -425,7 +425,7 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist)
 /* flips: the bit to flip goes in through the hook (after the main GEMM, before the check) */
 typedef struct flip {
     blasft_gpu_ctx *ctx;
-    int64_t idx;
+    int64_t idx, m; /* the element idx of the caller's m-row C */
     int bit, single;
     void *pinned; /* the flipped value, as the checked C holds it */
 } flip;
@@ -438,8 +438,8 @@ static void flip_hook(void *stream, void *user)
     blasft_type t;
     int64_t ldc;
     char *c = blasft_gpu_debug_checked_c(f->ctx, &t, &ldc);
-    if (f->single && t == BLASFT_TYPE_D) { /* promoted: C is m x m, ld m */
-        gh_plant_checked(f->ctx, stream, BLASFT_TYPE_D, f->idx % ldc, f->idx / ldc, 0,
+    if (f->single && t == BLASFT_TYPE_D) { /* promoted: into the tile that holds the element */
+        gh_plant_checked(f->ctx, stream, BLASFT_TYPE_D, f->idx % f->m, f->idx / f->m, 0,
                          *(const float *)f->pinned, (double *)f->pinned + 1);
         return;
     }
@@ -522,7 +522,7 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, int p
         cff[i] = single ? ((float *)h)[i] : ((double *)h)[i];
     int det_bit[64] = {0}, n_bit[64] = {0};
     int abs_n = 0, abs_d = 0, prob_n = 0, prob_d = 0, se_n = 0, se_d = 0;
-    flip f = {ctx, 0, 0, single, pinned};
+    flip f = {ctx, 0, m, 0, single, pinned};
     for (int q = 0; q < nflips; q++) {
         const uint64_t r = mix(seed * 0x9e37 + (uint64_t)q);
         f.idx = (int64_t)(r % (uint64_t)(m * n));

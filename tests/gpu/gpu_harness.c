@@ -43,6 +43,7 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     p->rows_on_demand = 0;
     p->proj = 0;
     p->promote = 0;
+    p->promote_mem = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
 }
@@ -51,17 +52,22 @@ int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_
                      int q, double v, double *pin)
 {
     blasft_type t;
-    int64_t ldc;
+    int64_t ldc, r0, c0, rows, cols;
+    int last_k;
     double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
+    blasft_gpu_debug_checked_part(ctx, &r0, &c0, &rows, &cols, &last_k);
     GH_CHECK(t == want, "the engine checks a C of type %d, not %d", (int)t, (int)want);
     if (t != want)
         return -1;
+    /* a promoted GEMM runs in tiles (and chunks of k): the element goes into its tile's result */
+    if (!last_k || i < r0 || i >= r0 + rows || j < c0 || j >= c0 + cols)
+        return 0;
     const int parts = t == BLASFT_TYPE_Z ? 2 : 1;
     *pin = v;
-    die_cuda(cudaMemcpyAsync(c + parts * (i + j * ldc) + q, pin, 8, cudaMemcpyHostToDevice,
-                             (cudaStream_t)stream),
+    die_cuda(cudaMemcpyAsync(c + parts * ((i - r0) + (j - c0) * ldc) + q, pin, 8,
+                             cudaMemcpyHostToDevice, (cudaStream_t)stream),
              "plant");
-    return 0;
+    return 1;
 }
 
 blasft_gpu_ctx *gh_start(void)

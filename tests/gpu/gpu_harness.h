@@ -76,9 +76,11 @@ blasft_stats gh_stats_delta(const blasft_stats *before);
 blasft_stats gh_run_counted(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                             const blasft_gpu_params *p, const char *what);
 
-/* Inside a fault hook (gpu_debug.h): writes v into part q of element (i, j) of the C that the
- * engine checks, through the pinned double *pin, on `stream`. That C must be of type `want`
- * (a promoted S or C GEMM's double copy: D or Z); returns 0, or -1 (a failed check) if not. */
+/* Inside a fault hook (gpu_debug.h): writes v into part q of the caller's element (i, j) in the C
+ * that the engine checks, through the pinned double *pin, on `stream`. That C must be of type
+ * `want` (a promoted S or C GEMM's double copy: D or Z), else -1 (a failed check). A promoted
+ * GEMM is checked tile by tile: returns 1 where the element was planted (its tile's last chunk
+ * of k), 0 where this part of the GEMM does not hold it. */
 int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_t i, int64_t j,
                      int q, double v, double *pin);
 

@@ -5,7 +5,11 @@
  * clean runs flag nothing; float-bit flips planted in the double copy that the engine checks
  * (bits 0 to 31, one or two faults, one and two checksums) are detected and the result restored
  * to the same accuracy; events name type S; detect mode, PROJ thresholds and every block's row
- * side on the promoted path. Type C is covered in test_gpu_complex.c. Exits 77 without a GPU. */
+ * side on the promoted path; a small buffer for the copies (promote_mem), which makes the GEMM run
+ * in tiles of C and chunks of k: the tiles cover C once, the call counts once, results and planted
+ * faults as above with events at the caller's coordinates; the automatic choice (promote = 2)
+ * against the device's FP64 rate and the shape. Type C is covered in test_gpu_complex.c. Exits 77
+ * without a GPU. */
 #include "abft/abft_inject.h"
 #include "gpu_debug.h"
 #include "gpu_harness.h"
@@ -58,11 +62,14 @@ static void plant_hook(void *stream, void *user)
 }
 
 static int events_seen, events_not_s;
+static int64_t event_row, event_col; /* the last event's element */
 static void on_event(const blasft_event *ev, void *user)
 {
     (void)user;
     events_seen++;
     events_not_s += ev->type != 'S';
+    event_row = ev->row;
+    event_col = ev->col;
 }
 
 static const char *desc(const gh_case *c, const blasft_gpu_params *p)
@@ -253,6 +260,167 @@ static void reserve_covers(void)
     gh_free(&d);
 }
 
+/* The parts a promoted GEMM ran in, as a hook sees them: the tiles of their last chunk of k must
+ * cover C exactly once. */
+typedef struct parts_seen {
+    int parts, finals, outside;
+    int64_t m, n, covered;
+    plant *pl; /* also planted, or NULL */
+} parts_seen;
+
+static void parts_hook(void *stream, void *user)
+{
+    parts_seen *ps = user;
+    int64_t r0, c0, rows, cols;
+    int last_k;
+    blasft_gpu_debug_checked_part(ctx, &r0, &c0, &rows, &cols, &last_k);
+    ps->parts++;
+    ps->outside += r0 < 0 || c0 < 0 || rows < 1 || cols < 1 || r0 + rows > ps->m ||
+                   c0 + cols > ps->n;
+    if (last_k) {
+        ps->finals++;
+        ps->covered += rows * cols;
+    }
+    if (ps->pl)
+        plant_hook(stream, ps->pl);
+}
+
+/* A buffer of 2 MiB for the copies: 96 x 160 tiles in chunks of 768 for the first shape
+ * (plan_promotion), 320 x 256 tiles with k whole for the last, every transpose pair, beta 0 over NaN and not, scalars in host and device
+ * memory; clean runs and planted float-bit flips in tiles other than the first. */
+static void tiles(void)
+{
+    void *pin = NULL;
+    cudaMallocHost(&pin, 16);
+    static const char trans[][2] = {{'N', 'N'}, {'T', 'N'}, {'N', 'T'}, {'T', 'T'}};
+    /* the last: k in one chunk, 2 x 2 tiles, so panels of op(A) and op(B) are prepared once and
+     * reused (where their op is N) */
+    static const int64_t shapes[][3] = {{300, 260, 1500}, {517, 83, 2049}, {70, 600, 900},
+                                        {600, 500, 200}};
+    uint64_t seed = 500;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int tr = 0; tr < 4; tr++)
+            for (int faulty = 0; faulty < 2; faulty++) {
+                const int v = (int)(s + tr + faulty);
+                gh_case c = make_case(trans[tr][0], trans[tr][1], shapes[s][0], shapes[s][1],
+                                      shapes[s][2], v % 3, v % 2 ? -1.5 : 1.0, v % 3 ? 0.5 : 0.0,
+                                      v % 4 == 1);
+                blasft_gpu_params p = promoted_params(32, 1 + v % 2);
+                p.promote_mem = (uint64_t)2 << 20;
+                gh_data d;
+                gh_make(&d, &c, seed++);
+                if (c.beta == 0.0) {
+                    for (int64_t i = 0; i < c.ldc * c.n; i++)
+                        ((float *)d.hC0)[i] = NAN;
+                    gh_reset_c(&d);
+                }
+                /* one fault in the last tile, one (of two) in a middle one */
+                const int bit = faulty ? 12 + 3 * tr + (int)s : 0;
+                plant pl = {1 + (tr % 2), {c.m - 2, c.m / 2}, {c.n - 3, c.n / 3}, {bit, bit + 7},
+                            &d, pin};
+                parts_seen ps = {0, 0, 0, c.m, c.n, 0, faulty ? &pl : NULL};
+                blasft_gpu_gemm g = gh_desc(&d);
+                blasft_gpu_set_fault_hook(ctx, parts_hook, &ps);
+                events_seen = events_not_s = 0;
+                event_row = event_col = -1;
+                blasft_stats st = gh_run_counted(ctx, &g, &p, desc(&c, &p));
+                blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+                double *out = malloc(8 * (size_t)(c.m * c.n));
+                gh_download_c(&d, out);
+                int64_t first = 0, bad = bad_elements(&d, out, &first);
+                GH_CHECK(ps.parts >= 4 && ps.outside == 0 && ps.covered == c.m * c.n,
+                         "%s tiles: %d parts, %d of them last chunks, %d outside C, %lld of %lld "
+                         "elements covered",
+                         desc(&c, &p), ps.parts, ps.finals, ps.outside, (long long)ps.covered,
+                         (long long)(c.m * c.n));
+                GH_CHECK(bad == 0, "%s tiles (faults %d): %lld elements beyond one rounding, first %lld",
+                         desc(&c, &p), faulty ? pl.n : 0, (long long)bad, (long long)first);
+                GH_CHECK(st.protected_gemms == 1, "%s tiles: counted as %llu protected GEMMs",
+                         desc(&c, &p), (unsigned long long)st.protected_gemms);
+                if (!faulty) {
+                    GH_CHECK(st.errors_detected == 0 && st.blocks_recomputed == 0 &&
+                                 st.false_alarms == 0,
+                             "%s tiles, clean: detected %llu recomputed %llu", desc(&c, &p),
+                             (unsigned long long)st.errors_detected,
+                             (unsigned long long)st.blocks_recomputed);
+                } else {
+                    GH_CHECK(st.errors_detected >= (uint64_t)pl.n && st.uncorrectable == 0 &&
+                                 st.errors_corrected + st.blocks_recomputed >= (uint64_t)pl.n &&
+                                 events_not_s == 0,
+                             "%s tiles, bit %d x %d: detected %llu corrected %llu recomputed %llu",
+                             desc(&c, &p), bit, pl.n, (unsigned long long)st.errors_detected,
+                             (unsigned long long)st.errors_corrected,
+                             (unsigned long long)st.blocks_recomputed);
+                    /* a located single fault's event names the caller's element */
+                    if (pl.n == 1 && st.errors_corrected == 1)
+                        GH_CHECK(event_row == pl.i[0] && event_col == pl.j[0],
+                                 "%s tiles: event at (%lld, %lld), fault at (%lld, %lld)",
+                                 desc(&c, &p), (long long)event_row, (long long)event_col,
+                                 (long long)pl.i[0], (long long)pl.j[0]);
+                }
+                free(out);
+                gh_free(&d);
+            }
+    /* reserve covers a tiled plan too */
+    gh_case c = make_case('T', 'N', 300, 260, 1500, 0, 1.0, 0.5, 1);
+    blasft_gpu_params p = promoted_params(64, 1);
+    p.promote_mem = (uint64_t)2 << 20;
+    blasft_gpu_ctx *fresh = blasft_gpu_ctx_create(NULL);
+    gh_data d;
+    gh_make(&d, &c, 9);
+    blasft_gpu_gemm g = gh_desc(&d);
+    GH_CHECK(blasft_gpu_reserve(fresh, BLASFT_TYPE_S, c.m, c.n, c.k, &p, 1) == 0, "reserve failed");
+    GH_CHECK(blasft_gpu_gemm_would_sync(fresh, &g, &p, 1) == 0, "tiled: reserved context still grows");
+    blasft_gpu_ctx_destroy(fresh);
+    gh_free(&d);
+    cudaFreeHost(pin);
+}
+
+/* promote = 2 (BLASFT_PROMOTE=auto): promoted where the device runs FP64 at half the FP32 rate or
+ * better and no dimension is under 1024; such a GEMM gives the promoted accuracy. */
+static void automatic(void)
+{
+    int dev = 0, ratio = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, dev);
+    const int fast = ratio >= 1 && ratio <= 2;
+    blasft_gpu_params p = promoted_params(256, 1);
+    p.promote = 2;
+    GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_S, 1024, 1024, 1024, &p) == fast,
+             "auto, 1024^3: promotes %d, FP64 ratio %d", blasft_gpu_promotes(BLASFT_TYPE_S, 1024, 1024, 1024, &p), ratio);
+    GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_C, 2048, 1024, 4096, &p) == fast, "auto, C: not as S");
+    GH_CHECK(!blasft_gpu_promotes(BLASFT_TYPE_S, 1023, 4096, 4096, &p) &&
+                 !blasft_gpu_promotes(BLASFT_TYPE_S, 4096, 4096, 512, &p) &&
+                 !blasft_gpu_promotes(BLASFT_TYPE_D, 4096, 4096, 4096, &p),
+             "auto promotes a short dimension or type D");
+    p.promote = 0;
+    GH_CHECK(!blasft_gpu_promotes(BLASFT_TYPE_S, 4096, 4096, 4096, &p), "off promotes");
+    p.promote = 1;
+    GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_S, 5, 7, 3, &p), "on does not promote a small GEMM");
+    if (!fast)
+        return;
+    /* 1024^3 in a 16 MiB buffer (the smallest BLASFT_GPU_PROMOTE_MEM): tiles, the automatic choice */
+    p.promote = 2;
+    p.promote_mem = (uint64_t)16 << 20;
+    gh_case c = make_case('N', 'T', 1024, 1024, 1024, 1, 1.0, 0.0, 0);
+    gh_data d;
+    gh_make(&d, &c, 77);
+    parts_seen ps = {0, 0, 0, c.m, c.n, 0, NULL};
+    blasft_gpu_gemm g = gh_desc(&d);
+    blasft_gpu_set_fault_hook(ctx, parts_hook, &ps);
+    blasft_stats st = gh_run_counted(ctx, &g, &p, desc(&c, &p));
+    blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+    double *out = malloc(8 * (size_t)(c.m * c.n));
+    gh_download_c(&d, out);
+    int64_t first = 0, bad = bad_elements(&d, out, &first);
+    GH_CHECK(bad == 0 && ps.parts > 1 && ps.covered == c.m * c.n && st.protected_gemms == 1 &&
+                 st.errors_detected == 0,
+             "auto 1024^3, 16 MiB: %lld elements beyond one rounding, %d parts, %llu GEMMs",
+             (long long)bad, ps.parts, (unsigned long long)st.protected_gemms);
+    free(out);
+    gh_free(&d);
+}
+
 int main(void)
 {
     ctx = gh_start();
@@ -261,5 +429,7 @@ int main(void)
     faults();
     settings();
     reserve_covers();
+    tiles();
+    automatic();
     return gh_finish(ctx);
 }

@@ -85,10 +85,10 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_MIN_FLOPS", "-5"},   {"BLASFT_LOG", "loud"},
                       {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
                       {"BLASFT_OFFLOAD_TRACE", "1"}, {"BLASFT_GPU_ROW_CHECKS", "some"},
-                      {"BLASFT_PROMOTE", "double"},
+                      {"BLASFT_PROMOTE", "double"}, {"BLASFT_GPU_PROMOTE_MEM", "-1G"},
                       {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 13);
+    assert_int_equal(parse(&c, env), 14);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -105,6 +105,8 @@ static void test_malformed_values_fall_back(void **state)
     assert_int_equal(c.offload_trace, d.offload_trace);
     assert_int_equal(c.promote, d.promote);
     assert_int_equal(d.promote, BLASFT_PROMOTE_AUTO);
+    assert_true(c.gpu_promote_mem == d.gpu_promote_mem);
+    assert_true(d.gpu_promote_mem == (uint64_t)1 << 30);
 }
 
 static void test_block_size_bounds(void **state)
@@ -152,6 +154,14 @@ static void test_consistency_settings(void **state)
     assert_true(c.device_mem == 0);
     assert_true(c.staging == (uint64_t)256 << 20);
     assert_int_equal(c.hash_threads, cores);
+    env_pair promo[] = {{"BLASFT_GPU_PROMOTE_MEM", "256M"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, promo), 0);
+    assert_true(c.gpu_promote_mem == (uint64_t)256 << 20);
+    env_pair promo_bad[] = {{"BLASFT_GPU_PROMOTE_MEM", "1M"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, promo_bad), 1);
+    assert_true(c.gpu_promote_mem == (uint64_t)1 << 30);
+    env_pair promo_junk[] = {{"BLASFT_GPU_PROMOTE_MEM", "lots"}, {NULL, NULL}};
+    assert_int_equal(parse(&c, promo_junk), 1);
     env_pair decl[] = {{"BLASFT_CACHE", "declared"}, {"BLASFT_DEVICE_MEM", "auto"}, {NULL, NULL}};
     assert_int_equal(parse(&c, decl), 0);
     assert_int_equal(c.cache, BLASFT_CACHE_DECLARED);
