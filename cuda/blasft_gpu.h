@@ -77,7 +77,8 @@ typedef struct blasft_gpu_params {
                                1024 (=auto); 0: never (=off) */
     uint64_t promote_mem;   /* bytes of the promoted copies (BLASFT_GPU_PROMOTE_MEM), a fixed
                                buffer: larger GEMMs run in tiles of C and chunks of k that fit;
-                               0: 1 GiB */
+                               0: 1 GiB. A context that cannot allocate it computes S and C
+                               natively protected from then on (one warning) */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
 } blasft_gpu_params;

@@ -60,6 +60,7 @@ struct blasft_gpu_ctx {
     size_t old_bytes;
     void *promo; /* BLASFT_PROMOTE: double copies of A, B, C and the scalars (promoted_gemm) */
     size_t promo_bytes;
+    bool no_promo; /* the buffer of the copies could not be allocated: S and C run natively */
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;
@@ -197,6 +198,35 @@ int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, cons
     if (!cuda_ok(cudaMalloc(buf, bytes), what))
         return -2;
     *have = bytes;
+    return 0;
+}
+
+/* The buffer of the promoted copies grown to `bytes`: 0; 1 where the device has no memory for it
+ * (then this context computes S and C natively protected from now on: one warning), -2 on a
+ * failed synchronisation. */
+int ensure_promo(blasft_gpu_ctx *ctx, size_t bytes)
+{
+    if (bytes <= ctx->promo_bytes)
+        return 0;
+    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+        return -2;
+    if (ctx->promo)
+        cudaFree(ctx->promo);
+    ctx->promo = nullptr;
+    ctx->promo_bytes = 0;
+    if (cudaMalloc(&ctx->promo, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the native path goes on */
+        ctx->promo = nullptr;
+        ctx->no_promo = true;
+        static int once;
+        blasft_log_once(&once, BLASFT_LOG_WARN,
+                        "GPU: no device memory for %zu bytes of promoted copies "
+                        "(BLASFT_GPU_PROMOTE_MEM): S and C GEMMs of this context run natively "
+                        "protected", bytes);
+        return 1;
+    }
+    ctx->promo_bytes = bytes;
     return 0;
 }
 
@@ -762,8 +792,10 @@ promo_plan plan_promotion(blasft_type t, char ta, char tb, int64_t m, int64_t n,
     return L;
 }
 
-promo_plan plan_for(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
+    if (ctx->no_promo)
+        return promo_plan{};
     const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
     return plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
 }
@@ -778,10 +810,8 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                   const promo_plan &L)
 {
     constexpr int P = gk_el<Td>::P;
-    int rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, L.end, "cudaMalloc(promoted copies)");
-    if (rc)
-        return rc;
-    char *w = (char *)ctx->promo;
+    int rc = 0;
+    char *w = (char *)ctx->promo; /* ensure_promo made it (blasft_gpu_gemm_run) */
     const cudaStream_t s0 = ctx->s0;
     const int64_t m = g->m, n = g->n, k = g->k;
     const bool an = op_of(g->transa) == CUBLAS_OP_N, bn = op_of(g->transb) == CUBLAS_OP_N;
@@ -1042,7 +1072,15 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
                        const blasft_gpu_params *p, int keep_old_c)
 {
     /* op N for both: the plan with the most prepared panels */
-    const promo_plan L = plan_promotion(t, 'N', 'N', m, n, k, keep_old_c != 0, p);
+    promo_plan L = ctx->no_promo ? promo_plan{}
+                                 : plan_promotion(t, 'N', 'N', m, n, k, keep_old_c != 0, p);
+    if (L.on) {
+        const int have = ensure_promo(ctx, L.end);
+        if (have < 0)
+            return have;
+        if (have > 0)
+            L = promo_plan{}; /* native from now on */
+    }
     const blasft_type e = L.on ? promoted_type(t) : t;
     if (L.on) {
         m = L.tm;
@@ -1054,8 +1092,6 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
     int rc = ensure_ws(ctx, ts, type_parts(e), m, n, k, p->block_size, p->checksums, p->proj != 0);
     if (!rc && keep_old_c)
         rc = ensure_old(ctx, ts * m * n);
-    if (!rc && L.on)
-        rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, L.end, "cudaMalloc(promoted copies)");
     return rc;
 }
 
@@ -1084,8 +1120,11 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
     }
-    const promo_plan L = plan_for(g, p);
-    if (L.on)
+    const promo_plan L = plan_for(ctx, g, p);
+    const int have = L.on ? ensure_promo(ctx, L.end) : 1;
+    if (have < 0)
+        return have;
+    if (have == 0)
         return g->type == BLASFT_TYPE_S ? promoted_gemm<double>(ctx, g, p, L)
                                         : promoted_gemm<double2>(ctx, g, p, L);
     switch (g->type) {
@@ -1157,7 +1196,7 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
     if (check_args(g, p) || g->m == 0 || g->n == 0 || g->k == 0 || p->mode == BLASFT_MODE_OFF ||
         count <= 0)
         return 0;
-    const promo_plan L = plan_for(g, p);
+    const promo_plan L = plan_for(ctx, g, p);
     const blasft_type e = L.on ? promoted_type(g->type) : g->type;
     const int64_t m = L.on ? L.tm : g->m, n = L.on ? L.tn : g->n, k = L.on ? L.kc : g->k;
     const int64_t parts = L.on ? L.parts(g->m, g->n, g->k) : 1;

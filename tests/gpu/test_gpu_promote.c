@@ -421,6 +421,91 @@ static void automatic(void)
     gh_free(&d);
 }
 
+/* Where the device has no memory for the promoted copies, the context computes S natively
+ * protected (one warning) instead of passing the GEMM through: a 3000^3 SGEMM (216 MB of copies)
+ * with all but 128 MB of the device's memory taken. The native protected result of clean data is
+ * cuBLAS's SGEMM bit for bit (nothing corrected), which a promoted one is not. */
+static void ck(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+static void no_memory(void)
+{
+    const int64_t n = 3000;
+    const size_t bytes = 4 * (size_t)(n * n);
+    float *h = malloc(bytes);
+    uint64_t x = 12345;
+    for (int64_t i = 0; i < n * n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+    }
+    float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
+    ck(cudaMalloc((void **)&dA, bytes), "malloc");
+    ck(cudaMalloc((void **)&dB, bytes), "malloc");
+    ck(cudaMalloc((void **)&dC, bytes), "malloc");
+    ck(cudaMalloc((void **)&dP, bytes), "malloc");
+    ck(cudaMemcpy(dA, h, bytes, cudaMemcpyHostToDevice), "copy");
+    ck(cudaMemcpy(dB, h, bytes, cudaMemcpyHostToDevice), "copy");
+    blasft_gpu_ctx *c2 = blasft_gpu_ctx_create(NULL);
+    const float one = 1.0f, zero = 0.0f;
+    blasft_gpu_gemm g = {.type = BLASFT_TYPE_S, .transa = 'N', .transb = 'T', .m = n, .n = n,
+                         .k = n, .alpha = &one, .a = dA, .lda = n, .b = dB, .ldb = n,
+                         .beta = &zero, .c = dP, .ldc = n, .routine = "no_memory"};
+    GH_CHECK(blasft_gpu_gemm_plain(c2, &g) == 0, "plain SGEMM");
+    g.c = dC;
+    size_t freeb = 0, total = 0;
+    void *hog = NULL;
+    ck(cudaMemGetInfo(&freeb, &total), "meminfo");
+    const size_t keep = (size_t)128 << 20;
+    if (freeb > keep)
+        cudaMalloc(&hog, freeb - keep);
+    GH_CHECK(hog != NULL, "could not take the device's memory (%zu free)", freeb);
+    blasft_gpu_params p = promoted_params(256, 1);
+    p.promote_mem = (uint64_t)4 << 30; /* one part: 216 MB */
+    blasft_stats s0, s1;
+    blasft_get_stats(&s0);
+    const int rc = blasft_gpu_gemm_run(c2, &g, &p);
+    ck(cudaDeviceSynchronize(), "sync");
+    blasft_get_stats(&s1);
+    float *out = malloc(bytes), *ref = malloc(bytes);
+    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
+    ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n * n; i++)
+        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    GH_CHECK(rc == 0 && differ == 0 && s1.protected_gemms - s0.protected_gemms == 1 &&
+                 s1.errors_detected == s0.errors_detected,
+             "no memory for the copies: rc %d, %lld elements differ from cuBLAS's SGEMM, %llu "
+             "protected GEMMs",
+             rc, (long long)differ, (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+    /* reserve takes the native path too */
+    GH_CHECK(blasft_gpu_reserve(c2, BLASFT_TYPE_S, n, n, n, &p, 0) == 0 &&
+                 blasft_gpu_gemm_would_sync(c2, &g, &p, 1) == 0,
+             "no memory for the copies: reserve or would_sync");
+    cudaFree(hog);
+    /* the same GEMM with memory: promoted (not bit for bit cuBLAS's SGEMM) on a fresh context */
+    blasft_gpu_ctx *c3 = blasft_gpu_ctx_create(NULL);
+    GH_CHECK(blasft_gpu_gemm_run(c3, &g, &p) == 0, "promoted run");
+    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
+    differ = 0;
+    for (int64_t i = 0; i < n * n; i++)
+        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    GH_CHECK(differ > 0, "with memory the GEMM was not promoted (all equal to cuBLAS's SGEMM)");
+    blasft_gpu_ctx_destroy(c3);
+    blasft_gpu_ctx_destroy(c2);
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    cudaFree(dP);
+    free(h);
+    free(out);
+    free(ref);
+}
+
 int main(void)
 {
     ctx = gh_start();
@@ -431,5 +516,6 @@ int main(void)
     reserve_covers();
     tiles();
     automatic();
+    no_memory();
     return gh_finish(ctx);
 }
