@@ -126,7 +126,7 @@ def run_checks(name):
     with open("/proc/self/maps") as f:
         libs = sorted({l.split()[-1] for l in f if "cublas" in l or "blas_ft" in l})
     print("loaded:", *libs, sep="\n  ", flush=True)
-    # the last: every dimension >= 1024, so FP32 and complex64 run promoted under BLASFT_PROMOTE=auto
+    # the last two: every dimension >= 512, so FP32 and complex64 run promoted under BLASFT_PROMOTE=auto
     # on GPUs with fast FP64 (H100)
     shapes = [(1, 1, 1), (37, 53, 29), (300, 257, 129), (1024, 512, 768), (1030, 1100, 1024)]
     for dtype in ("float32", "float64", "complex64", "complex128"):

@@ -377,7 +377,7 @@ static void tiles(void)
 }
 
 /* promote = 2 (BLASFT_PROMOTE=auto): promoted where the device runs FP64 at half the FP32 rate or
- * better and no dimension is under 1024; such a GEMM gives the promoted accuracy. */
+ * better and no dimension is under 512; such a GEMM gives the promoted accuracy. */
 static void automatic(void)
 {
     int dev = 0, ratio = 0;
@@ -389,8 +389,11 @@ static void automatic(void)
     GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_S, 1024, 1024, 1024, &p) == fast,
              "auto, 1024^3: promotes %d, FP64 ratio %d", blasft_gpu_promotes(BLASFT_TYPE_S, 1024, 1024, 1024, &p), ratio);
     GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_C, 2048, 1024, 4096, &p) == fast, "auto, C: not as S");
-    GH_CHECK(!blasft_gpu_promotes(BLASFT_TYPE_S, 1023, 4096, 4096, &p) &&
-                 !blasft_gpu_promotes(BLASFT_TYPE_S, 4096, 4096, 512, &p) &&
+    GH_CHECK(blasft_gpu_promotes(BLASFT_TYPE_S, 4096, 4096, 512, &p) == fast &&
+                 blasft_gpu_promotes(BLASFT_TYPE_S, 512, 512, 512, &p) == fast,
+             "auto, a dimension of 512: not as 1024");
+    GH_CHECK(!blasft_gpu_promotes(BLASFT_TYPE_S, 511, 4096, 4096, &p) &&
+                 !blasft_gpu_promotes(BLASFT_TYPE_S, 4096, 4096, 256, &p) &&
                  !blasft_gpu_promotes(BLASFT_TYPE_D, 4096, 4096, 4096, &p),
              "auto promotes a short dimension or type D");
     p.promote = 0;
