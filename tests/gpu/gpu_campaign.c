@@ -1,7 +1,7 @@
 /* The GPU side of the threshold campaign (docs/thresholds.md, "PROJ on the GPU"). Two modes:
  *
- *   gpu_campaign fp SECONDS METHOD SEED NLIST
- *     Fault-free protected GEMMs for SECONDS, rotating the series (T_full, T_pos, heavy-tailed,
+ *   gpu_campaign fp SECONDS METHOD SEED NLIST [auto]
+ *     Fault-free protected GEMMs for SECONDS (auto: S promoted where BLASFT_PROMOTE=auto would), rotating the series (T_full, T_pos, heavy-tailed,
  *     cancelling, T_orth with kappa 2, 1024, 65536), S and D, n from NLIST (square, e.g.
  *     "256,1024,4096,16384"; "MxNxK" items too), BS 32-256, one and two checksums, alpha/beta
  *     variants and transposes. Every checksum element is compared: the count of first-tier
@@ -157,10 +157,16 @@ typedef struct tally {
 
 static void tally_json(const char *type, const char *series, const char *method, const tally *t)
 {
+    /* q_min is infinite where no syndrome was measured (PEA): JSON null, not a bare inf */
+    char qmin[32];
+    if (isfinite(t->qmin))
+        snprintf(qmin, sizeof qmin, "%.3f", t->qmin);
+    else
+        snprintf(qmin, sizeof qmin, "null");
     printf("{\"mode\":\"fp\",\"method\":\"%s\",\"type\":\"%s\",\"series\":\"%s\",\"gemms\":%llu,"
-           "\"checks\":%llu,\"flags\":%llu,\"worst_ratio\":%.4f,\"q_min\":%.3f,\"q_log2_hist\":[",
+           "\"checks\":%llu,\"flags\":%llu,\"worst_ratio\":%.4f,\"q_min\":%s,\"q_log2_hist\":[",
            method, type, series, (unsigned long long)t->gemms, (unsigned long long)t->checks,
-           (unsigned long long)t->flags, t->worst, t->qmin);
+           (unsigned long long)t->flags, t->worst, qmin);
     for (int b = 0; b < QBINS; b++)
         printf("%s%llu", b ? "," : "", (unsigned long long)t->q[b]);
     printf("]}\n");
@@ -247,7 +253,7 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
     free(C0);
 }
 
-static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist)
+static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, int promote)
 {
     if (getenv("CAMPAIGN_DIAG"))
         diag_at = atof(getenv("CAMPAIGN_DIAG"));
@@ -360,6 +366,7 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist)
         g.a = A, g.lda = lda, g.b = B, g.ldb = ldb, g.c = C, g.ldc = m;
         g.routine = "campaign";
         blasft_gpu_params p = params(bs, R, proj);
+        p.promote = promote; /* 2: BLASFT_PROMOTE=auto's choice for S */
         blasft_stats s0, s1;
         ck(cudaDeviceSynchronize(), "sync");
         blasft_get_stats(&s0);
@@ -417,7 +424,8 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist)
             tally_add(&all, &tl[t][s]);
         }
     tally_json("SD", "all", proj ? "proj" : "pea", &all);
-    printf("{\"mode\":\"fp\",\"seconds\":%.1f,\"shapes\":\"%s\"}\n", now_s() - t0, nlist);
+    printf("{\"mode\":\"fp\",\"seconds\":%.1f,\"shapes\":\"%s\",\"promote\":%d}\n", now_s() - t0,
+           nlist, promote);
     blasft_gpu_ctx_destroy(ctx);
     return 0;
 }
@@ -574,7 +582,8 @@ int main(int argc, char **argv)
         return 77;
     }
     if (argc >= 6 && !strcmp(argv[1], "fp"))
-        return mode_fp(atof(argv[2]), !strcmp(argv[3], "proj"), strtoull(argv[4], NULL, 10), argv[5]);
+        return mode_fp(atof(argv[2]), !strcmp(argv[3], "proj"), strtoull(argv[4], NULL, 10), argv[5],
+                       argc >= 7 && !strcmp(argv[6], "auto") ? 2 : 0);
     if (argc >= 8 && !strcmp(argv[1], "flips"))
         return mode_flips(argv[2][0] == 'S', atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
                           !strcmp(argv[6], "proj"), argc >= 9 && !strcmp(argv[8], "promote"),
