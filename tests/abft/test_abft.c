@@ -872,6 +872,45 @@ static void test_two_errors_one_row(void **state)
     }
 }
 
+/* Extended localization's agreement rule: where an element is placed by its column (ratio of the
+ * column's syndromes) and its flagged row names the same column, the row and column syndromes
+ * must agree (one error behind both lines). Errors e = 3 at (5, 6) and d = 1 at (5, 5) and
+ * (5, 7), each d cancelled in its column by -1 at (9, 5) and (12, 7): with linear weights
+ * (positions 6, 7, 8) row 5's ratio is (7 e + 6 d + 8 d) / (e + 2 d) = 7, so row 5 names column
+ * 6, and column 6 names row 5; columns 5 and 7 sum to zero, rows 9 and 12 each place their own
+ * error. Every line agrees on where, but row 5 carries e + 2 d and column 6 only e: more than one
+ * error behind (5, 6), so the block is recomputed and nothing is "corrected". */
+static void test_f2_lines_disagree(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++) {
+        plant p;
+        memset(&p, 0, sizeof p);
+        p.n = 5;
+        const int64_t is[5] = {5, 5, 5, 9, 12}, js[5] = {6, 5, 7, 5, 7};
+        const double adds[5] = {3.0, 1.0, 1.0, -1.0, -1.0};
+        for (int q = 0; q < 5; q++) {
+            p.i[q] = is[q];
+            p.j[q] = js[q];
+            p.mul[q] = 1.0;
+            p.add[q] = adds[q];
+        }
+        blasft_abft_diag d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT,
+                                         BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_true(d.detected >= 1);
+        assert_int_equal(d.corrected, 0);
+        assert_int_equal(d.blocks_recomputed, 1);
+        assert_int_equal(events[BLASFT_EVENT_RECOMPUTED], 1);
+        assert_int_equal(f1_events + f2_events, 0);
+        /* e alone: one error, both lines agree, corrected as F2 */
+        p.n = 1;
+        d = run_planted((blasft_type)t, 16, 2, BLASFT_MODE_CORRECT, BLASFT_ON_ERROR_RECOMPUTE, &p, 1);
+        assert_int_equal(d.corrected, 1);
+        assert_int_equal(d.blocks_recomputed, 0);
+        assert_int_equal(f2_events, 1);
+    }
+}
+
 /* A single error between the two thresholds of its element (over the smaller of the column and
  * the row checksum's, under the larger) flags one line only; with one checksum nothing places it
  * along that line. The campaign's 119 "detected, not located" cases were all of this kind: the
@@ -1170,6 +1209,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_two_errors_one_row),
+        cmocka_unit_test(test_f2_lines_disagree),
         cmocka_unit_test(test_norm_threshold),
         cmocka_unit_test(test_proj_threshold),
         cmocka_unit_test(test_keep_buffers),
