@@ -798,7 +798,14 @@ promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const b
     if (ctx->no_promo)
         return promo_plan{};
     const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
-    return plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
+    const promo_plan L = plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
+    /* under graph capture every part needs a report slot of its own (nothing is delivered while
+     * capturing): a GEMM of more parts than slots runs natively there */
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (L.on && L.parts(g->m, g->n, g->k) > kSlots &&
+        cudaStreamIsCapturing(ctx->s0, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+        return promo_plan{};
+    return L;
 }
 
 /* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as D or Z GEMMs of promoted copies, tile by
@@ -1081,6 +1088,17 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
             return have;
         if (have > 0)
             L = promo_plan{}; /* native from now on */
+    }
+    /* a GEMM of more parts than report slots runs natively under graph capture (plan_for): its
+     * native workspace too */
+    if (L.on && L.parts(m, n, k) > kSlots) {
+        const size_t ts = type_size(t);
+        int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums,
+                           p->proj != 0);
+        if (!rc && keep_old_c)
+            rc = ensure_old(ctx, ts * m * n);
+        if (rc)
+            return rc;
     }
     const blasft_type e = L.on ? promoted_type(t) : t;
     if (L.on) {

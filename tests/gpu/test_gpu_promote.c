@@ -268,12 +268,14 @@ typedef struct parts_seen {
     plant *pl; /* also planted, or NULL */
 } parts_seen;
 
+static blasft_gpu_ctx *hook_ctx; /* the context parts_hook asks (NULL: the shared one) */
+
 static void parts_hook(void *stream, void *user)
 {
     parts_seen *ps = user;
     int64_t r0, c0, rows, cols;
     int last_k;
-    blasft_gpu_debug_checked_part(ctx, &r0, &c0, &rows, &cols, &last_k);
+    blasft_gpu_debug_checked_part(hook_ctx ? hook_ctx : ctx, &r0, &c0, &rows, &cols, &last_k);
     ps->parts++;
     ps->outside += r0 < 0 || c0 < 0 || rows < 1 || cols < 1 || r0 + rows > ps->m ||
                    c0 + cols > ps->n;
@@ -509,6 +511,97 @@ static void no_memory(void)
     free(ref);
 }
 
+/* Under graph capture each part of a promoted GEMM needs a report slot of its own: a GEMM of more
+ * parts than slots (64) runs natively there, on the workspace that reserve made for it. 1200 x
+ * 1200 x 200 in a 256 KiB buffer: 64 x 64 tiles, 361 parts. Outside capture it is promoted (not
+ * bit for bit cuBLAS's SGEMM); captured and replayed it is the native path (bit for bit). */
+static void capture_many_parts(void)
+{
+    const int64_t m = 1200, n = 1200, k = 200;
+    float *h = malloc(4 * (size_t)(m * k));
+    uint64_t x = 777;
+    for (int64_t i = 0; i < m * k; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+    }
+    float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
+    ck(cudaMalloc((void **)&dA, 4 * (size_t)(m * k)), "malloc");
+    ck(cudaMalloc((void **)&dB, 4 * (size_t)(k * n)), "malloc");
+    ck(cudaMalloc((void **)&dC, 4 * (size_t)(m * n)), "malloc");
+    ck(cudaMalloc((void **)&dP, 4 * (size_t)(m * n)), "malloc");
+    ck(cudaMemcpy(dA, h, 4 * (size_t)(m * k), cudaMemcpyHostToDevice), "copy");
+    ck(cudaMemcpy(dB, h, 4 * (size_t)(k * n), cudaMemcpyHostToDevice), "copy");
+    cudaStream_t st;
+    ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    blasft_gpu_ctx *c2 = blasft_gpu_ctx_create(st);
+    const float one = 1.0f, zero = 0.0f;
+    blasft_gpu_gemm g = {.type = BLASFT_TYPE_S, .transa = 'N', .transb = 'N', .m = m, .n = n,
+                         .k = k, .alpha = &one, .a = dA, .lda = m, .b = dB, .ldb = k,
+                         .beta = &zero, .c = dP, .ldc = m, .routine = "capture"};
+    GH_CHECK(blasft_gpu_gemm_plain(c2, &g) == 0, "plain SGEMM");
+    g.c = dC;
+    blasft_gpu_params p = promoted_params(32, 1);
+    p.promote_mem = (uint64_t)256 << 10;
+    const size_t bytes = 4 * (size_t)(m * n);
+    float *out = malloc(bytes), *ref = malloc(bytes);
+    /* outside capture: promoted, 361 parts, one GEMM */
+    parts_seen ps = {0, 0, 0, m, n, 0, NULL};
+    hook_ctx = c2;
+    blasft_gpu_set_fault_hook(c2, parts_hook, &ps);
+    blasft_stats s0, s1;
+    blasft_get_stats(&s0);
+    GH_CHECK(blasft_gpu_gemm_run(c2, &g, &p) == 0, "promoted run");
+    ck(cudaDeviceSynchronize(), "sync"); /* the reports arrive on the helper stream */
+    blasft_get_stats(&s1);
+    blasft_gpu_set_fault_hook(c2, NULL, NULL);
+    hook_ctx = NULL;
+    GH_CHECK(ps.parts > 64 && ps.covered == m * n && s1.protected_gemms - s0.protected_gemms == 1,
+             "many parts: %d parts, %llu GEMMs", ps.parts,
+             (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
+    ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
+    int64_t differ = 0;
+    for (int64_t i = 0; i < m * n; i++)
+        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    GH_CHECK(differ > 0, "many parts outside capture: not promoted?");
+    /* captured: native */
+    GH_CHECK(blasft_gpu_reserve(c2, BLASFT_TYPE_S, m, n, k, &p, 0) == 0, "reserve");
+    ck(cudaMemset(dC, 0, bytes), "memset");
+    ck(cudaDeviceSynchronize(), "sync"); /* the reports too: every slot free */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ck(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "begin capture");
+    const int would = blasft_gpu_gemm_would_sync(c2, &g, &p, 1);
+    const int rc = would ? -9 : blasft_gpu_gemm_run(c2, &g, &p);
+    ck(cudaStreamEndCapture(st, &graph), "end capture");
+    GH_CHECK(would == 0 && rc == 0, "captured: would_sync %d, run %d", would, rc);
+    if (would == 0 && rc == 0) {
+        ck(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+        blasft_get_stats(&s0);
+        ck(cudaGraphLaunch(exec, st), "launch");
+        ck(cudaStreamSynchronize(st), "sync");
+        blasft_get_stats(&s1);
+        ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
+        differ = 0;
+        for (int64_t i = 0; i < m * n; i++)
+            differ += memcmp(&out[i], &ref[i], 4) != 0;
+        GH_CHECK(differ == 0 && s1.protected_gemms - s0.protected_gemms == 1,
+                 "captured many parts: %lld elements differ from cuBLAS's SGEMM, %llu GEMMs",
+                 (long long)differ, (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+        cudaGraphExecDestroy(exec);
+    }
+    cudaGraphDestroy(graph);
+    blasft_gpu_ctx_destroy(c2);
+    cudaStreamDestroy(st);
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    cudaFree(dP);
+    free(h);
+    free(out);
+    free(ref);
+}
+
 int main(void)
 {
     ctx = gh_start();
@@ -520,5 +613,6 @@ int main(void)
     tiles();
     automatic();
     no_memory();
+    capture_many_parts();
     return gh_finish(ctx);
 }
