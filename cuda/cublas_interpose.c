@@ -219,17 +219,12 @@ static void plant_hook(void *stream, void *user)
     plant *p = user;
     cudaStream_t s = stream;
     blasft_type t;
-    int64_t ldc, r0, c0, rows, cols;
-    int last_k;
-    char *c = blasft_gpu_debug_checked_c(p->ctx, &t, &ldc);
-    blasft_gpu_debug_checked_part(p->ctx, &r0, &c0, &rows, &cols, &last_k);
     /* a promoted GEMM is checked tile by tile (and chunk by chunk of k): the flip goes into the
      * element's tile, after its last chunk */
-    if (!last_k || p->row < r0 || p->row >= r0 + rows || p->col < c0 || p->col >= c0 + cols)
+    char *at = blasft_gpu_debug_checked_element(p->ctx, p->row, p->col, &t);
+    if (!at)
         return;
-    const size_t elem = (size_t)blasft_type_size(t);
-    const size_t part = blasft_type_is_complex(t) ? elem / 2 : elem;
-    void *at = c + elem * (size_t)((p->row - r0) + (p->col - c0) * ldc);
+    const size_t part = (size_t)blasft_type_size(t) / (blasft_type_is_complex(t) ? 2 : 1);
     p->as_float = p->size == 4 && part == 8;
     cudaMemcpyAsync(p->pinned, at, part, cudaMemcpyDeviceToHost, s);
     cudaLaunchHostFunc(s, flip_bit, p);

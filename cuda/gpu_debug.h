@@ -44,6 +44,11 @@ void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t
  * last chunk, whose result is rounded into the caller's C. Otherwise the whole C, last_k 1. */
 void blasft_gpu_debug_checked_part(blasft_gpu_ctx *ctx, int64_t *row0, int64_t *col0,
                                    int64_t *rows, int64_t *cols, int *last_k);
+/* Inside a hook: the address of the caller's element (i, j) in the checked C (its type in *type),
+ * or NULL where the running part does not hold it or is not its tile's last chunk of k: where a
+ * fault planted now stays in the result. */
+void *blasft_gpu_debug_checked_element(blasft_gpu_ctx *ctx, int64_t i, int64_t j,
+                                       blasft_type *type);
 
 /* Benchmark breakdown only: leaves stages out (the results are then not protected), to time
  * each stage by difference inside the overlapped pipeline. */

@@ -183,7 +183,8 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
 }
 
 /* A buffer of the context grown to `bytes` (never shrunk). Growing frees memory that either
- * stream may still use: the one synchronisation, off the hot path. */
+ * stream may still use: the one synchronisation, off the hot path. Returns 0, or -2 where a CUDA
+ * call failed (logged as `what`); with `what` NULL a failed cudaMalloc returns -3 unlogged. */
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what)
 {
     if (bytes <= *have)
@@ -195,8 +196,14 @@ int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, cons
         cudaFree(*buf);
     *buf = nullptr;
     *have = 0;
-    if (!cuda_ok(cudaMalloc(buf, bytes), what))
+    const cudaError_t e = cudaMalloc(buf, bytes);
+    if (e != cudaSuccess) {
+        *buf = nullptr;
+        if (!what)
+            return -3;
+        cuda_ok(e, what);
         return -2;
+    }
     *have = bytes;
     return 0;
 }
@@ -206,28 +213,17 @@ int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, cons
  * failed synchronisation. */
 int ensure_promo(blasft_gpu_ctx *ctx, size_t bytes)
 {
-    if (bytes <= ctx->promo_bytes)
-        return 0;
-    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
-        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
-        return -2;
-    if (ctx->promo)
-        cudaFree(ctx->promo);
-    ctx->promo = nullptr;
-    ctx->promo_bytes = 0;
-    if (cudaMalloc(&ctx->promo, bytes) != cudaSuccess) {
-        cudaGetLastError(); /* not sticky: the native path goes on */
-        ctx->promo = nullptr;
-        ctx->no_promo = true;
-        static int once;
-        blasft_log_once(&once, BLASFT_LOG_WARN,
-                        "GPU: no device memory for %zu bytes of promoted copies "
-                        "(BLASFT_GPU_PROMOTE_MEM): S and C GEMMs of this context run natively "
-                        "protected", bytes);
-        return 1;
-    }
-    ctx->promo_bytes = bytes;
-    return 0;
+    const int rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, bytes, nullptr);
+    if (rc != -3)
+        return rc;
+    cudaGetLastError(); /* not sticky: the native path goes on */
+    ctx->no_promo = true;
+    static int once;
+    blasft_log_once(&once, BLASFT_LOG_WARN,
+                    "GPU: no device memory for %zu bytes of promoted copies "
+                    "(BLASFT_GPU_PROMOTE_MEM): S and C GEMMs of this context run natively "
+                    "protected", bytes);
+    return 1;
 }
 
 int ensure_old(blasft_gpu_ctx *ctx, size_t bytes)
@@ -828,7 +824,7 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
     float *gc = (float *)g->c;
     double *dA = (double *)(w + L.a), *dB = (double *)(w + L.b), *dC = (double *)(w + L.c);
     /* alpha, beta and one, in device memory where the caller's are */
-    double hs[6] = {0.0, 0.0, 0.0, 0.0, 1.0, 0.0};
+    double hs[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     const double *sc = hs;
     if (g->scalars_on_device) {
         double *ds = (double *)(w + L.s);
@@ -840,7 +836,6 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
             hs[P + i] = ((const float *)g->beta)[i];
         }
         hs[2 * P] = 1.0;
-        hs[2 * P + 1] = 0.0;
     }
     blasft_gpu_gemm d = *g;
     d.type = promoted_type(g->type);
@@ -885,16 +880,15 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                 d.beta = k0 == 0 ? sc + P : sc + 2 * P; /* later chunks accumulate */
                 /* prepared panels: op(A)'s made in the first column of tiles, op(B)'s with its
                  * conversion; both on this stream, before the GEMMs that read them */
-                const blasft_type e = promoted_type(g->type);
                 d.prep_a = d.prep_b = nullptr;
                 if (L.pa) {
                     char *pa = w + L.pa + L.pa_each * (size_t)(i0 / L.tm);
-                    if (j0 == 0 && blasft_gpu_prepare(s0, 0, e, tm, k, dA, tm, p, pa))
+                    if (j0 == 0 && blasft_gpu_prepare(s0, 0, d.type, tm, k, dA, tm, p, pa))
                         return -2;
                     d.prep_a = pa;
                 }
                 if (L.pb) {
-                    if (i0 == 0 && blasft_gpu_prepare(s0, 1, e, k, tn, dB, k, p, w + L.pb))
+                    if (i0 == 0 && blasft_gpu_prepare(s0, 1, d.type, k, tn, dB, k, p, w + L.pb))
                         return -2;
                     d.prep_b = w + L.pb;
                 }
@@ -1089,29 +1083,23 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
         if (have > 0)
             L = promo_plan{}; /* native from now on */
     }
+    /* the engine's workspace (and old C) for one protected GEMM of type e */
+    auto engine = [&](blasft_type e, int64_t mm, int64_t nn, int64_t kk, bool keep) {
+        const size_t ts = type_size(e);
+        const int rc = ensure_ws(ctx, ts, type_parts(e), mm, nn, kk, p->block_size, p->checksums,
+                                 p->proj != 0);
+        return !rc && keep ? ensure_old(ctx, ts * mm * nn) : rc;
+    };
+    if (!L.on)
+        return engine(t, m, n, k, keep_old_c != 0);
     /* a GEMM of more parts than report slots runs natively under graph capture (plan_for): its
      * native workspace too */
-    if (L.on && L.parts(m, n, k) > kSlots) {
-        const size_t ts = type_size(t);
-        int rc = ensure_ws(ctx, ts, type_parts(t), m, n, k, p->block_size, p->checksums,
-                           p->proj != 0);
-        if (!rc && keep_old_c)
-            rc = ensure_old(ctx, ts * m * n);
+    if (L.parts(m, n, k) > kSlots) {
+        const int rc = engine(t, m, n, k, keep_old_c != 0);
         if (rc)
             return rc;
     }
-    const blasft_type e = L.on ? promoted_type(t) : t;
-    if (L.on) {
-        m = L.tm;
-        n = L.tn;
-        k = L.kc;
-        keep_old_c = L.keep_old;
-    }
-    size_t ts = type_size(e);
-    int rc = ensure_ws(ctx, ts, type_parts(e), m, n, k, p->block_size, p->checksums, p->proj != 0);
-    if (!rc && keep_old_c)
-        rc = ensure_old(ctx, ts * m * n);
-    return rc;
+    return engine(promoted_type(t), L.tm, L.tn, L.kc, L.keep_old);
 }
 
 int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
@@ -1289,6 +1277,17 @@ void blasft_gpu_debug_checked_part(blasft_gpu_ctx *ctx, int64_t *row0, int64_t *
     *rows = ctx->checked_rows;
     *cols = ctx->checked_cols;
     *last_k = ctx->part.last_k;
+}
+
+void *blasft_gpu_debug_checked_element(blasft_gpu_ctx *ctx, int64_t i, int64_t j,
+                                       blasft_type *type)
+{
+    *type = ctx->checked_type;
+    const int64_t r = i - ctx->part.row0, c = j - ctx->part.col0;
+    if (!ctx->part.last_k || r < 0 || r >= ctx->checked_rows || c < 0 || c >= ctx->checked_cols)
+        return nullptr;
+    return (char *)ctx->checked_c +
+           type_size(ctx->checked_type) * (size_t)(r + c * ctx->checked_ldc);
 }
 
 int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,

@@ -52,21 +52,15 @@ int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_
                      int q, double v, double *pin)
 {
     blasft_type t;
-    int64_t ldc, r0, c0, rows, cols;
-    int last_k;
-    double *c = blasft_gpu_debug_checked_c(ctx, &t, &ldc);
-    blasft_gpu_debug_checked_part(ctx, &r0, &c0, &rows, &cols, &last_k);
+    double *at = blasft_gpu_debug_checked_element(ctx, i, j, &t);
     GH_CHECK(t == want, "the engine checks a C of type %d, not %d", (int)t, (int)want);
     if (t != want)
         return -1;
     /* a promoted GEMM runs in tiles (and chunks of k): the element goes into its tile's result */
-    if (!last_k || i < r0 || i >= r0 + rows || j < c0 || j >= c0 + cols)
+    if (!at)
         return 0;
-    const int parts = t == BLASFT_TYPE_Z ? 2 : 1;
     *pin = v;
-    die_cuda(cudaMemcpyAsync(c + parts * ((i - r0) + (j - c0) * ldc) + q, pin, 8,
-                             cudaMemcpyHostToDevice, (cudaStream_t)stream),
-             "plant");
+    die_cuda(cudaMemcpyAsync(at + q, pin, 8, cudaMemcpyHostToDevice, (cudaStream_t)stream), "plant");
     return 1;
 }
 
