@@ -135,22 +135,22 @@ static void test_consistency_settings(void **state)
     blasft_config c;
     env_pair none[] = {{NULL, NULL}};
     assert_int_equal(parse(&c, none), 0);
-    assert_int_equal(c.cache, BLASFT_CACHE_OFF);
+    assert_int_equal(c.cache, BLASFT_CACHE_HASH);
     assert_true(c.device_mem == 0);
     assert_true(c.staging == (uint64_t)256 << 20);
     assert_true(c.hash_threads >= 1);
     int cores = c.hash_threads;
-    env_pair good[] = {{"BLASFT_CACHE", "Hash"}, {"BLASFT_DEVICE_MEM", "2G"},
+    env_pair good[] = {{"BLASFT_CACHE", "Off"}, {"BLASFT_DEVICE_MEM", "2G"},
                        {"BLASFT_STAGING", "64MiB"}, {"BLASFT_HASH_THREADS", "3"}, {NULL, NULL}};
     assert_int_equal(parse(&c, good), 0);
-    assert_int_equal(c.cache, BLASFT_CACHE_HASH);
+    assert_int_equal(c.cache, BLASFT_CACHE_OFF);
     assert_true(c.device_mem == (uint64_t)2 << 30);
     assert_true(c.staging == (uint64_t)64 << 20);
     assert_int_equal(c.hash_threads, 3);
     env_pair bad[] = {{"BLASFT_CACHE", "lru"}, {"BLASFT_DEVICE_MEM", "12Q"},
                       {"BLASFT_STAGING", "1G"}, {"BLASFT_HASH_THREADS", "0"}, {NULL, NULL}};
     assert_int_equal(parse(&c, bad), 4);
-    assert_int_equal(c.cache, BLASFT_CACHE_OFF);
+    assert_int_equal(c.cache, BLASFT_CACHE_HASH);
     assert_true(c.device_mem == 0);
     assert_true(c.staging == (uint64_t)256 << 20);
     assert_int_equal(c.hash_threads, cores);
