@@ -438,16 +438,31 @@ static void ck(cudaError_t e, const char *what)
     }
 }
 
+/* n floats uniform in [-1, 1) from a fixed generator (a host copy to upload) */
+static float *uniform_floats(int64_t n, uint64_t x)
+{
+    float *h = malloc(4 * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+    }
+    return h;
+}
+
+/* elements of a and b whose bits differ */
+static int64_t differing(const float *a, const float *b, int64_t n)
+{
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        d += memcmp(&a[i], &b[i], 4) != 0;
+    return d;
+}
+
 static void no_memory(void)
 {
     const int64_t n = 3000;
     const size_t bytes = 4 * (size_t)(n * n);
-    float *h = malloc(bytes);
-    uint64_t x = 12345;
-    for (int64_t i = 0; i < n * n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
-    }
+    float *h = uniform_floats(n * n, 12345);
     float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
     ck(cudaMalloc((void **)&dA, bytes), "malloc");
     ck(cudaMalloc((void **)&dB, bytes), "malloc");
@@ -479,9 +494,7 @@ static void no_memory(void)
     float *out = malloc(bytes), *ref = malloc(bytes);
     ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
     ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
-    int64_t differ = 0;
-    for (int64_t i = 0; i < n * n; i++)
-        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    int64_t differ = differing(out, ref, n * n);
     GH_CHECK(rc == 0 && differ == 0 && s1.protected_gemms - s0.protected_gemms == 1 &&
                  s1.errors_detected == s0.errors_detected,
              "no memory for the copies: rc %d, %lld elements differ from cuBLAS's SGEMM, %llu "
@@ -496,9 +509,7 @@ static void no_memory(void)
     blasft_gpu_ctx *c3 = blasft_gpu_ctx_create(NULL);
     GH_CHECK(blasft_gpu_gemm_run(c3, &g, &p) == 0, "promoted run");
     ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-    differ = 0;
-    for (int64_t i = 0; i < n * n; i++)
-        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    differ = differing(out, ref, n * n);
     GH_CHECK(differ > 0, "with memory the GEMM was not promoted (all equal to cuBLAS's SGEMM)");
     blasft_gpu_ctx_destroy(c3);
     blasft_gpu_ctx_destroy(c2);
@@ -518,12 +529,7 @@ static void no_memory(void)
 static void capture_many_parts(void)
 {
     const int64_t m = 1200, n = 1200, k = 200;
-    float *h = malloc(4 * (size_t)(m * k));
-    uint64_t x = 777;
-    for (int64_t i = 0; i < m * k; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
-    }
+    float *h = uniform_floats(m * k, 777);
     float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
     ck(cudaMalloc((void **)&dA, 4 * (size_t)(m * k)), "malloc");
     ck(cudaMalloc((void **)&dB, 4 * (size_t)(k * n)), "malloc");
@@ -560,9 +566,7 @@ static void capture_many_parts(void)
              (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
     ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
     ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
-    int64_t differ = 0;
-    for (int64_t i = 0; i < m * n; i++)
-        differ += memcmp(&out[i], &ref[i], 4) != 0;
+    int64_t differ = differing(out, ref, m * n);
     GH_CHECK(differ > 0, "many parts outside capture: not promoted?");
     /* captured: native */
     GH_CHECK(blasft_gpu_reserve(c2, BLASFT_TYPE_S, m, n, k, &p, 0) == 0, "reserve");
@@ -582,9 +586,7 @@ static void capture_many_parts(void)
         ck(cudaStreamSynchronize(st), "sync");
         blasft_get_stats(&s1);
         ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-        differ = 0;
-        for (int64_t i = 0; i < m * n; i++)
-            differ += memcmp(&out[i], &ref[i], 4) != 0;
+        differ = differing(out, ref, m * n);
         GH_CHECK(differ == 0 && s1.protected_gemms - s0.protected_gemms == 1,
                  "captured many parts: %lld elements differ from cuBLAS's SGEMM, %llu GEMMs",
                  (long long)differ, (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
