@@ -843,6 +843,15 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
     d.b = dB;
     d.c = dC;
     d.alpha = sc; /* the caller's prepared operands are made from its single-precision data */
+    /* rows r0.. and columns c0.. of op(X) (X stored as op(X) where op is N, else transposed) into
+     * a packed double panel laid out as X is */
+    auto panel = [&](const float *x, int64_t ld, bool n_op, int64_t r0, int64_t c0, int64_t rows,
+                     int64_t cols, double *dst) {
+        if (n_op)
+            gk_promote(x + P * (r0 + c0 * ld), P * ld, P * rows, cols, dst, s0);
+        else
+            gk_promote(x + P * (c0 + r0 * ld), P * ld, P * cols, rows, dst, s0);
+    };
     int64_t a_at[2] = {-1, -1}, b_at[2] = {-1, -1}; /* the panels the buffer holds */
     for (int64_t j0 = 0; j0 < n; j0 += L.tn)
         for (int64_t i0 = 0; i0 < m; i0 += L.tm)
@@ -852,18 +861,12 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                 const int64_t kc = k - k0 < L.kc ? k - k0 : L.kc;
                 const bool last_k = k0 + kc >= k;
                 if (a_at[0] != i0 || a_at[1] != k0) {
-                    if (an)
-                        gk_promote(ga + P * (i0 + k0 * g->lda), P * g->lda, P * tm, kc, dA, s0);
-                    else
-                        gk_promote(ga + P * (k0 + i0 * g->lda), P * g->lda, P * kc, tm, dA, s0);
+                    panel(ga, g->lda, an, i0, k0, tm, kc, dA);
                     a_at[0] = i0;
                     a_at[1] = k0;
                 }
                 if (b_at[0] != j0 || b_at[1] != k0) {
-                    if (bn)
-                        gk_promote(gb + P * (k0 + j0 * g->ldb), P * g->ldb, P * kc, tn, dB, s0);
-                    else
-                        gk_promote(gb + P * (j0 + k0 * g->ldb), P * g->ldb, P * tn, kc, dB, s0);
+                    panel(gb, g->ldb, bn, k0, j0, kc, tn, dB);
                     b_at[0] = j0;
                     b_at[1] = k0;
                 }
