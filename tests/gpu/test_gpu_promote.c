@@ -426,10 +426,7 @@ static void automatic(void)
     gh_free(&d);
 }
 
-/* Where the device has no memory for the promoted copies, the context computes S natively
- * protected (one warning) instead of passing the GEMM through: a 3000^3 SGEMM (216 MB of copies)
- * with all but 128 MB of the device's memory taken. The native protected result of clean data is
- * cuBLAS's SGEMM bit for bit (nothing corrected), which a promoted one is not. */
+/* CUDA calls the bitwise cases rely on: a failure ends the test */
 static void ck(cudaError_t e, const char *what)
 {
     if (e != cudaSuccess) {
@@ -438,45 +435,81 @@ static void ck(cudaError_t e, const char *what)
     }
 }
 
-/* n floats uniform in [-1, 1) from a fixed generator (a host copy to upload) */
-static float *uniform_floats(int64_t n, uint64_t x)
+/* An SGEMM for the bitwise cases: A (m x k) and op(B) uniform in device memory, C, a context
+ * on `st`, and cuBLAS's own SGEMM of them (ref, on the host): the result of the native protected
+ * path on clean data, which a promoted one is not. */
+typedef struct sgemm_case {
+    float *dA, *dB, *dC, *ref, *out;
+    float one, zero;
+    blasft_gpu_ctx *ctx;
+    blasft_gpu_gemm g;
+} sgemm_case;
+
+static void sgemm_make(sgemm_case *f, char tb, int64_t m, int64_t n, int64_t k, cudaStream_t st,
+                       uint64_t seed, const char *routine)
 {
-    float *h = malloc(4 * (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
+    const size_t ab = 4 * (size_t)(m * k), bb = 4 * (size_t)(k * n), cb = 4 * (size_t)(m * n);
+    float *hA = malloc(ab), *hB = malloc(bb);
+    uint64_t x = seed;
+    for (int64_t i = 0; i < m * k + k * n; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        h[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+        const float v = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+        if (i < m * k)
+            hA[i] = v;
+        else
+            hB[i - m * k] = v;
     }
-    return h;
+    ck(cudaMalloc((void **)&f->dA, ab), "malloc");
+    ck(cudaMalloc((void **)&f->dB, bb), "malloc");
+    ck(cudaMalloc((void **)&f->dC, cb), "malloc");
+    ck(cudaMemcpy(f->dA, hA, ab, cudaMemcpyHostToDevice), "copy");
+    ck(cudaMemcpy(f->dB, hB, bb, cudaMemcpyHostToDevice), "copy");
+    free(hA);
+    free(hB);
+    f->ref = malloc(cb);
+    f->out = malloc(cb);
+    f->one = 1.0f;
+    f->zero = 0.0f;
+    f->ctx = blasft_gpu_ctx_create(st);
+    f->g = (blasft_gpu_gemm){.type = BLASFT_TYPE_S, .transa = 'N', .transb = tb, .m = m, .n = n,
+                             .k = k, .alpha = &f->one, .a = f->dA, .lda = m, .b = f->dB,
+                             .ldb = tb == 'N' ? k : n, .beta = &f->zero, .c = f->dC, .ldc = m,
+                             .routine = routine};
+    GH_CHECK(blasft_gpu_gemm_plain(f->ctx, &f->g) == 0, "plain SGEMM");
+    ck(cudaDeviceSynchronize(), "sync");
+    ck(cudaMemcpy(f->ref, f->dC, cb, cudaMemcpyDeviceToHost), "copy");
 }
 
-/* elements of a and b whose bits differ */
-static int64_t differing(const float *a, const float *b, int64_t n)
+/* elements of C (downloaded) whose bits differ from cuBLAS's SGEMM */
+static int64_t sgemm_differing(sgemm_case *f)
 {
+    const int64_t n = f->g.m * f->g.n;
+    ck(cudaMemcpy(f->out, f->dC, 4 * (size_t)n, cudaMemcpyDeviceToHost), "copy");
     int64_t d = 0;
     for (int64_t i = 0; i < n; i++)
-        d += memcmp(&a[i], &b[i], 4) != 0;
+        d += memcmp(&f->out[i], &f->ref[i], 4) != 0;
     return d;
 }
 
+static void sgemm_free(sgemm_case *f)
+{
+    blasft_gpu_ctx_destroy(f->ctx);
+    cudaFree(f->dA);
+    cudaFree(f->dB);
+    cudaFree(f->dC);
+    free(f->ref);
+    free(f->out);
+}
+
+/* Where the device has no memory for the promoted copies, the context computes S natively
+ * protected (one warning) instead of passing the GEMM through: a 3000^3 SGEMM (216 MB of copies)
+ * with all but 128 MB of the device's memory taken. The native protected result of clean data is
+ * cuBLAS's SGEMM bit for bit (nothing corrected), which a promoted one is not. */
 static void no_memory(void)
 {
     const int64_t n = 3000;
-    const size_t bytes = 4 * (size_t)(n * n);
-    float *h = uniform_floats(n * n, 12345);
-    float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
-    ck(cudaMalloc((void **)&dA, bytes), "malloc");
-    ck(cudaMalloc((void **)&dB, bytes), "malloc");
-    ck(cudaMalloc((void **)&dC, bytes), "malloc");
-    ck(cudaMalloc((void **)&dP, bytes), "malloc");
-    ck(cudaMemcpy(dA, h, bytes, cudaMemcpyHostToDevice), "copy");
-    ck(cudaMemcpy(dB, h, bytes, cudaMemcpyHostToDevice), "copy");
-    blasft_gpu_ctx *c2 = blasft_gpu_ctx_create(NULL);
-    const float one = 1.0f, zero = 0.0f;
-    blasft_gpu_gemm g = {.type = BLASFT_TYPE_S, .transa = 'N', .transb = 'T', .m = n, .n = n,
-                         .k = n, .alpha = &one, .a = dA, .lda = n, .b = dB, .ldb = n,
-                         .beta = &zero, .c = dP, .ldc = n, .routine = "no_memory"};
-    GH_CHECK(blasft_gpu_gemm_plain(c2, &g) == 0, "plain SGEMM");
-    g.c = dC;
+    sgemm_case f;
+    sgemm_make(&f, 'T', n, n, n, NULL, 12345, "no_memory");
     size_t freeb = 0, total = 0;
     void *hog = NULL;
     ck(cudaMemGetInfo(&freeb, &total), "meminfo");
@@ -488,38 +521,28 @@ static void no_memory(void)
     p.promote_mem = (uint64_t)4 << 30; /* one part: 216 MB */
     blasft_stats s0, s1;
     blasft_get_stats(&s0);
-    const int rc = blasft_gpu_gemm_run(c2, &g, &p);
+    const int rc = blasft_gpu_gemm_run(f.ctx, &f.g, &p);
     ck(cudaDeviceSynchronize(), "sync");
     blasft_get_stats(&s1);
-    float *out = malloc(bytes), *ref = malloc(bytes);
-    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-    ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
-    int64_t differ = differing(out, ref, n * n);
+    int64_t differ = sgemm_differing(&f);
     GH_CHECK(rc == 0 && differ == 0 && s1.protected_gemms - s0.protected_gemms == 1 &&
                  s1.errors_detected == s0.errors_detected,
              "no memory for the copies: rc %d, %lld elements differ from cuBLAS's SGEMM, %llu "
              "protected GEMMs",
              rc, (long long)differ, (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
     /* reserve takes the native path too */
-    GH_CHECK(blasft_gpu_reserve(c2, BLASFT_TYPE_S, n, n, n, &p, 0) == 0 &&
-                 blasft_gpu_gemm_would_sync(c2, &g, &p, 1) == 0,
+    GH_CHECK(blasft_gpu_reserve(f.ctx, BLASFT_TYPE_S, n, n, n, &p, 0) == 0 &&
+                 blasft_gpu_gemm_would_sync(f.ctx, &f.g, &p, 1) == 0,
              "no memory for the copies: reserve or would_sync");
     cudaFree(hog);
     /* the same GEMM with memory: promoted (not bit for bit cuBLAS's SGEMM) on a fresh context */
     blasft_gpu_ctx *c3 = blasft_gpu_ctx_create(NULL);
-    GH_CHECK(blasft_gpu_gemm_run(c3, &g, &p) == 0, "promoted run");
-    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-    differ = differing(out, ref, n * n);
-    GH_CHECK(differ > 0, "with memory the GEMM was not promoted (all equal to cuBLAS's SGEMM)");
+    GH_CHECK(blasft_gpu_gemm_run(c3, &f.g, &p) == 0, "promoted run");
+    ck(cudaDeviceSynchronize(), "sync");
+    GH_CHECK(sgemm_differing(&f) > 0,
+             "with memory the GEMM was not promoted (all equal to cuBLAS's SGEMM)");
     blasft_gpu_ctx_destroy(c3);
-    blasft_gpu_ctx_destroy(c2);
-    cudaFree(dA);
-    cudaFree(dB);
-    cudaFree(dC);
-    cudaFree(dP);
-    free(h);
-    free(out);
-    free(ref);
+    sgemm_free(&f);
 }
 
 /* Under graph capture each part of a promoted GEMM needs a report slot of its own: a GEMM of more
@@ -529,54 +552,36 @@ static void no_memory(void)
 static void capture_many_parts(void)
 {
     const int64_t m = 1200, n = 1200, k = 200;
-    float *h = uniform_floats(m * k, 777);
-    float *dA = NULL, *dB = NULL, *dC = NULL, *dP = NULL;
-    ck(cudaMalloc((void **)&dA, 4 * (size_t)(m * k)), "malloc");
-    ck(cudaMalloc((void **)&dB, 4 * (size_t)(k * n)), "malloc");
-    ck(cudaMalloc((void **)&dC, 4 * (size_t)(m * n)), "malloc");
-    ck(cudaMalloc((void **)&dP, 4 * (size_t)(m * n)), "malloc");
-    ck(cudaMemcpy(dA, h, 4 * (size_t)(m * k), cudaMemcpyHostToDevice), "copy");
-    ck(cudaMemcpy(dB, h, 4 * (size_t)(k * n), cudaMemcpyHostToDevice), "copy");
     cudaStream_t st;
     ck(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
-    blasft_gpu_ctx *c2 = blasft_gpu_ctx_create(st);
-    const float one = 1.0f, zero = 0.0f;
-    blasft_gpu_gemm g = {.type = BLASFT_TYPE_S, .transa = 'N', .transb = 'N', .m = m, .n = n,
-                         .k = k, .alpha = &one, .a = dA, .lda = m, .b = dB, .ldb = k,
-                         .beta = &zero, .c = dP, .ldc = m, .routine = "capture"};
-    GH_CHECK(blasft_gpu_gemm_plain(c2, &g) == 0, "plain SGEMM");
-    g.c = dC;
+    sgemm_case f;
+    sgemm_make(&f, 'N', m, n, k, st, 777, "capture");
     blasft_gpu_params p = promoted_params(32, 1);
     p.promote_mem = (uint64_t)256 << 10;
-    const size_t bytes = 4 * (size_t)(m * n);
-    float *out = malloc(bytes), *ref = malloc(bytes);
     /* outside capture: promoted, 361 parts, one GEMM */
     parts_seen ps = {0, 0, 0, m, n, 0, NULL};
-    hook_ctx = c2;
-    blasft_gpu_set_fault_hook(c2, parts_hook, &ps);
+    hook_ctx = f.ctx;
+    blasft_gpu_set_fault_hook(f.ctx, parts_hook, &ps);
     blasft_stats s0, s1;
     blasft_get_stats(&s0);
-    GH_CHECK(blasft_gpu_gemm_run(c2, &g, &p) == 0, "promoted run");
+    GH_CHECK(blasft_gpu_gemm_run(f.ctx, &f.g, &p) == 0, "promoted run");
     ck(cudaDeviceSynchronize(), "sync"); /* the reports arrive on the helper stream */
     blasft_get_stats(&s1);
-    blasft_gpu_set_fault_hook(c2, NULL, NULL);
+    blasft_gpu_set_fault_hook(f.ctx, NULL, NULL);
     hook_ctx = NULL;
     GH_CHECK(ps.parts > 64 && ps.covered == m * n && s1.protected_gemms - s0.protected_gemms == 1,
              "many parts: %d parts, %llu GEMMs", ps.parts,
              (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
-    ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-    ck(cudaMemcpy(ref, dP, bytes, cudaMemcpyDeviceToHost), "copy");
-    int64_t differ = differing(out, ref, m * n);
-    GH_CHECK(differ > 0, "many parts outside capture: not promoted?");
+    GH_CHECK(sgemm_differing(&f) > 0, "many parts outside capture: not promoted?");
     /* captured: native */
-    GH_CHECK(blasft_gpu_reserve(c2, BLASFT_TYPE_S, m, n, k, &p, 0) == 0, "reserve");
-    ck(cudaMemset(dC, 0, bytes), "memset");
+    GH_CHECK(blasft_gpu_reserve(f.ctx, BLASFT_TYPE_S, m, n, k, &p, 0) == 0, "reserve");
+    ck(cudaMemset(f.dC, 0, 4 * (size_t)(m * n)), "memset");
     ck(cudaDeviceSynchronize(), "sync"); /* the reports too: every slot free */
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     ck(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "begin capture");
-    const int would = blasft_gpu_gemm_would_sync(c2, &g, &p, 1);
-    const int rc = would ? -9 : blasft_gpu_gemm_run(c2, &g, &p);
+    const int would = blasft_gpu_gemm_would_sync(f.ctx, &f.g, &p, 1);
+    const int rc = would ? -9 : blasft_gpu_gemm_run(f.ctx, &f.g, &p);
     ck(cudaStreamEndCapture(st, &graph), "end capture");
     GH_CHECK(would == 0 && rc == 0, "captured: would_sync %d, run %d", would, rc);
     if (would == 0 && rc == 0) {
@@ -585,23 +590,15 @@ static void capture_many_parts(void)
         ck(cudaGraphLaunch(exec, st), "launch");
         ck(cudaStreamSynchronize(st), "sync");
         blasft_get_stats(&s1);
-        ck(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost), "copy");
-        differ = differing(out, ref, m * n);
+        const int64_t differ = sgemm_differing(&f);
         GH_CHECK(differ == 0 && s1.protected_gemms - s0.protected_gemms == 1,
                  "captured many parts: %lld elements differ from cuBLAS's SGEMM, %llu GEMMs",
                  (long long)differ, (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
         cudaGraphExecDestroy(exec);
     }
     cudaGraphDestroy(graph);
-    blasft_gpu_ctx_destroy(c2);
+    sgemm_free(&f);
     cudaStreamDestroy(st);
-    cudaFree(dA);
-    cudaFree(dB);
-    cudaFree(dC);
-    cudaFree(dP);
-    free(h);
-    free(out);
-    free(ref);
 }
 
 int main(void)
