@@ -101,7 +101,7 @@ struct layout {
     size_t AcsT, Bcs, Ccs_ref, Crs_ref, Ccs_rec, Crs_rec, Ccs_eps, Crs_eps;
     size_t tA_v, tA_p, tB_v, tB_p, tAc_v, tAc_p, tBc_v, tBc_p, sc_v, sc_p, list, end;
     size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq, rlist;
-    size_t Pvec, Pref, Pold; /* PROJ (real data): 0 when not planned */
+    size_t Pvec, Pref, Pold, Pexp, Ppack; /* PROJ (real data): 0 when not planned */
 };
 
 size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
@@ -147,11 +147,13 @@ layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, in
     L.Ccs_sq = c.take(8 * mb * n);
     L.Crs_sq = c.take(8 * m * nb);
     L.rlist = c.take(sizeof(gk_recompute) * mb * nb);
-    L.Pvec = L.Pref = L.Pold = 0;
+    L.Pvec = L.Pref = L.Pold = L.Pexp = L.Ppack = 0;
     if (proj && P == 1) {
         L.Pvec = c.take(8 * GK_PROJ_NV * k * r * mb);
         L.Pref = c.take(8 * r * mb * n);
         L.Pold = c.take(8 * r * mb * n);
+        L.Pexp = c.take(4 * GK_PROJ_EXP_KINDS * r * mb);
+        L.Ppack = c.take((size_t)gk_proj_pack_bytes(r * mb, k));
     }
     L.end = c.o;
     return L;
@@ -487,6 +489,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         kg.Pref = (double *)(w + L.Pref);
         kg.Pold = need_cold ? (double *)(w + L.Pold) : nullptr;
         kg.pseed = blasft_proj_next_seed();
+        kg.Pexp = (int *)(w + L.Pexp);
+        kg.Ppack = w + L.Ppack;
     }
     kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
     /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
@@ -604,10 +608,11 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         if constexpr (P == 1)
             if (proj && !(skip & BLASFT_GPU_SKIP_REFGEMM))
                 gk_proj<T>(kg, ref_serial ? s0 : s1);
+        /* with PROJ the column checksums' reference is gk_proj's */
         return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
-               (blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
-                                 kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
-                        "cublas gemm (column checksums)") &&
+               ((proj || blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
+                                          kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
+                                 "cublas gemm (column checksums)")) &&
                 (lazy ||
                  blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha,
                                   kg.A, g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),

@@ -145,6 +145,11 @@ template <typename T> struct gk_gemm {
      * to Ccs_eps. pseed: this GEMM's projection signs. */
     double *Pvec, *Pref, *Pold;
     uint64_t pseed;
+    /* PROJ's tensor-core walks (gk_proj on sm_80 and later; NULL: the scalar scan): scale
+     * exponents per vector (GK_PROJ_EXP_KINDS ints) and the packed walk operands
+     * (gk_proj_pack_bytes) */
+    int *Pexp;
+    char *Ppack;
 };
 
 /* The GEMM's scalars: in device memory (pointer mode device) or by value. */
@@ -197,6 +202,10 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
 /* Doubles per checksum vector and k index in gk_gemm::Pvec: mean, products, the compensated
  * encoding (hi, lo), BLASFT_PROJ_K projections. */
 #define GK_PROJ_NV 12
+
+#define GK_PROJ_EXP_KINDS 6
+/* Bytes of gk_gemm::Ppack for nvec checksum vectors along k. */
+int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k);
 
 /* PROJ thresholds and double references of the column checksums (cuda/gpu_proj.cu): needs A, B,
  * and with beta != 0 Pold and Ccs_sq; writes Pvec, Pref, Ccs_eps. Real types only. */

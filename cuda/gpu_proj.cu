@@ -25,6 +25,10 @@
  * walks in cuBLAS's own order exceeded the modelled ones (docs/thresholds.md). */
 #include "gpu_kernels.h"
 
+#include <climits>
+#include <cuda_pipeline.h>
+#include <mma.h>
+
 extern "C" {
 #include "abft/abft_arith.h"
 }
@@ -40,6 +44,10 @@ constexpr int kPrepK = 32; /* k indices per CUDA block of proj_prep */
 constexpr int kCols = 32;  /* columns j per CUDA block of proj_scan (one per lane) */
 constexpr int kVecs = 8;   /* checksum vectors per CUDA block of proj_scan (one per warp) */
 constexpr int kChunk = 32; /* k indices staged in shared memory at a time (even: lane = t & 1) */
+/* exponents per checksum vector (gk_gemm::Pexp): mean, projections 0-2, products, encoding */
+constexpr int kExpKinds = GK_PROJ_EXP_KINDS;
+static_assert(kExpKinds == 4 + 2, "mean, 3 projections, products, encoding");
+static_assert(BLASFT_PROJ_GPU_K == 3 && BLASFT_PROJ_GPU_K <= K, "proj_walk's rows: mean, 3 projections");
 
 /* Shared memory of proj_prep: weights R x bs, sign sums R x K, W per checksum, sign bits. */
 size_t prep_smem(int bs, int r) { return (size_t)8 * (r * bs + r * K + r) + (size_t)r * bs; }
@@ -241,6 +249,494 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
                                    0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
 }
 
+/* proj_prep for the tensor-core walks: one thread per k index of a row block, a loop over the
+ * block's rows (no warp reductions), and only what proj_walk uses: the mean, the products, the
+ * encoding (summed compensated) and BLASFT_PROJ_GPU_K projections (kWalkNV doubles per vector and k), with
+ * each kind's largest exponent per vector for proj_pack's scales. */
+constexpr int KG = BLASFT_PROJ_GPU_K;
+constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
+constexpr int kPrepW = 256;     /* k indices per CUDA block */
+
+size_t prep_walk_smem(int bs, int r) { return (size_t)8 * (r * bs + r * KG + r) + (size_t)r * bs; }
+
+template <typename T> __global__ void __launch_bounds__(kPrepW) proj_prep_walk(gk_gemm<T> g)
+{
+    extern __shared__ double sm[];
+    const int bs = g.bs, R = g.r;
+    const int64_t I = blockIdx.x, i0 = I * bs;
+    const int len = (int)(g.m - i0 < bs ? g.m - i0 : bs);
+    double *w = sm, *ssum = sm + R * bs, *wsum = ssum + R * KG;
+    unsigned char *sgn = (unsigned char *)(wsum + R);
+    for (int x = threadIdx.x; x < R * len; x += blockDim.x) {
+        const int r = x / len, i = x % len;
+        w[r * bs + i] = r == 0 ? 1.0 : blasft_weight(g.wscheme, i, bs);
+        /* the host's seeding: one stream per checksum vector */
+        const uint64_t vs = g.pseed + (uint64_t)(I * R + r) * 0x2545f4914f6cdd1dULL;
+        unsigned char b = 0;
+        for (int q = 0; q < KG; q++)
+            if (blasft_proj_sign(vs, (uint64_t)(q * 1024 + i)) > 0.0)
+                b |= (unsigned char)(1u << q);
+        sgn[r * bs + i] = b;
+    }
+    __syncthreads();
+    if (threadIdx.x < R * (KG + 1)) {
+        const int r = threadIdx.x / (KG + 1), q = threadIdx.x % (KG + 1);
+        double s = 0.0;
+        for (int i = 0; i < len; i++) {
+            const double wi = w[r * bs + i];
+            s += q < KG ? ((sgn[r * bs + i] >> q) & 1 ? wi : -wi) : wi * wi;
+        }
+        if (q < KG)
+            ssum[r * KG + q] = s;
+        else
+            wsum[r] = s;
+    }
+    __syncthreads();
+    const int64_t l = (int64_t)blockIdx.y * kPrepW + threadIdx.x;
+    int ex[2][kExpKinds];
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int q = 0; q < kExpKinds; q++)
+            ex[r][q] = INT_MIN;
+    if (l < g.k) {
+        double mw[2] = {0.0, 0.0}, pr[2] = {0.0, 0.0}, sg[2][KG] = {};
+        blasft_csum cs[2] = {{0.0, 0.0}, {0.0, 0.0}};
+        for (int i = 0; i < len; i++) {
+            const double a = g.ta == 'N' ? (double)g.A[(i0 + i) + l * g.lda]
+                                         : (double)g.A[l + (i0 + i) * g.lda];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                if (r >= R)
+                    break;
+                const double wi = w[r * bs + i], wa = wi * a;
+                blasft_csum_add(&cs[r], wa);
+                mw[r] = fma(wi, wa, mw[r]);
+                pr[r] = fma(wa, wa, pr[r]);
+                const unsigned char b = sgn[r * bs + i];
+#pragma unroll
+                for (int q = 0; q < KG; q++)
+                    sg[r][q] += (b >> q) & 1 ? wa : -wa;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            if (r >= R)
+                break;
+            double *out = g.Pvec + ((I * R + r) * g.k + l) * kWalkNV;
+            const double W = wsum[r], mean = W > 0.0 ? mw[r] / W : 0.0;
+            const double hi = cs[r].s + cs[r].c;
+            out[0] = mean;
+            out[1] = pr[r];
+            out[2] = hi;
+#pragma unroll
+            for (int q = 0; q < KG; q++)
+                out[3 + q] = sg[r][q] - mean * ssum[r * KG + q];
+            const double kinds[kExpKinds] = {out[0], out[3], out[4], out[5], out[1], hi};
+#pragma unroll
+            for (int q = 0; q < kExpKinds; q++)
+                if (kinds[q] != 0.0 && isfinite(kinds[q]))
+                    ex[r][q] = ilogb(kinds[q]);
+        }
+    }
+    /* the largest exponent of each kind of each vector: a warp's, then one atomic per warp */
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int q = 0; q < kExpKinds; q++) {
+            if (r >= R)
+                break;
+            const int e = __reduce_max_sync(0xffffffffu, ex[r][q]);
+            if ((threadIdx.x & 31) == 0 && e != INT_MIN)
+                atomicMax(&g.Pexp[(I * R + r) * kExpKinds + q], e);
+        }
+}
+
+/* ---- The tensor-core walks (sm_80 and later; proj_scan above is the fallback) ----
+ *
+ * Per checksum vector u the walks of WR rows (the mean, BLASFT_PROJ_GPU_K projections), the
+ * squares rows (products, encoding^2) and the encoding are packed per group of VG
+ * vectors and k (proj_pack), scaled per row by a power of two so that TF32 holds them. One CUDA
+ * block of proj_walk takes VG vectors x CT columns of op(B) along all of k, in chunks of KC = 16:
+ *  - walks (TF32 MMA, FP32 accumulation): lane L of the 2-lane order takes the chunk's k indices
+ *    of parity L; after each chunk the lanes' partial sums a0, a1 and the sequential one a0 + a1
+ *    are squared into their energies. The energies are the trapezoid rule over the chunks (16
+ *    steps; 8 per lane), the first chunk the partial one (k is padded in front);
+ *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
+ *  - the reference enc . b_j (FP64 MMA): every 8 products (two MMAs) go into a compensated sum
+ *    (TwoSum), so its error is that of 8-term walks (at most 36 times the encoding's products
+ *    energy, Cauchy-Schwarz), which the threshold carries; so does the encoding's own rounding
+ *    (enc_lo, under u |enc| per term), which is left out.
+ * The block's end turns the energies into PROJ's thresholds as proj_scan does. */
+constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
+constexpr int VG = 32;                    /* vectors per CUDA block */
+constexpr int CT = 32;                    /* columns per CUDA block */
+constexpr int KC = 16;                    /* k per chunk (one energy sample) */
+constexpr int KS = 32;                    /* k per stage of the copy pipeline */
+constexpr int kWalkWarps = 8;
+constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
+/* fragments per warp: walks (16 x 16), squares (16 x 16), reference (8 x 8) */
+constexpr int kFw = (kWalkRows / 16) * (CT / 16) / kWalkWarps;
+constexpr int kFs = (kSqRows / 16) * (CT / 16);
+constexpr int kFr = (VG / 8) * (CT / 8) / kWalkWarps;
+static_assert(kFw * kWalkWarps == (kWalkRows / 16) * (CT / 16) && kFs <= kWalkWarps &&
+                  kFr * kWalkWarps == (VG / 8) * (CT / 8),
+              "fragments spread evenly over the warps");
+/* bytes per (vector, k) in the packed group: walks and squares as float, the encoding (hi) as
+ * double */
+constexpr int kPackBytes = 4 * (WR + 2) + 8;
+
+int64_t walk_kpad(int64_t k) { return (k + KS - 1) / KS * KS; }
+
+/* Packed group g: walks [kpad][VG * WR] float, squares [kpad][VG * 2] float, enc [kpad][VG]
+ * double (hi); k index l sits at l + (kpad - k) (zeros in front). */
+struct walk_pack {
+    float *w, *sq;
+    double *hi;
+};
+__host__ __device__ inline walk_pack pack_at(char *base, int64_t g, int64_t kpad)
+{
+    char *p = base + g * kpad * VG * kPackBytes;
+    walk_pack q;
+    q.w = (float *)p;
+    q.sq = q.w + kpad * kWalkRows;
+    q.hi = (double *)(q.sq + kpad * kSqRows);
+    return q;
+}
+
+/* a scale exponent; none recorded (no nonzero value): 0 */
+__device__ inline int exp_or0(int e) { return e < -2000 ? 0 : e; }
+
+template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
+{
+    const int64_t nvec = (int64_t)g.r * g.mb, ng = (nvec + VG - 1) / VG, pad = kpad - g.k;
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= ng * VG * kpad)
+        return;
+    const int64_t lp = x % kpad, s = (x / kpad) % VG, grp = x / (kpad * VG), u = grp * VG + s;
+    const int64_t l = lp - pad;
+    const walk_pack q = pack_at(g.Ppack, grp, kpad);
+    float w[WR] = {}, sq[2] = {};
+    double hi = 0.0;
+    if (u < nvec && l >= 0) {
+        const double *v = g.Pvec + (u * g.k + l) * kWalkNV;
+        const int *e = g.Pexp + u * kExpKinds;
+        const double src[WR] = {v[0], v[3], v[4], v[5]};
+        for (int r = 0; r < WR; r++)
+            w[r] = nvcuda::wmma::__float_to_tf32((float)ldexp(src[r], -exp_or0(e[r])));
+        sq[0] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[1], -exp_or0(e[4])));
+        const double hs = ldexp(v[2], -exp_or0(e[5]));
+        sq[1] = nvcuda::wmma::__float_to_tf32((float)(hs * hs));
+        hi = v[2];
+    }
+    for (int r = 0; r < WR; r++)
+        q.w[lp * kWalkRows + s * WR + r] = w[r];
+    q.sq[lp * kSqRows + s * 2] = sq[0];
+    q.sq[lp * kSqRows + s * 2 + 1] = sq[1];
+    q.hi[lp * VG + s] = hi;
+}
+
+/* Shared memory of proj_walk: two stages of the copy pipeline (the packed operands of KS k and
+ * op(B)'s tile as stored, [column][KS + 1] for op = N, [k][CT] otherwise), the converted tile
+ * (scaled TF32, its square, double); at the end (reused) the fragments' values. */
+constexpr size_t kStPack = (size_t)KS * VG * kPackBytes;
+constexpr size_t kStRaw = (size_t)8 * CT * (KS + 1);
+constexpr size_t kStage = (kStPack + kStRaw + 127) / 128 * 128;
+constexpr size_t kConv = (size_t)KS * CT * (4 + 4 + 8);
+constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
+constexpr size_t kWalkSmem = 2 * kStage + kConv > kWalkEnd ? 2 * kStage + kConv : kWalkEnd;
+
+template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj_walk(gk_gemm<T> g, int64_t kpad)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    using namespace nvcuda;
+    extern __shared__ __align__(128) unsigned char wsm[];
+    double *Bd = (double *)(wsm + 2 * kStage); /* [KS][CT] op(B) in double */
+    float *Bt = (float *)(Bd + KS * CT);       /* [KS][CT] scaled op(B), TF32 */
+    float *Bq = Bt + KS * CT;                  /* [KS][CT] its square */
+    __shared__ int cexp[CT];
+    __shared__ double cscale[CT];
+    const int warp = threadIdx.x >> 5;
+    const int64_t j0 = (int64_t)blockIdx.x * CT, grp = blockIdx.y;
+    const int64_t nvec = (int64_t)g.r * g.mb, pad = kpad - g.k;
+    if (threadIdx.x < CT) {
+        const int64_t j = j0 + threadIdx.x;
+        /* op(B)'s column maximum (top-p lists; with block lists the block's envelope bounds it) */
+        double mx = 0.0;
+        if (j < g.n)
+            mx = g.block_lists ? g.tEb.val[(j / g.bs) * GK_PMAX] : g.tB.val[j * GK_PMAX];
+        cexp[threadIdx.x] = mx > 0.0 && isfinite(mx) ? ilogb(mx) : 0;
+        cscale[threadIdx.x] = ldexp(1.0, -cexp[threadIdx.x]);
+    }
+    const walk_pack pk = pack_at(g.Ppack, grp, kpad);
+    const bool bn = g.tb == 'N';
+    /* stage st of the pipeline into buffer st & 1: cp.async of the packed operands (16 bytes)
+     * and of op(B)'s elements (zero-filled outside it) */
+    auto issue = [&](int64_t st) {
+        unsigned char *buf = wsm + (st & 1) * kStage;
+        const int64_t lp0 = st * KS;
+        const unsigned char *src[3] = {(const unsigned char *)(pk.w + lp0 * kWalkRows),
+                                       (const unsigned char *)(pk.sq + lp0 * kSqRows),
+                                       (const unsigned char *)(pk.hi + lp0 * VG)};
+        const int len[3] = {4 * KS * kWalkRows, 4 * KS * kSqRows, 8 * KS * VG};
+        int off = 0;
+        for (int q = 0; q < 3; q++) {
+            for (int x = threadIdx.x * 16; x < len[q]; x += blockDim.x * 16)
+                __pipeline_memcpy_async(buf + off + x, src[q] + x, 16);
+            off += len[q];
+        }
+        T *raw = (T *)(buf + kStPack);
+        for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
+            /* coalesced along op(B)'s storage order */
+            const int t = bn ? x % KS : x / CT, cc = bn ? x / KS : x % CT;
+            const int64_t l = lp0 + t - pad, j = j0 + cc;
+            const bool in = l >= 0 && j < g.n;
+            const T *from = in ? (bn ? g.B + l + j * g.ldb : g.B + j + l * g.ldb) : g.B;
+            __pipeline_memcpy_async(raw + (bn ? cc * (KS + 1) + t : t * CT + cc), from, sizeof(T),
+                                    in ? 0 : sizeof(T));
+        }
+        __pipeline_commit();
+    };
+
+    using fa_t = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major>;
+    using fb_t = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
+    using fc_t = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
+    using da_t = wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::col_major>;
+    using db_t = wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major>;
+    using dc_t = wmma::fragment<wmma::accumulator, 8, 8, 4, double>;
+    fc_t a0[kFw], a1[kFw], es[kFw], el[kFw], sqa;
+    dc_t rh[kFr], rl[kFr];
+#pragma unroll
+    for (int f = 0; f < kFw; f++) {
+        wmma::fill_fragment(a0[f], 0.0f);
+        wmma::fill_fragment(a1[f], 0.0f);
+        wmma::fill_fragment(es[f], 0.0f);
+        wmma::fill_fragment(el[f], 0.0f);
+    }
+    wmma::fill_fragment(sqa, 0.0f);
+#pragma unroll
+    for (int f = 0; f < kFr; f++) {
+        wmma::fill_fragment(rh[f], 0.0);
+        wmma::fill_fragment(rl[f], 0.0);
+    }
+    const int64_t nst = kpad / KS;
+    /* the first chunk holding data and its length: the trapezoid rule weighs that chunk's sample
+     * (k1 + KC) / (2 KC); the chunks before it are zeros */
+    const int64_t c0 = pad / KC;
+    const int k1 = KC - (int)(pad % KC);
+    __syncthreads();
+    issue(0);
+    for (int64_t st = 0; st < nst; st++) {
+        if (st + 1 < nst)
+            issue(st + 1);
+        else
+            __pipeline_commit();
+        __pipeline_wait_prior(1);
+        __syncthreads();
+        const unsigned char *buf = wsm + (st & 1) * kStage;
+        const float *Wt = (const float *)buf, *St = Wt + KS * kWalkRows;
+        const double *Eh = (const double *)(St + KS * kSqRows);
+        const T *raw = (const T *)(buf + kStPack);
+        for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
+            const int t = x / CT, cc = x % CT;
+            const double b = (double)raw[bn ? cc * (KS + 1) + t : t * CT + cc];
+            Bd[x] = b;
+            const float bs = (float)(b * cscale[cc]);
+            Bt[x] = wmma::__float_to_tf32(bs);
+            Bq[x] = wmma::__float_to_tf32(bs * bs);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int h = 0; h < KS / KC; h++) {
+            const int64_t c = st * (KS / KC) + h;
+            const float wt = c == c0 ? (float)(k1 + KC) / (2.0f * KC) : 1.0f;
+            const float *W = Wt + h * KC * kWalkRows, *Bh = Bt + h * KC * CT;
+            /* walks: the two lanes (a warp's fragments share their rows), then the energies */
+            static_assert(kFw == CT / 16, "a warp takes one row fragment across the columns");
+#pragma unroll
+            for (int L = 0; L < 2; L++) {
+                fa_t fa;
+                wmma::load_matrix_sync(fa, W + L * kWalkRows + warp * 16, 2 * kWalkRows);
+#pragma unroll
+                for (int f = 0; f < kFw; f++) {
+                    fb_t fb;
+                    wmma::load_matrix_sync(fb, Bh + L * CT + f * 16, 2 * CT);
+                    if (L == 0)
+                        wmma::mma_sync(a0[f], fa, fb, a0[f]);
+                    else
+                        wmma::mma_sync(a1[f], fa, fb, a1[f]);
+                }
+            }
+#pragma unroll
+            for (int f = 0; f < kFw; f++) {
+#pragma unroll
+                for (int i = 0; i < a0[f].num_elements; i++) {
+                    const float x0 = a0[f].x[i], x1 = a1[f].x[i], sm = x0 + x1;
+                    es[f].x[i] = fmaf(wt * sm, sm, es[f].x[i]);
+                    el[f].x[i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[f].x[i]));
+                }
+            }
+            if (warp < kFs) {
+                const int rf = warp / (CT / 16), cf = warp % (CT / 16);
+#pragma unroll
+                for (int q = 0; q < 2; q++) {
+                    fa_t fa;
+                    fb_t fb;
+                    wmma::load_matrix_sync(fa, St + (h * KC + q * 8) * kSqRows + rf * 16, kSqRows);
+                    wmma::load_matrix_sync(fb, Bq + (h * KC + q * 8) * CT + cf * 16, CT);
+                    wmma::mma_sync(sqa, fa, fb, sqa);
+                }
+            }
+#pragma unroll
+            for (int f = 0; f < kFr; f++) {
+                const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
+#pragma unroll
+                for (int q2 = 0; q2 < KC / 8; q2++) {
+                    dc_t cc;
+                    wmma::fill_fragment(cc, 0.0);
+#pragma unroll
+                    for (int q = 0; q < 2; q++) {
+                        const int t0 = h * KC + q2 * 8 + q * 4;
+                        da_t da;
+                        db_t db;
+                        wmma::load_matrix_sync(da, Eh + t0 * VG + rf * 8, VG);
+                        wmma::load_matrix_sync(db, Bd + t0 * CT + cf * 8, CT);
+                        wmma::mma_sync(cc, da, db, cc);
+                    }
+#pragma unroll
+                    for (int i = 0; i < cc.num_elements; i++) { /* TwoSum */
+                        const double sm = rh[f].x[i] + cc.x[i], bp = sm - rh[f].x[i];
+                        rl[f].x[i] += (rh[f].x[i] - (sm - bp)) + (cc.x[i] - bp);
+                        rh[f].x[i] = sm;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+    __pipeline_wait_prior(0);
+
+    /* the end: fragments to shared memory, one kind at a time, then one thread per (vector,
+     * column) */
+    float *E0 = (float *)wsm, *E1 = E0 + kWalkRows * CT; /* [row][CT] */
+    constexpr int kPer = VG * CT / (kWalkWarps * 32);
+    double seq[kPer], lane[kPer], ends[kPer], last[kPer];
+    auto unscale = [&](int64_t u, int r, int cc) { /* 2^(2 (row exp + column exp)) */
+        return ldexp(1.0, 2 * (exp_or0(g.Pexp[u * kExpKinds + r]) + cexp[cc]));
+    };
+    const double ck = 1.0 / (BLASFT_PROJ_GPU_K * BLASFT_PROJ_GPU_C);
+    auto coef = [&](int64_t u, int r) {
+        const int64_t I = u / g.r;
+        return r == 0 ? g.w2[0][u % g.r][I == g.mb - 1] : ck;
+    };
+    for (int f = 0; f < kFw; f++) {
+        const int id = warp * kFw + f, rf = id / (CT / 16), cf = id % (CT / 16);
+        wmma::store_matrix_sync(E0 + rf * 16 * CT + cf * 16, a0[f], CT, wmma::mem_row_major);
+        wmma::store_matrix_sync(E1 + rf * 16 * CT + cf * 16, a1[f], CT, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int p = 0; p < kPer; p++) {
+        const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
+        const int64_t u = grp * VG + s;
+        seq[p] = lane[p] = ends[p] = last[p] = 0.0;
+        if (u >= nvec)
+            continue;
+        for (int r = 0; r < WR; r++) {
+            const double x0 = E0[(s * WR + r) * CT + cc], x1 = E1[(s * WR + r) * CT + cc];
+            const double sc = coef(u, r) * unscale(u, r, cc);
+            /* the trapezoid rule's last half sample */
+            seq[p] -= sc * KC * 0.5 * (x0 + x1) * (x0 + x1);
+            lane[p] -= sc * (KC / 2) * 0.5 * (x0 * x0 + x1 * x1);
+            ends[p] += sc * (x0 * x0 + x1 * x1);
+            last[p] += sc * (x0 + x1) * (x0 + x1);
+        }
+    }
+    __syncthreads();
+    for (int f = 0; f < kFw; f++) {
+        const int id = warp * kFw + f, rf = id / (CT / 16), cf = id % (CT / 16);
+        wmma::store_matrix_sync(E0 + rf * 16 * CT + cf * 16, es[f], CT, wmma::mem_row_major);
+        wmma::store_matrix_sync(E1 + rf * 16 * CT + cf * 16, el[f], CT, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int p = 0; p < kPer; p++) {
+        const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
+        const int64_t u = grp * VG + s;
+        if (u >= nvec)
+            continue;
+        for (int r = 0; r < WR; r++) {
+            const double sc = coef(u, r) * unscale(u, r, cc);
+            seq[p] += sc * KC * (double)E0[(s * WR + r) * CT + cc];
+            lane[p] += sc * (KC / 2) * (double)E1[(s * WR + r) * CT + cc];
+        }
+    }
+    __syncthreads();
+    /* squares and the reference */
+    float *Q = (float *)wsm;                   /* [kSqRows][CT] */
+    double *H = (double *)(Q + kSqRows * CT);  /* [VG][CT] */
+    double *Lo = H + VG * CT;
+    if (warp < kFs) {
+        const int rf = warp / (CT / 16), cf = warp % (CT / 16);
+        wmma::store_matrix_sync(Q + rf * 16 * CT + cf * 16, sqa, CT, wmma::mem_row_major);
+    }
+    for (int f = 0; f < kFr; f++) {
+        const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
+        wmma::store_matrix_sync(H + rf * 8 * CT + cf * 8, rh[f], CT, wmma::mem_row_major);
+        wmma::store_matrix_sync(Lo + rf * 8 * CT + cf * 8, rl[f], CT, wmma::mem_row_major);
+    }
+    __syncthreads();
+    const double al = (double)alpha_of(g), be = (double)beta_of(g);
+    for (int p = 0; p < kPer; p++) {
+        const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
+        const int64_t u = grp * VG + s, j = j0 + cc;
+        if (u >= nvec || j >= g.n)
+            continue;
+        const int64_t I = u / g.r;
+        const int r = (int)(u % g.r), ragged = I == g.mb - 1;
+        const int *ex = g.Pexp + u * kExpKinds;
+        const double prod = ldexp((double)Q[(s * 2) * CT + cc], exp_or0(ex[4]) + 2 * cexp[cc]);
+        const double enc = ldexp((double)Q[(s * 2 + 1) * CT + cc], 2 * (exp_or0(ex[5]) + cexp[cc]));
+        /* two lanes: their energies plus L (L - 1) = 2 times their final partial sums squared */
+        double vd = fmax(seq[p], lane[p] + 2.0 * ends[p]) + prod + 4.0 * last[p];
+        /* a block of too few rows (blasft_proj_min_rows): NORM's order-free bound terms(k)
+         * ||b_j||^2 sum_i w_i^2 ||a_i||^2, both factors bounded through the maxima (k max^2) */
+        if (g.m - I * g.bs < blasft_proj_min_rows(BLASFT_PROJ_GPU_K)) {
+            const double xx = (double)g.k * ldexp(1.0, 2 * cexp[cc] + 2);
+            const double pe = (double)g.k * ldexp(1.0, exp_or0(ex[4]) + 1);
+            vd = fmax(vd, blasft_norm_terms((double)g.k, 1) * xx * pe);
+        }
+        const int64_t e = u + j * nvec;
+        double bo = 0.0, osq = 0.0;
+        if (g.Pold && be != 0.0) {
+            bo = be * g.Pold[e];
+            osq = g.wmax2[0][r][ragged] * g.Ccs_sq[I + j * g.mb];
+        }
+        const double ad = al * (H[s * CT + cc] + Lo[s * CT + cc]), ref = ad + bo;
+        g.Pref[e] = ref;
+        g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq,
+                                       36.0 * enc, 0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
+    }
+#else
+    __trap(); /* gk_proj launches it only where it was compiled for sm_80 or later */
+#endif
+}
+
+/* 1 where proj_walk was compiled for the device's architecture at sm_80 or later */
+bool walk_available()
+{
+    static int ok = -1;
+    if (ok < 0) {
+        cudaFuncAttributes fa;
+        ok = cudaFuncGetAttributes(&fa, proj_walk<double>) == cudaSuccess && fa.ptxVersion >= 80 &&
+             fa.binaryVersion >= 80;
+        if (ok)
+            ok = cudaFuncSetAttribute(proj_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)kWalkSmem) == cudaSuccess &&
+                 cudaFuncSetAttribute(proj_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)kWalkSmem) == cudaSuccess;
+    }
+    return ok == 1;
+}
+
 inline unsigned int cdiv(int64_t a, int64_t b) { return (unsigned int)((a + b - 1) / b); }
 
 } // namespace
@@ -249,8 +745,28 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
 {
     if (g.m == 0 || g.n == 0 || g.k == 0)
         return;
-    proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(g);
-    proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv((int64_t)g.r * g.mb, kVecs)), kCols * kVecs, 0, st>>>(g);
+    const int64_t nvec = (int64_t)g.r * g.mb;
+    const bool walk = g.Ppack && g.Pexp && walk_available();
+    gk_gemm<T> h = g;
+    if (!walk)
+        h.Pexp = nullptr;
+    else /* INT_MIN-like: no exponent recorded yet */
+        cudaMemsetAsync(h.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
+    if (walk) {
+        proj_prep_walk<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepW)), kPrepW,
+                            prep_walk_smem(g.bs, g.r), st>>>(h);
+        const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
+        proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(h, kpad);
+        proj_walk<T><<<dim3(cdiv(g.n, CT), (unsigned int)ng), kWalkWarps * 32, kWalkSmem, st>>>(h, kpad);
+    } else {
+        proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(h);
+        proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(h);
+    }
+}
+
+int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k)
+{
+    return (nvec + VG - 1) / VG * VG * walk_kpad(k) * kPackBytes;
 }
 
 template void gk_proj<float>(const gk_gemm<float> &, cudaStream_t);
