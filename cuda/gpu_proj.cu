@@ -439,10 +439,14 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
 /* Shared memory of proj_walk: two stages of the copy pipeline (the packed operands of KS k and
  * op(B)'s tile as stored, [column][KS + 1] for op = N, [k][CT] otherwise), the converted tile
  * (scaled TF32, its square, double); at the end (reused) the fragments' values. */
-constexpr size_t kStPack = (size_t)KS * VG * kPackBytes;
+/* Row strides in shared memory, padded so that the fragments' loads meet few bank conflicts
+ * (each a multiple of 32 bytes, as the fragment loads need): walks, squares, encoding, op(B) in
+ * float, op(B) in double. */
+constexpr int WP = kWalkRows + 8, SP = kSqRows + 8, HP = VG + 4, BP = CT + 8, DP = CT + 4;
+constexpr size_t kStPack = (size_t)KS * (4 * WP + 4 * SP + 8 * HP);
 constexpr size_t kStRaw = (size_t)8 * CT * (KS + 1);
 constexpr size_t kStage = (kStPack + kStRaw + 127) / 128 * 128;
-constexpr size_t kConv = (size_t)KS * CT * (4 + 4 + 8);
+constexpr size_t kConv = (size_t)KS * (4 * BP + 4 * BP + 8 * DP);
 constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
 constexpr size_t kWalkSmem = 2 * kStage + kConv > kWalkEnd ? 2 * kStage + kConv : kWalkEnd;
 
@@ -452,8 +456,8 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
     using namespace nvcuda;
     extern __shared__ __align__(128) unsigned char wsm[];
     double *Bd = (double *)(wsm + 2 * kStage); /* [KS][CT] op(B) in double */
-    float *Bt = (float *)(Bd + KS * CT);       /* [KS][CT] scaled op(B), TF32 */
-    float *Bq = Bt + KS * CT;                  /* [KS][CT] its square */
+    float *Bt = (float *)(Bd + KS * DP);       /* [KS][BP] scaled op(B), TF32 */
+    float *Bq = Bt + KS * BP;                  /* [KS][BP] its square */
     __shared__ int cexp[CT];
     __shared__ double cscale[CT];
     const int warp = threadIdx.x >> 5;
@@ -478,12 +482,16 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         const unsigned char *src[3] = {(const unsigned char *)(pk.w + lp0 * kWalkRows),
                                        (const unsigned char *)(pk.sq + lp0 * kSqRows),
                                        (const unsigned char *)(pk.hi + lp0 * VG)};
-        const int len[3] = {4 * KS * kWalkRows, 4 * KS * kSqRows, 8 * KS * VG};
+        const int row[3] = {4 * kWalkRows, 4 * kSqRows, 8 * VG}; /* bytes per k */
+        const int pitch[3] = {4 * WP, 4 * SP, 8 * HP};
         int off = 0;
         for (int q = 0; q < 3; q++) {
-            for (int x = threadIdx.x * 16; x < len[q]; x += blockDim.x * 16)
-                __pipeline_memcpy_async(buf + off + x, src[q] + x, 16);
-            off += len[q];
+            const int per = row[q] / 16; /* 16-byte pieces per k */
+            for (int x = threadIdx.x; x < KS * per; x += blockDim.x) {
+                const int t = x / per, c = x % per;
+                __pipeline_memcpy_async(buf + off + t * pitch[q] + c * 16, src[q] + t * row[q] + c * 16, 16);
+            }
+            off += KS * pitch[q];
         }
         T *raw = (T *)(buf + kStPack);
         for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
@@ -534,33 +542,33 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         __pipeline_wait_prior(1);
         __syncthreads();
         const unsigned char *buf = wsm + (st & 1) * kStage;
-        const float *Wt = (const float *)buf, *St = Wt + KS * kWalkRows;
-        const double *Eh = (const double *)(St + KS * kSqRows);
+        const float *Wt = (const float *)buf, *St = Wt + KS * WP;
+        const double *Eh = (const double *)(St + KS * SP);
         const T *raw = (const T *)(buf + kStPack);
         for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
             const int t = x / CT, cc = x % CT;
             const double b = (double)raw[bn ? cc * (KS + 1) + t : t * CT + cc];
-            Bd[x] = b;
+            Bd[t * DP + cc] = b;
             const float bs = (float)(b * cscale[cc]);
-            Bt[x] = wmma::__float_to_tf32(bs);
-            Bq[x] = wmma::__float_to_tf32(bs * bs);
+            Bt[t * BP + cc] = wmma::__float_to_tf32(bs);
+            Bq[t * BP + cc] = wmma::__float_to_tf32(bs * bs);
         }
         __syncthreads();
 #pragma unroll
         for (int h = 0; h < KS / KC; h++) {
             const int64_t c = st * (KS / KC) + h;
             const float wt = c == c0 ? (float)(k1 + KC) / (2.0f * KC) : 1.0f;
-            const float *W = Wt + h * KC * kWalkRows, *Bh = Bt + h * KC * CT;
+            const float *W = Wt + h * KC * WP, *Bh = Bt + h * KC * BP;
             /* walks: the two lanes (a warp's fragments share their rows), then the energies */
             static_assert(kFw == CT / 16, "a warp takes one row fragment across the columns");
 #pragma unroll
             for (int L = 0; L < 2; L++) {
                 fa_t fa;
-                wmma::load_matrix_sync(fa, W + L * kWalkRows + warp * 16, 2 * kWalkRows);
+                wmma::load_matrix_sync(fa, W + L * WP + warp * 16, 2 * WP);
 #pragma unroll
                 for (int f = 0; f < kFw; f++) {
                     fb_t fb;
-                    wmma::load_matrix_sync(fb, Bh + L * CT + f * 16, 2 * CT);
+                    wmma::load_matrix_sync(fb, Bh + L * BP + f * 16, 2 * BP);
                     if (L == 0)
                         wmma::mma_sync(a0[f], fa, fb, a0[f]);
                     else
@@ -582,8 +590,8 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
                 for (int q = 0; q < 2; q++) {
                     fa_t fa;
                     fb_t fb;
-                    wmma::load_matrix_sync(fa, St + (h * KC + q * 8) * kSqRows + rf * 16, kSqRows);
-                    wmma::load_matrix_sync(fb, Bq + (h * KC + q * 8) * CT + cf * 16, CT);
+                    wmma::load_matrix_sync(fa, St + (h * KC + q * 8) * SP + rf * 16, SP);
+                    wmma::load_matrix_sync(fb, Bq + (h * KC + q * 8) * BP + cf * 16, BP);
                     wmma::mma_sync(sqa, fa, fb, sqa);
                 }
             }
@@ -599,8 +607,8 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
                         const int t0 = h * KC + q2 * 8 + q * 4;
                         da_t da;
                         db_t db;
-                        wmma::load_matrix_sync(da, Eh + t0 * VG + rf * 8, VG);
-                        wmma::load_matrix_sync(db, Bd + t0 * CT + cf * 8, CT);
+                        wmma::load_matrix_sync(da, Eh + t0 * HP + rf * 8, HP);
+                        wmma::load_matrix_sync(db, Bd + t0 * DP + cf * 8, DP);
                         wmma::mma_sync(cc, da, db, cc);
                     }
 #pragma unroll
