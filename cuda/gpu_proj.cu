@@ -249,24 +249,30 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
                                    0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
 }
 
-/* proj_prep for the tensor-core walks: one thread per k index of a row block, a loop over the
- * block's rows (no warp reductions), and only what proj_walk uses: the mean, the products, the
- * encoding (summed compensated) and BLASFT_PROJ_GPU_K projections (kWalkNV doubles per vector and k), with
- * each kind's largest exponent per vector for proj_pack's scales. */
+/* proj_prep for the tensor-core walks: kPrepL k indices per CUDA block, each summed over the
+ * block's rows by kPrepSub threads (rows i = sub mod kPrepSub; reads coalesced along A's storage
+ * order) whose partial sums meet in shared memory; and only what proj_walk uses: the mean, the
+ * products, the encoding (summed compensated) and BLASFT_PROJ_GPU_K projections (kWalkNV doubles
+ * per vector and k), with each kind's largest exponent per vector for proj_pack's scales. */
 constexpr int KG = BLASFT_PROJ_GPU_K;
 constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
-constexpr int kPrepW = 256;     /* k indices per CUDA block */
+constexpr int kPrepL = 32, kPrepSub = 8, kPrepT = kPrepL * kPrepSub;
+constexpr int kPart = 4 + KG; /* partial sums per (sub, k index, checksum): mean, products, encoding (2), projections */
 
-size_t prep_walk_smem(int bs, int r) { return (size_t)8 * (r * bs + r * KG + r) + (size_t)r * bs; }
+size_t prep_walk_smem(int bs, int r)
+{
+    return (size_t)8 * (r * bs + r * KG + r) + (size_t)r * bs + (size_t)8 * kPrepT * r * kPart + 8;
+}
 
-template <typename T> __global__ void __launch_bounds__(kPrepW) proj_prep_walk(gk_gemm<T> g)
+template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(gk_gemm<T> g)
 {
     extern __shared__ double sm[];
     const int bs = g.bs, R = g.r;
     const int64_t I = blockIdx.x, i0 = I * bs;
     const int len = (int)(g.m - i0 < bs ? g.m - i0 : bs);
     double *w = sm, *ssum = sm + R * bs, *wsum = ssum + R * KG;
-    unsigned char *sgn = (unsigned char *)(wsum + R);
+    double *part = wsum + R; /* [sub][k index][checksum][kPart] */
+    unsigned char *sgn = (unsigned char *)(part + kPrepT * R * kPart);
     for (int x = threadIdx.x; x < R * len; x += blockDim.x) {
         const int r = x / len, i = x % len;
         w[r * bs + i] = r == 0 ? 1.0 : blasft_weight(g.wscheme, i, bs);
@@ -279,77 +285,112 @@ template <typename T> __global__ void __launch_bounds__(kPrepW) proj_prep_walk(g
         sgn[r * bs + i] = b;
     }
     __syncthreads();
-    if (threadIdx.x < R * (KG + 1)) {
-        const int r = threadIdx.x / (KG + 1), q = threadIdx.x % (KG + 1);
+    /* one warp per sum: the signed weight sums and W */
+    if ((int)(threadIdx.x >> 5) < R * (KG + 1)) {
+        const int wq = threadIdx.x >> 5, r = wq / (KG + 1), q = wq % (KG + 1);
         double s = 0.0;
-        for (int i = 0; i < len; i++) {
+        for (int i = threadIdx.x & 31; i < len; i += 32) {
             const double wi = w[r * bs + i];
             s += q < KG ? ((sgn[r * bs + i] >> q) & 1 ? wi : -wi) : wi * wi;
         }
-        if (q < KG)
-            ssum[r * KG + q] = s;
-        else
-            wsum[r] = s;
+        for (int off = 16; off > 0; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        if ((threadIdx.x & 31) == 0) {
+            if (q < KG)
+                ssum[r * KG + q] = s;
+            else
+                wsum[r] = s;
+        }
     }
+    /* op(A) = A: a k index's rows are contiguous, so the subs of one index sit in one warp;
+     * otherwise a warp takes 32 consecutive k indices of one sub */
+    const bool an = g.ta == 'N';
+    const int li = an ? threadIdx.x / kPrepSub : threadIdx.x % kPrepL;
+    const int sub = an ? threadIdx.x % kPrepSub : threadIdx.x / kPrepL;
     __syncthreads();
-    const int64_t l = (int64_t)blockIdx.y * kPrepW + threadIdx.x;
-    int ex[2][kExpKinds];
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int q = 0; q < kExpKinds; q++)
-            ex[r][q] = INT_MIN;
-    if (l < g.k) {
+    /* the block's weights and signs serve gridDim.y groups of kPrepL k indices in turn */
+    for (int64_t y = blockIdx.y; y * kPrepL < g.k; y += gridDim.y) {
+        const int64_t l = y * kPrepL + li;
         double mw[2] = {0.0, 0.0}, pr[2] = {0.0, 0.0}, sg[2][KG] = {};
         blasft_csum cs[2] = {{0.0, 0.0}, {0.0, 0.0}};
-        for (int i = 0; i < len; i++) {
-            const double a = g.ta == 'N' ? (double)g.A[(i0 + i) + l * g.lda]
-                                         : (double)g.A[l + (i0 + i) * g.lda];
+        if (l < g.k)
+            for (int i = sub; i < len; i += kPrepSub) {
+                const double a = an ? (double)g.A[(i0 + i) + l * g.lda]
+                                    : (double)g.A[l + (i0 + i) * g.lda];
 #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                if (r >= R)
-                    break;
-                const double wi = w[r * bs + i], wa = wi * a;
-                blasft_csum_add(&cs[r], wa);
-                mw[r] = fma(wi, wa, mw[r]);
-                pr[r] = fma(wa, wa, pr[r]);
-                const unsigned char b = sgn[r * bs + i];
+                for (int r = 0; r < 2; r++) {
+                    if (r >= R)
+                        break;
+                    const double wi = w[r * bs + i], wa = wi * a;
+                    blasft_csum_add(&cs[r], wa);
+                    mw[r] = fma(wi, wa, mw[r]);
+                    pr[r] = fma(wa, wa, pr[r]);
+                    const unsigned char b = sgn[r * bs + i];
 #pragma unroll
-                for (int q = 0; q < KG; q++)
-                    sg[r][q] += (b >> q) & 1 ? wa : -wa;
+                    for (int q = 0; q < KG; q++)
+                        sg[r][q] += (b >> q) & 1 ? wa : -wa;
+                }
             }
-        }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             if (r >= R)
                 break;
-            double *out = g.Pvec + ((I * R + r) * g.k + l) * kWalkNV;
-            const double W = wsum[r], mean = W > 0.0 ? mw[r] / W : 0.0;
-            const double hi = cs[r].s + cs[r].c;
-            out[0] = mean;
-            out[1] = pr[r];
-            out[2] = hi;
+            double *p = part + ((sub * kPrepL + li) * R + r) * kPart;
+            p[0] = mw[r];
+            p[1] = pr[r];
+            p[2] = cs[r].s;
+            p[3] = cs[r].c;
 #pragma unroll
             for (int q = 0; q < KG; q++)
-                out[3 + q] = sg[r][q] - mean * ssum[r * KG + q];
-            const double kinds[kExpKinds] = {out[0], out[3], out[4], out[5], out[1], hi};
+                p[4 + q] = sg[r][q];
+        }
+        __syncthreads();
+        /* one thread per (checksum, k index): the subs' sums, the outputs, the exponents */
+        if (threadIdx.x < R * kPrepL) {
+            const int r = threadIdx.x / kPrepL, lo = threadIdx.x % kPrepL;
+            const int64_t ll = y * kPrepL + lo;
+            int ex[kExpKinds];
 #pragma unroll
             for (int q = 0; q < kExpKinds; q++)
-                if (kinds[q] != 0.0 && isfinite(kinds[q]))
-                    ex[r][q] = ilogb(kinds[q]);
+                ex[q] = INT_MIN;
+            if (ll < g.k) {
+                double m = 0.0, pp = 0.0, yq[KG] = {};
+                blasft_csum c = {0.0, 0.0};
+                for (int sb = 0; sb < kPrepSub; sb++) {
+                    const double *p = part + ((sb * kPrepL + lo) * R + r) * kPart;
+                    m += p[0];
+                    pp += p[1];
+                    blasft_csum_add(&c, p[2]);
+                    blasft_csum_add(&c, p[3]);
+#pragma unroll
+                    for (int q = 0; q < KG; q++)
+                        yq[q] += p[4 + q];
+                }
+                double *out = g.Pvec + ((I * R + r) * g.k + ll) * kWalkNV;
+                const double W = wsum[r], mean = W > 0.0 ? m / W : 0.0;
+                const double hi = c.s + c.c;
+                out[0] = mean;
+                out[1] = pp;
+                out[2] = hi;
+#pragma unroll
+                for (int q = 0; q < KG; q++)
+                    out[3 + q] = yq[q] - mean * ssum[r * KG + q];
+                const double kinds[kExpKinds] = {out[0], out[3], out[4], out[5], out[1], hi};
+#pragma unroll
+                for (int q = 0; q < kExpKinds; q++)
+                    if (kinds[q] != 0.0 && isfinite(kinds[q]))
+                        ex[q] = ilogb(kinds[q]);
+            }
+            /* the largest exponent of each kind: a warp's (one checksum per warp), one atomic */
+#pragma unroll
+            for (int q = 0; q < kExpKinds; q++) {
+                const int e = __reduce_max_sync(0xffffffffu, ex[q]);
+                if (lo == 0 && e != INT_MIN)
+                    atomicMax(&g.Pexp[(I * R + r) * kExpKinds + q], e);
+            }
         }
+        __syncthreads(); /* part is reused by the next group */
     }
-    /* the largest exponent of each kind of each vector: a warp's, then one atomic per warp */
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int q = 0; q < kExpKinds; q++) {
-            if (r >= R)
-                break;
-            const int e = __reduce_max_sync(0xffffffffu, ex[r][q]);
-            if ((threadIdx.x & 31) == 0 && e != INT_MIN)
-                atomicMax(&g.Pexp[(I * R + r) * kExpKinds + q], e);
-        }
 }
 
 /* ---- The tensor-core walks (sm_80 and later; proj_scan above is the fallback) ----
@@ -357,21 +398,22 @@ template <typename T> __global__ void __launch_bounds__(kPrepW) proj_prep_walk(g
  * Per checksum vector u the walks of WR rows (the mean, BLASFT_PROJ_GPU_K projections), the
  * squares rows (products, encoding^2) and the encoding are packed per group of VG
  * vectors and k (proj_pack), scaled per row by a power of two so that TF32 holds them. One CUDA
- * block of proj_walk takes VG vectors x CT columns of op(B) along all of k, in chunks of KC = 16:
+ * block of proj_walk takes VG vectors x CT columns of op(B) along all of k, in chunks of KC = 32:
  *  - walks (TF32 MMA, FP32 accumulation): lane L of the 2-lane order takes the chunk's k indices
  *    of parity L; after each chunk the lanes' partial sums a0, a1 and the sequential one a0 + a1
- *    are squared into their energies. The energies are the trapezoid rule over the chunks (16
- *    steps; 8 per lane), the first chunk the partial one (k is padded in front);
+ *    are squared into their energies. The energies are the trapezoid rule over the chunks (32
+ *    steps; 16 per lane), the first chunk the partial one (k is padded in front); what varies
+ *    inside a chunk is covered by the products' energy, which the threshold adds;
  *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
- *  - the reference enc . b_j (FP64 MMA): every 8 products (two MMAs) go into a compensated sum
- *    (TwoSum), so its error is that of 8-term walks (at most 36 times the encoding's products
- *    energy, Cauchy-Schwarz), which the threshold carries; so does the encoding's own rounding
- *    (enc_lo, under u |enc| per term), which is left out.
+ *  - the reference enc . b_j (FP64 MMA): runs of 8 products (32 beyond k = 2048) go into a
+ *    compensated sum (TwoSum), so its error is that of 8-term (32-term) walks, at most 36 (528)
+ *    times the encoding's products energy by Cauchy-Schwarz, which the threshold carries; so does
+ *    the encoding's own rounding (enc_lo, under u |enc| per term), which is left out.
  * The block's end turns the energies into PROJ's thresholds as proj_scan does. */
 constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
 constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
-constexpr int KC = 16;                    /* k per chunk (one energy sample) */
+constexpr int KC = 32;                    /* k per chunk (one energy sample) */
 constexpr int KS = 32;                    /* k per stage of the copy pipeline */
 constexpr int kWalkWarps = 8;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
@@ -482,14 +524,15 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         const unsigned char *src[3] = {(const unsigned char *)(pk.w + lp0 * kWalkRows),
                                        (const unsigned char *)(pk.sq + lp0 * kSqRows),
                                        (const unsigned char *)(pk.hi + lp0 * VG)};
-        const int row[3] = {4 * kWalkRows, 4 * kSqRows, 8 * VG}; /* bytes per k */
-        const int pitch[3] = {4 * WP, 4 * SP, 8 * HP};
+        /* 16-byte pieces per k of each region (powers of two: the index arithmetic is shifts) */
+        constexpr int per[3] = {4 * kWalkRows / 16, 4 * kSqRows / 16, 8 * VG / 16};
+        constexpr int pitch[3] = {4 * WP, 4 * SP, 8 * HP};
         int off = 0;
+#pragma unroll
         for (int q = 0; q < 3; q++) {
-            const int per = row[q] / 16; /* 16-byte pieces per k */
-            for (int x = threadIdx.x; x < KS * per; x += blockDim.x) {
-                const int t = x / per, c = x % per;
-                __pipeline_memcpy_async(buf + off + t * pitch[q] + c * 16, src[q] + t * row[q] + c * 16, 16);
+            for (int x = threadIdx.x; x < KS * per[q]; x += blockDim.x) {
+                const int t = x / per[q], c = x % per[q];
+                __pipeline_memcpy_async(buf + off + t * pitch[q] + c * 16, src[q] + (t * per[q] + c) * 16, 16);
             }
             off += KS * pitch[q];
         }
@@ -528,6 +571,10 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         wmma::fill_fragment(rl[f], 0.0);
     }
     const int64_t nst = kpad / KS;
+    /* MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
+     * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
+     * (32-term walks, 528 times), which the data's own walk outweighs */
+    const int ti = g.k > 2048 ? 8 : 2;
     /* the first chunk holding data and its length: the trapezoid rule weighs that chunk's sample
      * (k1 + KC) / (2 KC); the chunks before it are zeros */
     const int64_t c0 = pad / KC;
@@ -554,69 +601,67 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
             Bq[t * BP + cc] = wmma::__float_to_tf32(bs * bs);
         }
         __syncthreads();
+        /* walks: the two lanes over the stage (a warp's fragments share their rows), then the
+         * energies; one sample per stage (KC = KS) */
+        static_assert(KC == KS && kFw == CT / 16, "one sample per stage; a warp takes one row fragment");
 #pragma unroll
-        for (int h = 0; h < KS / KC; h++) {
-            const int64_t c = st * (KS / KC) + h;
-            const float wt = c == c0 ? (float)(k1 + KC) / (2.0f * KC) : 1.0f;
-            const float *W = Wt + h * KC * WP, *Bh = Bt + h * KC * BP;
-            /* walks: the two lanes (a warp's fragments share their rows), then the energies */
-            static_assert(kFw == CT / 16, "a warp takes one row fragment across the columns");
+        for (int h = 0; h < KS / 16; h++)
 #pragma unroll
             for (int L = 0; L < 2; L++) {
                 fa_t fa;
-                wmma::load_matrix_sync(fa, W + L * WP + warp * 16, 2 * WP);
+                wmma::load_matrix_sync(fa, Wt + (h * 16 + L) * WP + warp * 16, 2 * WP);
 #pragma unroll
                 for (int f = 0; f < kFw; f++) {
                     fb_t fb;
-                    wmma::load_matrix_sync(fb, Bh + L * BP + f * 16, 2 * BP);
+                    wmma::load_matrix_sync(fb, Bt + (h * 16 + L) * BP + f * 16, 2 * BP);
                     if (L == 0)
                         wmma::mma_sync(a0[f], fa, fb, a0[f]);
                     else
                         wmma::mma_sync(a1[f], fa, fb, a1[f]);
                 }
             }
+        const float wt = st == c0 ? (float)(k1 + KC) / (2.0f * KC) : 1.0f;
 #pragma unroll
-            for (int f = 0; f < kFw; f++) {
+        for (int f = 0; f < kFw; f++) {
 #pragma unroll
-                for (int i = 0; i < a0[f].num_elements; i++) {
-                    const float x0 = a0[f].x[i], x1 = a1[f].x[i], sm = x0 + x1;
-                    es[f].x[i] = fmaf(wt * sm, sm, es[f].x[i]);
-                    el[f].x[i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[f].x[i]));
-                }
+            for (int i = 0; i < a0[f].num_elements; i++) {
+                const float x0 = a0[f].x[i], x1 = a1[f].x[i], sm = x0 + x1;
+                es[f].x[i] = fmaf(wt * sm, sm, es[f].x[i]);
+                el[f].x[i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[f].x[i]));
             }
-            if (warp < kFs) {
-                const int rf = warp / (CT / 16), cf = warp % (CT / 16);
+        }
+        if (warp < kFs) {
+            const int rf = warp / (CT / 16), cf = warp % (CT / 16);
 #pragma unroll
-                for (int q = 0; q < 2; q++) {
-                    fa_t fa;
-                    fb_t fb;
-                    wmma::load_matrix_sync(fa, St + (h * KC + q * 8) * SP + rf * 16, SP);
-                    wmma::load_matrix_sync(fb, Bq + (h * KC + q * 8) * BP + cf * 16, BP);
-                    wmma::mma_sync(sqa, fa, fb, sqa);
-                }
+            for (int q = 0; q < KS / 8; q++) {
+                fa_t fa;
+                fb_t fb;
+                wmma::load_matrix_sync(fa, St + q * 8 * SP + rf * 16, SP);
+                wmma::load_matrix_sync(fb, Bq + q * 8 * BP + cf * 16, BP);
+                wmma::mma_sync(sqa, fa, fb, sqa);
             }
+        }
+        /* the reference: runs of ti MMAs (4 products each) summed, then added compensated */
 #pragma unroll
-            for (int f = 0; f < kFr; f++) {
-                const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
+        for (int f = 0; f < kFr; f++) {
+            const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
+            dc_t cc;
+            wmma::fill_fragment(cc, 0.0);
 #pragma unroll
-                for (int q2 = 0; q2 < KC / 8; q2++) {
-                    dc_t cc;
-                    wmma::fill_fragment(cc, 0.0);
-#pragma unroll
-                    for (int q = 0; q < 2; q++) {
-                        const int t0 = h * KC + q2 * 8 + q * 4;
-                        da_t da;
-                        db_t db;
-                        wmma::load_matrix_sync(da, Eh + t0 * HP + rf * 8, HP);
-                        wmma::load_matrix_sync(db, Bd + t0 * DP + cf * 8, DP);
-                        wmma::mma_sync(cc, da, db, cc);
-                    }
+            for (int q = 0; q < KS / 4; q++) {
+                da_t da;
+                db_t db;
+                wmma::load_matrix_sync(da, Eh + q * 4 * HP + rf * 8, HP);
+                wmma::load_matrix_sync(db, Bd + q * 4 * DP + cf * 8, DP);
+                wmma::mma_sync(cc, da, db, cc);
+                if ((q + 1) % ti == 0) {
 #pragma unroll
                     for (int i = 0; i < cc.num_elements; i++) { /* TwoSum */
                         const double sm = rh[f].x[i] + cc.x[i], bp = sm - rh[f].x[i];
                         rl[f].x[i] += (rh[f].x[i] - (sm - bp)) + (cc.x[i] - bp);
                         rh[f].x[i] = sm;
                     }
+                    wmma::fill_fragment(cc, 0.0);
                 }
             }
         }
@@ -721,7 +766,8 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         const double ad = al * (H[s * CT + cc] + Lo[s * CT + cc]), ref = ad + bo;
         g.Pref[e] = ref;
         g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq,
-                                       36.0 * enc, 0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
+                                       (g.k > 2048 ? 528.0 : 36.0) * enc, 0.0,
+                                       fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
     }
 #else
     __trap(); /* gk_proj launches it only where it was compiled for sm_80 or later */
@@ -761,7 +807,8 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
     else /* INT_MIN-like: no exponent recorded yet */
         cudaMemsetAsync(h.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
     if (walk) {
-        proj_prep_walk<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepW)), kPrepW,
+        const unsigned int gy = cdiv(g.k, kPrepL) < 32 ? cdiv(g.k, kPrepL) : 32;
+        proj_prep_walk<T><<<dim3((unsigned int)g.mb, gy), kPrepT,
                             prep_walk_smem(g.bs, g.r), st>>>(h);
         const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
         proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(h, kpad);
