@@ -203,7 +203,7 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
  * encoding (hi, lo), BLASFT_PROJ_K projections. */
 #define GK_PROJ_NV 12
 
-#define GK_PROJ_EXP_KINDS 6
+#define GK_PROJ_EXP_KINDS 10
 /* Bytes of gk_gemm::Ppack for nvec checksum vectors along k. */
 int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k);
 

@@ -44,10 +44,12 @@ constexpr int kPrepK = 32; /* k indices per CUDA block of proj_prep */
 constexpr int kCols = 32;  /* columns j per CUDA block of proj_scan (one per lane) */
 constexpr int kVecs = 8;   /* checksum vectors per CUDA block of proj_scan (one per warp) */
 constexpr int kChunk = 32; /* k indices staged in shared memory at a time (even: lane = t & 1) */
-/* exponents per checksum vector (gk_gemm::Pexp): mean, projections 0-2, products, encoding */
+/* exponents per checksum vector (gk_gemm::Pexp): the walk rows (mean, projections), products,
+ * encoding */
 constexpr int kExpKinds = GK_PROJ_EXP_KINDS;
-static_assert(kExpKinds == 4 + 2, "mean, 3 projections, products, encoding");
-static_assert(BLASFT_PROJ_GPU_K == 3 && BLASFT_PROJ_GPU_K <= K, "proj_walk's rows: mean, 3 projections");
+static_assert(kExpKinds == 1 + BLASFT_PROJ_GPU_K + 2, "walk rows, products, encoding");
+static_assert(BLASFT_PROJ_GPU_K + 1 == 8 && BLASFT_PROJ_GPU_K <= K,
+              "proj_walk's rows: the mean and 7 projections (signs in one byte)");
 
 /* Shared memory of proj_prep: weights R x bs, sign sums R x K, W per checksum, sign bits. */
 size_t prep_smem(int bs, int r) { return (size_t)8 * (r * bs + r * K + r) + (size_t)r * bs; }
@@ -285,9 +287,9 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
         sgn[r * bs + i] = b;
     }
     __syncthreads();
-    /* one warp per sum: the signed weight sums and W */
-    if ((int)(threadIdx.x >> 5) < R * (KG + 1)) {
-        const int wq = threadIdx.x >> 5, r = wq / (KG + 1), q = wq % (KG + 1);
+    /* a warp per sum: the signed weight sums and W */
+    for (int wq = threadIdx.x >> 5; wq < R * (KG + 1); wq += kPrepT / 32) {
+        const int r = wq / (KG + 1), q = wq % (KG + 1);
         double s = 0.0;
         for (int i = threadIdx.x & 31; i < len; i += 32) {
             const double wi = w[r * bs + i];
@@ -375,7 +377,13 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
 #pragma unroll
                 for (int q = 0; q < KG; q++)
                     out[3 + q] = yq[q] - mean * ssum[r * KG + q];
-                const double kinds[kExpKinds] = {out[0], out[3], out[4], out[5], out[1], hi};
+                double kinds[kExpKinds];
+                kinds[0] = out[0];
+#pragma unroll
+                for (int q = 0; q < KG; q++)
+                    kinds[1 + q] = out[3 + q];
+                kinds[1 + KG] = out[1];
+                kinds[2 + KG] = hi;
 #pragma unroll
                 for (int q = 0; q < kExpKinds; q++)
                     if (kinds[q] != 0.0 && isfinite(kinds[q]))
@@ -395,7 +403,7 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
 
 /* ---- The tensor-core walks (sm_80 and later; proj_scan above is the fallback) ----
  *
- * Per checksum vector u the walks of WR rows (the mean, BLASFT_PROJ_GPU_K projections), the
+ * Per checksum vector u the walks of WR = 8 rows (the mean, BLASFT_PROJ_GPU_K projections), the
  * squares rows (products, encoding^2) and the encoding are packed per group of VG
  * vectors and k (proj_pack), scaled per row by a power of two so that TF32 holds them. One CUDA
  * block of proj_walk takes VG vectors x CT columns of op(B) along all of k, in chunks of KC = 32:
@@ -415,7 +423,7 @@ constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
 constexpr int KC = 32;                    /* k per chunk (one energy sample) */
 constexpr int KS = 32;                    /* k per stage of the copy pipeline */
-constexpr int kWalkWarps = 8;
+constexpr int kWalkWarps = 16;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
 /* fragments per warp: walks (16 x 16), squares (16 x 16), reference (8 x 8) */
 constexpr int kFw = (kWalkRows / 16) * (CT / 16) / kWalkWarps;
@@ -463,11 +471,10 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
     if (u < nvec && l >= 0) {
         const double *v = g.Pvec + (u * g.k + l) * kWalkNV;
         const int *e = g.Pexp + u * kExpKinds;
-        const double src[WR] = {v[0], v[3], v[4], v[5]};
         for (int r = 0; r < WR; r++)
-            w[r] = nvcuda::wmma::__float_to_tf32((float)ldexp(src[r], -exp_or0(e[r])));
-        sq[0] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[1], -exp_or0(e[4])));
-        const double hs = ldexp(v[2], -exp_or0(e[5]));
+            w[r] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[r == 0 ? 0 : 2 + r], -exp_or0(e[r])));
+        sq[0] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[1], -exp_or0(e[WR])));
+        const double hs = ldexp(v[2], -exp_or0(e[WR + 1]));
         sq[1] = nvcuda::wmma::__float_to_tf32((float)(hs * hs));
         hi = v[2];
     }
@@ -492,7 +499,7 @@ constexpr size_t kConv = (size_t)KS * (4 * BP + 4 * BP + 8 * DP);
 constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
 constexpr size_t kWalkSmem = 2 * kStage + kConv > kWalkEnd ? 2 * kStage + kConv : kWalkEnd;
 
-template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj_walk(gk_gemm<T> g, int64_t kpad)
+template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     using namespace nvcuda;
@@ -746,15 +753,15 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 2) proj
         const int64_t I = u / g.r;
         const int r = (int)(u % g.r), ragged = I == g.mb - 1;
         const int *ex = g.Pexp + u * kExpKinds;
-        const double prod = ldexp((double)Q[(s * 2) * CT + cc], exp_or0(ex[4]) + 2 * cexp[cc]);
-        const double enc = ldexp((double)Q[(s * 2 + 1) * CT + cc], 2 * (exp_or0(ex[5]) + cexp[cc]));
+        const double prod = ldexp((double)Q[(s * 2) * CT + cc], exp_or0(ex[WR]) + 2 * cexp[cc]);
+        const double enc = ldexp((double)Q[(s * 2 + 1) * CT + cc], 2 * (exp_or0(ex[WR + 1]) + cexp[cc]));
         /* two lanes: their energies plus L (L - 1) = 2 times their final partial sums squared */
         double vd = fmax(seq[p], lane[p] + 2.0 * ends[p]) + prod + 4.0 * last[p];
         /* a block of too few rows (blasft_proj_min_rows): NORM's order-free bound terms(k)
          * ||b_j||^2 sum_i w_i^2 ||a_i||^2, both factors bounded through the maxima (k max^2) */
         if (g.m - I * g.bs < blasft_proj_min_rows(BLASFT_PROJ_GPU_K)) {
             const double xx = (double)g.k * ldexp(1.0, 2 * cexp[cc] + 2);
-            const double pe = (double)g.k * ldexp(1.0, exp_or0(ex[4]) + 1);
+            const double pe = (double)g.k * ldexp(1.0, exp_or0(ex[WR]) + 1);
             vd = fmax(vd, blasft_norm_terms((double)g.k, 1) * xx * pe);
         }
         const int64_t e = u + j * nvec;
@@ -782,11 +789,17 @@ bool walk_available()
         cudaFuncAttributes fa;
         ok = cudaFuncGetAttributes(&fa, proj_walk<double>) == cudaSuccess && fa.ptxVersion >= 80 &&
              fa.binaryVersion >= 80;
+        /* prep: two checksums of BS 1024 need more than the default 48 KB */
+        const int prep_max = (int)prep_walk_smem(1024, 2);
         if (ok)
             ok = cudaFuncSetAttribute(proj_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)kWalkSmem) == cudaSuccess &&
                  cudaFuncSetAttribute(proj_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)kWalkSmem) == cudaSuccess;
+                                      (int)kWalkSmem) == cudaSuccess &&
+                 cudaFuncSetAttribute(proj_prep_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      prep_max) == cudaSuccess &&
+                 cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      prep_max) == cudaSuccess;
     }
     return ok == 1;
 }

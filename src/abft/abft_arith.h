@@ -237,12 +237,13 @@ static inline BLASFT_HD double blasft_norm_second_order(double n, double u)
 #ifndef BLASFT_PROJ_LANES_LOG2
 #define BLASFT_PROJ_LANES_LOG2 3
 #endif
-/* The GPU engine's PROJ walks (cuda/gpu_proj.cu) run on tensor cores, four rows per checksum
+/* The GPU engine's PROJ walks (cuda/gpu_proj.cu) run on tensor cores, eight rows per checksum
  * vector: the mean walk and BLASFT_PROJ_GPU_K projections. C for that K from the same lower-tail
- * bound (docs/thresholds.md): 2 cosh(sqrt(4 ln(2/p) / (C K)))^(-K/2) = 2.5e-12 per check for
- * K = 3, C = 0.105 (the host's K = 8, C = 0.25: 2.7e-12). */
-#define BLASFT_PROJ_GPU_K 3
-#define BLASFT_PROJ_GPU_C 0.105
+ * bound (docs/thresholds.md): 2 cosh(sqrt(4 ln(2/p) / (C K)))^(-K/2) = 2.1e-12 per check for
+ * K = 7, C = 0.22 (the host's K = 8, C = 0.25: 2.7e-12). K = 3 (C = 0.105) flagged a T_orth block
+ * whose walks were nearly of rank one in 6.3e9 fault-free checks on the H100. */
+#define BLASFT_PROJ_GPU_K 7
+#define BLASFT_PROJ_GPU_C 0.22
 /* With PROJ the host engine calls the BLAS in slices of this many k (C += alpha A_p B_p), so the
  * order of the accumulation is known: each slice's partial sums restart at zero (0: one call). */
 #ifndef BLASFT_PROJ_SLICE
