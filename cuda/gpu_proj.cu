@@ -2,10 +2,13 @@
  * host's PROJ for the column checksums of real data, with the reference computed here in
  * compensated double so that only cuBLAS's own rounding has to be bounded.
  *
- * K and C are the host's (BLASFT_PROJ_K = 8 projections, C = 0.25); the orders modelled are
- * sequential and 2-lane accumulation (the host adds 4 and 8 lanes for OpenBLAS's kernels).
+ * Two implementations of the same model: the tensor-core walks (proj_prep_walk, proj_pack,
+ * proj_walk; BLASFT_PROJ_GPU_K = 7 projections, C = 0.22; used where the build has sm_80 or
+ * later) and, for older builds, the scalar scan below (proj_prep, proj_scan; the host's K = 8,
+ * C = 0.25). The orders modelled are sequential and 2-lane accumulation (the host adds 4 and 8
+ * lanes for OpenBLAS's kernels).
  *
- * Per checksum vector u = (row block I of op(A), checksum w) and k index l (proj_prep):
+ * The scan. Per checksum vector u = (row block I of op(A), checksum w) and k index l (proj_prep):
  *   mean_l = sum_i w_i^2 a_il / W,  W = sum_i w_i^2 (the w^2-weighted mean of the block's rows),
  *   prod_l = sum_i (w_i a_il)^2 (the products' rounding, no FMA assumed),
  *   enc_l  = sum_i w_i a_il as an unevaluated pair hi + lo (compensated: the reference's operand),
