@@ -32,6 +32,14 @@
 #include <cuda_pipeline.h>
 #include <mma.h>
 
+/* The tensor-core path needs sm_80 (TF32 and FP64 MMA, __reduce_max_sync): in a build for an
+ * older architecture its kernels trap, and gk_proj takes the scan there (walk_available). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define PROJ_TC 0
+#else
+#define PROJ_TC 1
+#endif
+
 extern "C" {
 #include "abft/abft_arith.h"
 }
@@ -260,7 +268,7 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
  * products, the encoding (summed compensated) and BLASFT_PROJ_GPU_K projections (kWalkNV doubles
  * per vector and k), with each kind's largest exponent per vector for proj_pack's scales. */
 constexpr int KG = BLASFT_PROJ_GPU_K;
-constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
+[[maybe_unused]] constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
 constexpr int kPrepL = 32, kPrepSub = 8, kPrepT = kPrepL * kPrepSub;
 constexpr int kPart = 4 + KG; /* partial sums per (sub, k index, checksum): mean, products, encoding (2), projections */
 
@@ -271,6 +279,7 @@ size_t prep_walk_smem(int bs, int r)
 
 template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(gk_gemm<T> g)
 {
+#if PROJ_TC
     extern __shared__ double sm[];
     const int bs = g.bs, R = g.r;
     const int64_t I = blockIdx.x, i0 = I * bs;
@@ -402,6 +411,10 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
         }
         __syncthreads(); /* part is reused by the next group */
     }
+#else
+    (void)g;
+    __trap();
+#endif
 }
 
 /* ---- The tensor-core walks (sm_80 and later; proj_scan above is the fallback) ----
@@ -424,7 +437,7 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
 constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
 constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
-constexpr int KC = 32;                    /* k per chunk (one energy sample) */
+[[maybe_unused]] constexpr int KC = 32;                    /* k per chunk (one energy sample) */
 constexpr int KS = 32;                    /* k per stage of the copy pipeline */
 constexpr int kWalkWarps = 16;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
@@ -447,7 +460,7 @@ struct walk_pack {
     float *w, *sq;
     double *hi;
 };
-__host__ __device__ inline walk_pack pack_at(char *base, int64_t g, int64_t kpad)
+[[maybe_unused]] __device__ inline walk_pack pack_at(char *base, int64_t g, int64_t kpad)
 {
     char *p = base + g * kpad * VG * kPackBytes;
     walk_pack q;
@@ -458,10 +471,11 @@ __host__ __device__ inline walk_pack pack_at(char *base, int64_t g, int64_t kpad
 }
 
 /* a scale exponent; none recorded (no nonzero value): 0 */
-__device__ inline int exp_or0(int e) { return e < -2000 ? 0 : e; }
+[[maybe_unused]] __device__ inline int exp_or0(int e) { return e < -2000 ? 0 : e; }
 
 template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
 {
+#if PROJ_TC
     const int64_t nvec = (int64_t)g.r * g.mb, ng = (nvec + VG - 1) / VG, pad = kpad - g.k;
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= ng * VG * kpad)
@@ -486,6 +500,11 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
     q.sq[lp * kSqRows + s * 2] = sq[0];
     q.sq[lp * kSqRows + s * 2 + 1] = sq[1];
     q.hi[lp * VG + s] = hi;
+#else
+    (void)g;
+    (void)kpad;
+    __trap();
+#endif
 }
 
 /* Shared memory of proj_walk: two stages of the copy pipeline (the packed operands of KS k and
@@ -504,7 +523,7 @@ constexpr size_t kWalkSmem = 2 * kStage + kConv > kWalkEnd ? 2 * kStage + kConv 
 
 template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if PROJ_TC
     using namespace nvcuda;
     extern __shared__ __align__(128) unsigned char wsm[];
     double *Bd = (double *)(wsm + 2 * kStage); /* [KS][CT] op(B) in double */
