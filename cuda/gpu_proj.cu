@@ -62,6 +62,60 @@ static_assert(kExpKinds == 1 + BLASFT_PROJ_GPU_K + 2, "walk rows, products, enco
 static_assert(BLASFT_PROJ_GPU_K + 1 == 8 && BLASFT_PROJ_GPU_K <= K,
               "proj_walk's rows: the mean and 7 projections (signs in one byte)");
 
+/* A row block's weights w (R x bs), its rows' random signs for NQ projections (bit q of sgn,
+ * the host's seeding: one stream per checksum vector) and, per checksum, the signed weight sums
+ * ssum (R x NQ) and W = sum w^2 (wsum), a warp per sum. Every thread of the CUDA block calls it. */
+template <int NQ>
+__device__ void row_block_signs(uint64_t pseed, int wscheme, int bs, int R, int64_t I, int len,
+                                double *w, unsigned char *sgn, double *ssum, double *wsum)
+{
+    for (int x = threadIdx.x; x < R * len; x += blockDim.x) {
+        const int r = x / len, i = x % len;
+        w[r * bs + i] = r == 0 ? 1.0 : blasft_weight(wscheme, i, bs);
+        const uint64_t vs = pseed + (uint64_t)(I * R + r) * 0x2545f4914f6cdd1dULL;
+        unsigned char b = 0;
+        for (int q = 0; q < NQ; q++)
+            if (blasft_proj_sign(vs, (uint64_t)(q * 1024 + i)) > 0.0)
+                b |= (unsigned char)(1u << q);
+        sgn[r * bs + i] = b;
+    }
+    __syncthreads();
+    for (int wq = threadIdx.x >> 5; wq < R * (NQ + 1); wq += blockDim.x >> 5) {
+        const int r = wq / (NQ + 1), q = wq % (NQ + 1);
+        double s = 0.0;
+        for (int i = threadIdx.x & 31; i < len; i += 32) {
+            const double wi = w[r * bs + i];
+            s += q < NQ ? ((sgn[r * bs + i] >> q) & 1 ? wi : -wi) : wi * wi;
+        }
+        for (int off = 16; off > 0; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        if ((threadIdx.x & 31) == 0) {
+            if (q < NQ)
+                ssum[r * NQ + q] = s;
+            else
+                wsum[r] = s;
+        }
+    }
+    __syncthreads();
+}
+
+/* One element a of a block row with weight wi and sign bits b into a checksum vector's sums:
+ * the encoding (compensated), the w^2-weighted mean's numerator, the products' weights and the
+ * NQ signed sums. Returns w a. */
+template <int NQ>
+__device__ __forceinline__ double add_element(double wi, double a, unsigned char b, blasft_csum &cs,
+                                              double &mw, double &pr, double *sg)
+{
+    const double wa = wi * a;
+    blasft_csum_add(&cs, wa);
+    mw = fma(wi, wa, mw);
+    pr = fma(wa, wa, pr);
+#pragma unroll
+    for (int q = 0; q < NQ; q++)
+        sg[q] += (b >> q) & 1 ? wa : -wa;
+    return wa;
+}
+
 /* Shared memory of proj_prep: weights R x bs, sign sums R x K, W per checksum, sign bits. */
 size_t prep_smem(int bs, int r) { return (size_t)8 * (r * bs + r * K + r) + (size_t)r * bs; }
 
@@ -73,31 +127,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) proj_prep(gk_g
     const int len = (int)(g.m - i0 < bs ? g.m - i0 : bs);
     double *w = sm, *ssum = sm + R * bs, *wsum = ssum + R * K;
     unsigned char *sgn = (unsigned char *)(wsum + R);
-    for (int x = threadIdx.x; x < R * len; x += blockDim.x) {
-        const int r = x / len, i = x % len;
-        w[r * bs + i] = r == 0 ? 1.0 : blasft_weight(g.wscheme, i, bs);
-        /* the host's seeding: one stream per checksum vector */
-        const uint64_t vs = g.pseed + (uint64_t)(I * R + r) * 0x2545f4914f6cdd1dULL;
-        unsigned char b = 0;
-        for (int q = 0; q < K; q++)
-            if (blasft_proj_sign(vs, (uint64_t)(q * 1024 + i)) > 0.0)
-                b |= (unsigned char)(1u << q);
-        sgn[r * bs + i] = b;
-    }
-    __syncthreads();
-    if (threadIdx.x < R * (K + 1)) {
-        const int r = threadIdx.x / (K + 1), q = threadIdx.x % (K + 1);
-        double s = 0.0;
-        for (int i = 0; i < len; i++) {
-            const double wi = w[r * bs + i];
-            s += q < K ? ((sgn[r * bs + i] >> q) & 1 ? wi : -wi) : wi * wi;
-        }
-        if (q < K)
-            ssum[r * K + q] = s;
-        else
-            wsum[r] = s;
-    }
-    __syncthreads();
+    row_block_signs<K>(g.pseed, g.wscheme, bs, R, I, len, w, sgn, ssum, wsum);
     const int wp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t kend = (int64_t)(blockIdx.y + 1) * kPrepK < g.k ? (int64_t)(blockIdx.y + 1) * kPrepK : g.k;
     for (int64_t l = (int64_t)blockIdx.y * kPrepK + wp; l < kend; l += kThreads / 32) {
@@ -110,15 +140,9 @@ template <typename T> __global__ void __launch_bounds__(kThreads) proj_prep(gk_g
             const double a = g.ta == 'N' ? (double)g.A[(i0 + i) + l * g.lda]
                                          : (double)g.A[l + (i0 + i) * g.lda];
             for (int r = 0; r < R; r++) {
-                const double wi = w[r * bs + i], wa = wi * a;
+                const double wi = w[r * bs + i];
+                const double wa = add_element<K>(wi, a, sgn[r * bs + i], cs[r], mw[r], pr[r], sg[r]);
                 lo[r] += fma(wi, a, -wa); /* the product's rounding error, exactly */
-                blasft_csum_add(&cs[r], wa);
-                mw[r] = fma(wi, wa, mw[r]);
-                pr[r] = fma(wa, wa, pr[r]);
-                const unsigned char b = sgn[r * bs + i];
-#pragma unroll
-                for (int q = 0; q < K; q++)
-                    sg[r][q] += (b >> q) & 1 ? wa : -wa;
             }
         }
         for (int off = 16; off > 0; off >>= 1)
@@ -287,41 +311,12 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
     double *w = sm, *ssum = sm + R * bs, *wsum = ssum + R * KG;
     double *part = wsum + R; /* [sub][k index][checksum][kPart] */
     unsigned char *sgn = (unsigned char *)(part + kPrepT * R * kPart);
-    for (int x = threadIdx.x; x < R * len; x += blockDim.x) {
-        const int r = x / len, i = x % len;
-        w[r * bs + i] = r == 0 ? 1.0 : blasft_weight(g.wscheme, i, bs);
-        /* the host's seeding: one stream per checksum vector */
-        const uint64_t vs = g.pseed + (uint64_t)(I * R + r) * 0x2545f4914f6cdd1dULL;
-        unsigned char b = 0;
-        for (int q = 0; q < KG; q++)
-            if (blasft_proj_sign(vs, (uint64_t)(q * 1024 + i)) > 0.0)
-                b |= (unsigned char)(1u << q);
-        sgn[r * bs + i] = b;
-    }
-    __syncthreads();
-    /* a warp per sum: the signed weight sums and W */
-    for (int wq = threadIdx.x >> 5; wq < R * (KG + 1); wq += kPrepT / 32) {
-        const int r = wq / (KG + 1), q = wq % (KG + 1);
-        double s = 0.0;
-        for (int i = threadIdx.x & 31; i < len; i += 32) {
-            const double wi = w[r * bs + i];
-            s += q < KG ? ((sgn[r * bs + i] >> q) & 1 ? wi : -wi) : wi * wi;
-        }
-        for (int off = 16; off > 0; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        if ((threadIdx.x & 31) == 0) {
-            if (q < KG)
-                ssum[r * KG + q] = s;
-            else
-                wsum[r] = s;
-        }
-    }
+    row_block_signs<KG>(g.pseed, g.wscheme, bs, R, I, len, w, sgn, ssum, wsum);
     /* op(A) = A: a k index's rows are contiguous, so the subs of one index sit in one warp;
      * otherwise a warp takes 32 consecutive k indices of one sub */
     const bool an = g.ta == 'N';
     const int li = an ? threadIdx.x / kPrepSub : threadIdx.x % kPrepL;
     const int sub = an ? threadIdx.x % kPrepSub : threadIdx.x / kPrepL;
-    __syncthreads();
     /* the block's weights and signs serve gridDim.y groups of kPrepL k indices in turn */
     for (int64_t y = blockIdx.y; y * kPrepL < g.k; y += gridDim.y) {
         const int64_t l = y * kPrepL + li;
@@ -335,14 +330,7 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
                 for (int r = 0; r < 2; r++) {
                     if (r >= R)
                         break;
-                    const double wi = w[r * bs + i], wa = wi * a;
-                    blasft_csum_add(&cs[r], wa);
-                    mw[r] = fma(wi, wa, mw[r]);
-                    pr[r] = fma(wa, wa, pr[r]);
-                    const unsigned char b = sgn[r * bs + i];
-#pragma unroll
-                    for (int q = 0; q < KG; q++)
-                        sg[r][q] += (b >> q) & 1 ? wa : -wa;
+                    add_element<KG>(w[r * bs + i], a, sgn[r * bs + i], cs[r], mw[r], pr[r], sg[r]);
                 }
             }
 #pragma unroll
@@ -711,18 +699,28 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         const int64_t I = u / g.r;
         return r == 0 ? g.w2[0][u % g.r][I == g.mb - 1] : ck;
     };
-    for (int f = 0; f < kFw; f++) {
-        const int id = warp * kFw + f, rf = id / (CT / 16), cf = id % (CT / 16);
-        wmma::store_matrix_sync(E0 + rf * 16 * CT + cf * 16, a0[f], CT, wmma::mem_row_major);
-        wmma::store_matrix_sync(E1 + rf * 16 * CT + cf * 16, a1[f], CT, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int p = 0; p < kPer; p++) {
-        const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
-        const int64_t u = grp * VG + s;
+    /* two kinds of walk fragments to E0 and E1, then each thread's live (vector, column) pairs */
+    auto store_two = [&](const fc_t *x, const fc_t *y) {
+        for (int f = 0; f < kFw; f++) {
+            const int id = warp * kFw + f, at = (id / (CT / 16)) * 16 * CT + (id % (CT / 16)) * 16;
+            wmma::store_matrix_sync(E0 + at, x[f], CT, wmma::mem_row_major);
+            wmma::store_matrix_sync(E1 + at, y[f], CT, wmma::mem_row_major);
+        }
+        __syncthreads();
+    };
+    auto each_pair = [&](auto fn) {
+        for (int p = 0; p < kPer; p++) {
+            const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
+            const int64_t u = grp * VG + s;
+            if (u < nvec)
+                fn(p, s, cc, u);
+        }
+        __syncthreads();
+    };
+    for (int p = 0; p < kPer; p++)
         seq[p] = lane[p] = ends[p] = last[p] = 0.0;
-        if (u >= nvec)
-            continue;
+    store_two(a0, a1);
+    each_pair([&](int p, int s, int cc, int64_t u) {
         for (int r = 0; r < WR; r++) {
             const double x0 = E0[(s * WR + r) * CT + cc], x1 = E1[(s * WR + r) * CT + cc];
             const double sc = coef(u, r) * unscale(u, r, cc);
@@ -732,26 +730,15 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
             ends[p] += sc * (x0 * x0 + x1 * x1);
             last[p] += sc * (x0 + x1) * (x0 + x1);
         }
-    }
-    __syncthreads();
-    for (int f = 0; f < kFw; f++) {
-        const int id = warp * kFw + f, rf = id / (CT / 16), cf = id % (CT / 16);
-        wmma::store_matrix_sync(E0 + rf * 16 * CT + cf * 16, es[f], CT, wmma::mem_row_major);
-        wmma::store_matrix_sync(E1 + rf * 16 * CT + cf * 16, el[f], CT, wmma::mem_row_major);
-    }
-    __syncthreads();
-    for (int p = 0; p < kPer; p++) {
-        const int x = threadIdx.x + p * kWalkWarps * 32, s = x / CT, cc = x % CT;
-        const int64_t u = grp * VG + s;
-        if (u >= nvec)
-            continue;
+    });
+    store_two(es, el);
+    each_pair([&](int p, int s, int cc, int64_t u) {
         for (int r = 0; r < WR; r++) {
             const double sc = coef(u, r) * unscale(u, r, cc);
             seq[p] += sc * KC * (double)E0[(s * WR + r) * CT + cc];
             lane[p] += sc * (KC / 2) * (double)E1[(s * WR + r) * CT + cc];
         }
-    }
-    __syncthreads();
+    });
     /* squares and the reference */
     float *Q = (float *)wsm;                   /* [kSqRows][CT] */
     double *H = (double *)(Q + kSqRows * CT);  /* [VG][CT] */
