@@ -28,6 +28,7 @@
  * walks in cuBLAS's own order exceeded the modelled ones (docs/thresholds.md). */
 #include "gpu_kernels.h"
 
+#include <atomic>
 #include <climits>
 #include <cuda_pipeline.h>
 #include <mma.h>
@@ -790,27 +791,38 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
 #endif
 }
 
-/* 1 where proj_walk was compiled for the device's architecture at sm_80 or later */
+/* Whether the tensor-core kernels run on the current device (compiled for sm_80 or later), with
+ * their shared-memory limits raised there: once per device, as the runtime keeps those per
+ * device context; concurrent first calls repeat the same idempotent settings. */
 bool walk_available()
 {
-    static int ok = -1;
-    if (ok < 0) {
-        cudaFuncAttributes fa;
-        ok = cudaFuncGetAttributes(&fa, proj_walk<double>) == cudaSuccess && fa.ptxVersion >= 80 &&
-             fa.binaryVersion >= 80;
-        /* prep: two checksums of BS 1024 need more than the default 48 KB */
-        const int prep_max = (int)prep_walk_smem(1024, 2);
-        if (ok)
-            ok = cudaFuncSetAttribute(proj_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)kWalkSmem) == cudaSuccess &&
-                 cudaFuncSetAttribute(proj_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)kWalkSmem) == cudaSuccess &&
-                 cudaFuncSetAttribute(proj_prep_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      prep_max) == cudaSuccess &&
-                 cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      prep_max) == cudaSuccess;
+    static std::atomic<int> known[64]; /* 0: not yet asked, 1: available, 2: not */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return false;
+    std::atomic<int> *slot = dev >= 0 && dev < 64 ? &known[dev] : nullptr;
+    if (slot) {
+        const int v = slot->load(std::memory_order_acquire);
+        if (v)
+            return v == 1;
     }
-    return ok == 1;
+    cudaFuncAttributes fa;
+    bool ok = cudaFuncGetAttributes(&fa, proj_walk<double>) == cudaSuccess && fa.ptxVersion >= 80 &&
+              fa.binaryVersion >= 80;
+    /* prep: two checksums of BS 1024 need more than the default 48 KB */
+    const int prep_max = (int)prep_walk_smem(1024, 2);
+    ok = ok &&
+         cudaFuncSetAttribute(proj_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)kWalkSmem) == cudaSuccess &&
+         cudaFuncSetAttribute(proj_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)kWalkSmem) == cudaSuccess &&
+         cudaFuncSetAttribute(proj_prep_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              prep_max) == cudaSuccess &&
+         cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              prep_max) == cudaSuccess;
+    if (slot)
+        slot->store(ok ? 1 : 2, std::memory_order_release);
+    return ok;
 }
 
 inline unsigned int cdiv(int64_t a, int64_t b) { return (unsigned int)((a + b - 1) / b); }
