@@ -426,8 +426,8 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
 constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
 constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
-[[maybe_unused]] constexpr int KC = 32;                    /* k per chunk (one energy sample) */
 constexpr int KS = 32;                    /* k per stage of the copy pipeline */
+[[maybe_unused]] constexpr int KC = KS;   /* k per energy sample: one per stage */
 constexpr int kWalkWarps = 16;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
 /* fragments per warp: walks (16 x 16), squares (16 x 16), reference (8 x 8) */
@@ -621,7 +621,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         __syncthreads();
         /* walks: the two lanes over the stage (a warp's fragments share their rows), then the
          * energies; one sample per stage (KC = KS) */
-        static_assert(KC == KS && kFw == CT / 16, "one sample per stage; a warp takes one row fragment");
+        static_assert(kFw == CT / 16, "a warp takes one row fragment across the columns");
 #pragma unroll
         for (int h = 0; h < KS / 16; h++)
 #pragma unroll
