@@ -834,22 +834,18 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
     if (g.m == 0 || g.n == 0 || g.k == 0)
         return;
     const int64_t nvec = (int64_t)g.r * g.mb;
-    const bool walk = g.Ppack && g.Pexp && walk_available();
-    gk_gemm<T> h = g;
-    if (!walk)
-        h.Pexp = nullptr;
-    else /* INT_MIN-like: no exponent recorded yet */
-        cudaMemsetAsync(h.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
-    if (walk) {
+    if (g.Ppack && g.Pexp && walk_available()) {
+        /* INT_MIN-like: no exponent recorded yet */
+        cudaMemsetAsync(g.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
         const unsigned int gy = cdiv(g.k, kPrepL) < 32 ? cdiv(g.k, kPrepL) : 32;
         proj_prep_walk<T><<<dim3((unsigned int)g.mb, gy), kPrepT,
-                            prep_walk_smem(g.bs, g.r), st>>>(h);
+                            prep_walk_smem(g.bs, g.r), st>>>(g);
         const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
-        proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(h, kpad);
-        proj_walk<T><<<dim3(cdiv(g.n, CT), (unsigned int)ng), kWalkWarps * 32, kWalkSmem, st>>>(h, kpad);
+        proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(g, kpad);
+        proj_walk<T><<<dim3(cdiv(g.n, CT), (unsigned int)ng), kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
     } else {
-        proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(h);
-        proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(h);
+        proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(g);
+        proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(g);
     }
 }
 
