@@ -409,20 +409,24 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
 /* ---- The tensor-core walks (sm_80 and later; proj_scan above is the fallback) ----
  *
  * Per checksum vector u the walks of WR = 8 rows (the mean, BLASFT_PROJ_GPU_K projections), the
- * squares rows (products, encoding^2) and the encoding are packed per group of VG
- * vectors and k (proj_pack), scaled per row by a power of two so that TF32 holds them. One CUDA
- * block of proj_walk takes VG vectors x CT columns of op(B) along all of k, in chunks of KC = 32:
- *  - walks (TF32 MMA, FP32 accumulation): lane L of the 2-lane order takes the chunk's k indices
- *    of parity L; after each chunk the lanes' partial sums a0, a1 and the sequential one a0 + a1
- *    are squared into their energies. The energies are the trapezoid rule over the chunks (32
- *    steps; 16 per lane), the first chunk the partial one (k is padded in front); what varies
- *    inside a chunk is covered by the products' energy, which the threshold adds;
+ * squares rows (products, encoding^2) and the encoding are packed per group of VG vectors
+ * (proj_pack), scaled per row by a power of two so that TF32 holds them, and laid out in the
+ * order in which the MMA instructions take their operands: a thread loads its fragment with one
+ * 16- or 8-byte access, and a stage of KS k indices is one contiguous copy. One CUDA block of
+ * proj_walk takes VG vectors x CT columns of op(B) along all of k, a stage at a time:
+ *  - walks (TF32 MMA, FP32 accumulation): lane L of the 2-lane order takes the stage's k indices
+ *    of parity L; after each stage the lanes' partial sums a0, a1 and the sequential one a0 + a1
+ *    are squared into their energies. The energies are the trapezoid rule over the stages (KC =
+ *    KS = 32 steps; 16 per lane), the first stage the partial one (k is padded in front); what
+ *    varies inside a stage is covered by the products' energy, which the threshold adds;
  *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
  *  - the reference enc . b_j (FP64 MMA): runs of 8 products (32 beyond k = 2048) go into a
  *    compensated sum (TwoSum), so its error is that of 8-term (32-term) walks, at most 36 (528)
  *    times the encoding's products energy by Cauchy-Schwarz, which the threshold carries; so does
  *    the encoding's own rounding (enc_lo, under u |enc| per term), which is left out.
- * The block's end turns the energies into PROJ's thresholds as proj_scan does. */
+ * The sums over k are order-free except the walks, so all three take the k indices of a stage
+ * in the walks' order. The block's end turns the energies into PROJ's thresholds as proj_scan
+ * does. */
 constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
 constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
@@ -430,33 +434,40 @@ constexpr int KS = 32;                    /* k per stage of the copy pipeline */
 [[maybe_unused]] constexpr int KC = KS;   /* k per energy sample: one per stage */
 constexpr int kWalkWarps = 16;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
-/* fragments per warp: walks (16 x 16), squares (16 x 16), reference (8 x 8) */
-constexpr int kFw = (kWalkRows / 16) * (CT / 16) / kWalkWarps;
-constexpr int kFs = (kSqRows / 16) * (CT / 16);
-constexpr int kFr = (VG / 8) * (CT / 8) / kWalkWarps;
-static_assert(kFw * kWalkWarps == (kWalkRows / 16) * (CT / 16) && kFs <= kWalkWarps &&
-                  kFr * kWalkWarps == (VG / 8) * (CT / 8),
-              "fragments spread evenly over the warps");
-/* bytes per (vector, k) in the packed group: walks and squares as float, the encoding (hi) as
- * double */
-constexpr int kPackBytes = 4 * (WR + 2) + 8;
+/* k groups of 8 per stage (one TF32 MMA each), column fragments (8 columns), row fragments of
+ * the walks and the squares (16 rows, TF32) and of the reference (8 rows, FP64) */
+constexpr int kKg = KS / 8, kNf = CT / 8, kWf = kWalkRows / 16, kSf = kSqRows / 16, kHf = VG / 8;
+static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalkWarps,
+              "a warp takes one walk row fragment across the columns, one squares fragment and one "
+              "reference fragment");
+static_assert(KS % 16 == 0, "a stage holds whole pairs of the lanes' k groups");
+/* one stage of a packed group, in bytes: walks [kg][kWf][lane][4] float, squares
+ * [kg][kSf][lane][4] float, encoding [kg][half][kHf][lane] double */
+constexpr int kPackWalk = kKg * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16, kPackHi = kKg * 2 * kHf * 32 * 8;
+constexpr int kPackStage = kPackWalk + kPackSq + kPackHi;
+/* bytes per (vector, k) in the packed group */
+constexpr int kPackBytes = kPackStage / (KS * VG);
+static_assert(kPackBytes * KS * VG == kPackStage && kPackBytes == 4 * (WR + 2) + 8,
+              "walks and squares as float, the encoding (hi) as double");
 
 int64_t walk_kpad(int64_t k) { return (k + KS - 1) / KS * KS; }
 
-/* Packed group g: walks [kpad][VG * WR] float, squares [kpad][VG * 2] float, enc [kpad][VG]
- * double (hi); k index l sits at l + (kpad - k) (zeros in front). */
-struct walk_pack {
-    float *w, *sq;
-    double *hi;
+/* Where k index t of a stage sits in the MMA operands: the walks' k group kg = 2 (t / 16) +
+ * t % 2 (its lane is t % 2), and inside the group kappa = (t % 16) / 2, which is the fragment's
+ * column tig = kappa % 4 of its first (half 0) or second (half 1) register pair. The FP64 MMA
+ * (k = 4) takes the halves one after the other. */
+struct kslot {
+    int kg, tig, half;
 };
-[[maybe_unused]] __device__ inline walk_pack pack_at(char *base, int64_t g, int64_t kpad)
+[[maybe_unused]] __device__ inline kslot kslot_of(int t)
 {
-    char *p = base + g * kpad * VG * kPackBytes;
-    walk_pack q;
-    q.w = (float *)p;
-    q.sq = q.w + kpad * kWalkRows;
-    q.hi = (double *)(q.sq + kpad * kSqRows);
-    return q;
+    const int kap = (t % 16) / 2;
+    return {2 * (t / 16) + t % 2, kap % 4, kap / 4};
+}
+/* m16n8k8 TF32 A operand: the float index of row m (of nfrag fragments) at k slot ks */
+[[maybe_unused]] __device__ inline int a_pos(kslot ks, int m, int nfrag)
+{
+    return ((ks.kg * nfrag + m / 16) * 32 + (m % 8) * 4 + ks.tig) * 4 + (m % 16) / 8 + 2 * ks.half;
 }
 
 /* a scale exponent; none recorded (no nonzero value): 0 */
@@ -471,7 +482,6 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
         return;
     const int64_t lp = x % kpad, s = (x / kpad) % VG, grp = x / (kpad * VG), u = grp * VG + s;
     const int64_t l = lp - pad;
-    const walk_pack q = pack_at(g.Ppack, grp, kpad);
     float w[WR] = {}, sq[2] = {};
     double hi = 0.0;
     if (u < nvec && l >= 0) {
@@ -484,11 +494,15 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
         sq[1] = nvcuda::wmma::__float_to_tf32((float)(hs * hs));
         hi = v[2];
     }
+    char *stage = g.Ppack + (grp * kpad * VG * kPackBytes) + (lp / KS) * kPackStage;
+    float *pw = (float *)stage, *psq = (float *)(stage + kPackWalk);
+    double *phi = (double *)(stage + kPackWalk + kPackSq);
+    const kslot ks = kslot_of((int)(lp % KS));
     for (int r = 0; r < WR; r++)
-        q.w[lp * kWalkRows + s * WR + r] = w[r];
-    q.sq[lp * kSqRows + s * 2] = sq[0];
-    q.sq[lp * kSqRows + s * 2 + 1] = sq[1];
-    q.hi[lp * VG + s] = hi;
+        pw[a_pos(ks, (int)s * WR + r, kWf)] = w[r];
+    for (int q = 0; q < 2; q++)
+        psq[a_pos(ks, (int)s * 2 + q, kSf)] = sq[q];
+    phi[((ks.kg * 2 + ks.half) * kHf + s / 8) * 32 + (s % 8) * 4 + ks.tig] = hi;
 #else
     (void)g;
     (void)kpad;
@@ -496,31 +510,40 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
 #endif
 }
 
-/* Shared memory of proj_walk: two stages of the copy pipeline (the packed operands of KS k and
- * op(B)'s tile as stored, [column][KS + 1] for op = N, [k][CT] otherwise), the converted tile
- * (scaled TF32, its square, double); at the end (reused) the fragments' values. */
-/* Row strides in shared memory, padded so that the fragments' loads meet few bank conflicts
- * (each a multiple of 32 bytes, as the fragment loads need): walks, squares, encoding, op(B) in
- * float, op(B) in double. */
-constexpr int WP = kWalkRows + 8, SP = kSqRows + 8, HP = VG + 4, BP = CT + 8, DP = CT + 4;
-constexpr size_t kStPack = (size_t)KS * (4 * WP + 4 * SP + 8 * HP);
-constexpr size_t kStRaw = (size_t)8 * CT * (KS + 1);
-constexpr size_t kStage = (kStPack + kStRaw + 127) / 128 * 128;
-constexpr size_t kConv = (size_t)KS * (4 * BP + 4 * BP + 8 * DP);
+#if PROJ_TC
+/* d += a b: m16n8k8, TF32 inputs, FP32 accumulation */
+__device__ __forceinline__ void mma_tf32(float (&d)[4], uint4 a, uint2 b)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+}
+/* d += a b: m8n8k4 in FP64 */
+__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b)
+{
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+        : "+d"(d[0]), "+d"(d[1])
+        : "d"(a), "d"(b));
+}
+#endif
+
+/* Shared memory of proj_walk: two stages of the packed operands and two of op(B)'s tile
+ * converted (scaled TF32, its square and double, each [kg][kNf][lane][2] in the B operands'
+ * order); at the end (reused) the fragments' values. */
+constexpr int kConvOne = kKg * kNf * 32 * 2; /* elements of one converted kind */
+constexpr size_t kConv = (size_t)kConvOne * (4 + 4 + 8);
 constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
-constexpr size_t kWalkSmem = 2 * kStage + kConv > kWalkEnd ? 2 * kStage + kConv : kWalkEnd;
+constexpr size_t kWalkSmem = 2 * (kPackStage + kConv) > kWalkEnd ? 2 * (kPackStage + kConv) : kWalkEnd;
+static_assert(KS * CT == 2 * kWalkWarps * 32, "two elements of op(B) per thread and stage");
 
 template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
 #if PROJ_TC
-    using namespace nvcuda;
     extern __shared__ __align__(128) unsigned char wsm[];
-    double *Bd = (double *)(wsm + 2 * kStage); /* [KS][CT] op(B) in double */
-    float *Bt = (float *)(Bd + KS * DP);       /* [KS][BP] scaled op(B), TF32 */
-    float *Bq = Bt + KS * BP;                  /* [KS][BP] its square */
     __shared__ int cexp[CT];
     __shared__ double cscale[CT];
-    const int warp = threadIdx.x >> 5;
+    const int warp = threadIdx.x >> 5, tl = threadIdx.x & 31;
     const int64_t j0 = (int64_t)blockIdx.x * CT, grp = blockIdx.y;
     const int64_t nvec = (int64_t)g.r * g.mb, pad = kpad - g.k;
     if (threadIdx.x < CT) {
@@ -532,163 +555,132 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         cexp[threadIdx.x] = mx > 0.0 && isfinite(mx) ? ilogb(mx) : 0;
         cscale[threadIdx.x] = ldexp(1.0, -cexp[threadIdx.x]);
     }
-    const walk_pack pk = pack_at(g.Ppack, grp, kpad);
-    const bool bn = g.tb == 'N';
-    /* stage st of the pipeline into buffer st & 1: cp.async of the packed operands (16 bytes)
-     * and of op(B)'s elements (zero-filled outside it) */
-    auto issue = [&](int64_t st) {
-        unsigned char *buf = wsm + (st & 1) * kStage;
-        const int64_t lp0 = st * KS;
-        const unsigned char *src[3] = {(const unsigned char *)(pk.w + lp0 * kWalkRows),
-                                       (const unsigned char *)(pk.sq + lp0 * kSqRows),
-                                       (const unsigned char *)(pk.hi + lp0 * VG)};
-        /* 16-byte pieces per k of each region (powers of two: the index arithmetic is shifts) */
-        constexpr int per[3] = {4 * kWalkRows / 16, 4 * kSqRows / 16, 8 * VG / 16};
-        constexpr int pitch[3] = {4 * WP, 4 * SP, 8 * HP};
-        int off = 0;
+    const unsigned char *src = (const unsigned char *)g.Ppack + grp * kpad * VG * kPackBytes;
+    auto issue = [&](int64_t st) { /* the packed stage st, one contiguous copy */
+        unsigned char *dst = wsm + (st & 1) * kPackStage;
+        const unsigned char *s = src + st * kPackStage;
 #pragma unroll
-        for (int q = 0; q < 3; q++) {
-            for (int x = threadIdx.x; x < KS * per[q]; x += blockDim.x) {
-                const int t = x / per[q], c = x % per[q];
-                __pipeline_memcpy_async(buf + off + t * pitch[q] + c * 16, src[q] + (t * per[q] + c) * 16, 16);
-            }
-            off += KS * pitch[q];
-        }
-        T *raw = (T *)(buf + kStPack);
-        for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
-            /* coalesced along op(B)'s storage order */
-            const int t = bn ? x % KS : x / CT, cc = bn ? x / KS : x % CT;
-            const int64_t l = lp0 + t - pad, j = j0 + cc;
-            const bool in = l >= 0 && j < g.n;
-            const T *from = in ? (bn ? g.B + l + j * g.ldb : g.B + j + l * g.ldb) : g.B;
-            __pipeline_memcpy_async(raw + (bn ? cc * (KS + 1) + t : t * CT + cc), from, sizeof(T),
-                                    in ? 0 : sizeof(T));
-        }
+        for (int x = threadIdx.x; x < kPackStage / 16; x += kWalkWarps * 32)
+            __pipeline_memcpy_async(dst + x * 16, s + x * 16, 16);
         __pipeline_commit();
     };
+    auto conv = [&](int64_t st) { return wsm + 2 * kPackStage + (st & 1) * kConv; };
+    /* this thread's two elements of op(B) per stage (coalesced along its storage order) and
+     * their places in the converted tile */
+    const bool bn = g.tb == 'N';
+    const int64_t bstep = bn ? KS : KS * g.ldb;
+    int64_t bidx[2];
+    int bt[2], slot[2], bcol[2];
+    bool jok[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int x = threadIdx.x + i * kWalkWarps * 32;
+        const int t = bn ? x % KS : x / CT, cc = bn ? x / KS : x % CT;
+        const int64_t j = j0 + cc;
+        jok[i] = j < g.n;
+        bidx[i] = bn ? (t - pad) + j * g.ldb : j + (t - pad) * g.ldb;
+        bt[i] = t;
+        bcol[i] = cc;
+        const kslot ks = kslot_of(t);
+        slot[i] = ((ks.kg * kNf + cc / 8) * 32 + (cc % 8) * 4 + ks.tig) * 2 + ks.half;
+    }
+    auto load_b = [&](int64_t st, T (&v)[2]) {
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+            v[i] = jok[i] && st * KS + bt[i] >= pad ? g.B[bidx[i] + st * bstep] : T(0);
+    };
+    auto store_b = [&](int64_t st, const T (&v)[2]) {
+        float *Bt = (float *)conv(st), *Bq = Bt + kConvOne;
+        double *Bd = (double *)(Bq + kConvOne);
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const double b = (double)v[i];
+            const float bs = (float)(b * cscale[bcol[i]]);
+            Bt[slot[i]] = nvcuda::wmma::__float_to_tf32(bs);
+            Bq[slot[i]] = nvcuda::wmma::__float_to_tf32(bs * bs);
+            Bd[slot[i]] = b;
+        }
+    };
 
-    using fa_t = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major>;
-    using fb_t = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-    using fc_t = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
-    using da_t = wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::col_major>;
-    using db_t = wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major>;
-    using dc_t = wmma::fragment<wmma::accumulator, 8, 8, 4, double>;
-    fc_t a0[kFw], a1[kFw], es[kFw], el[kFw], sqa;
-    dc_t rh[kFr], rl[kFr];
-#pragma unroll
-    for (int f = 0; f < kFw; f++) {
-        wmma::fill_fragment(a0[f], 0.0f);
-        wmma::fill_fragment(a1[f], 0.0f);
-        wmma::fill_fragment(es[f], 0.0f);
-        wmma::fill_fragment(el[f], 0.0f);
-    }
-    wmma::fill_fragment(sqa, 0.0f);
-#pragma unroll
-    for (int f = 0; f < kFr; f++) {
-        wmma::fill_fragment(rh[f], 0.0);
-        wmma::fill_fragment(rl[f], 0.0);
-    }
+    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[4] = {};
+    double rh[2] = {0.0, 0.0}, rl[2] = {0.0, 0.0};
     const int64_t nst = kpad / KS;
     /* MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
      * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
      * (32-term walks, 528 times), which the data's own walk outweighs */
     const int ti = g.k > 2048 ? 8 : 2;
-    /* the first chunk holding data and its length: the trapezoid rule weighs that chunk's sample
-     * (k1 + KC) / (2 KC); the chunks before it are zeros */
-    const int64_t c0 = pad / KC;
-    const int k1 = KC - (int)(pad % KC);
-    __syncthreads();
+    /* the first stage holds the data's first k1 = KC - pad indices (pad < KS zeros in front):
+     * the trapezoid rule weighs its sample (k1 + KC) / (2 KC) */
+    const float wt0 = (float)(2 * KC - pad) / (2.0f * KC);
+    const int sf = warp / kNf, nf1 = warp % kNf; /* this warp's squares and reference fragments */
+    T nb[2];
+    __syncthreads(); /* cscale */
     issue(0);
+    load_b(0, nb);
+    store_b(0, nb);
     for (int64_t st = 0; st < nst; st++) {
-        if (st + 1 < nst)
+        __pipeline_wait_prior(0);
+        /* stage st copied and converted by all; stage st - 1's buffers free */
+        __syncthreads();
+        if (st + 1 < nst) {
             issue(st + 1);
-        else
-            __pipeline_commit();
-        __pipeline_wait_prior(1);
-        __syncthreads();
-        const unsigned char *buf = wsm + (st & 1) * kStage;
-        const float *Wt = (const float *)buf, *St = Wt + KS * WP;
-        const double *Eh = (const double *)(St + KS * SP);
-        const T *raw = (const T *)(buf + kStPack);
-        for (int x = threadIdx.x; x < KS * CT; x += blockDim.x) {
-            const int t = x / CT, cc = x % CT;
-            const double b = (double)raw[bn ? cc * (KS + 1) + t : t * CT + cc];
-            Bd[t * DP + cc] = b;
-            const float bs = (float)(b * cscale[cc]);
-            Bt[t * BP + cc] = wmma::__float_to_tf32(bs);
-            Bq[t * BP + cc] = wmma::__float_to_tf32(bs * bs);
+            load_b(st + 1, nb);
         }
-        __syncthreads();
-        /* walks: the two lanes over the stage (a warp's fragments share their rows), then the
-         * energies; one sample per stage (KC = KS) */
-        static_assert(kFw == CT / 16, "a warp takes one row fragment across the columns");
+        const unsigned char *pk = wsm + (st & 1) * kPackStage;
+        const float *Bt = (const float *)conv(st), *Bq = Bt + kConvOne;
+        const double *Bd = (const double *)(Bq + kConvOne);
+        /* walks: group kg goes to lane kg % 2 */
 #pragma unroll
-        for (int h = 0; h < KS / 16; h++)
+        for (int kg = 0; kg < kKg; kg++) {
+            const uint4 a = *(const uint4 *)(pk + ((kg * kWf + warp) * 32 + tl) * 16);
 #pragma unroll
-            for (int L = 0; L < 2; L++) {
-                fa_t fa;
-                wmma::load_matrix_sync(fa, Wt + (h * 16 + L) * WP + warp * 16, 2 * WP);
-#pragma unroll
-                for (int f = 0; f < kFw; f++) {
-                    fb_t fb;
-                    wmma::load_matrix_sync(fb, Bt + (h * 16 + L) * BP + f * 16, 2 * BP);
-                    if (L == 0)
-                        wmma::mma_sync(a0[f], fa, fb, a0[f]);
-                    else
-                        wmma::mma_sync(a1[f], fa, fb, a1[f]);
-                }
-            }
-        const float wt = st == c0 ? (float)(k1 + KC) / (2.0f * KC) : 1.0f;
-#pragma unroll
-        for (int f = 0; f < kFw; f++) {
-#pragma unroll
-            for (int i = 0; i < a0[f].num_elements; i++) {
-                const float x0 = a0[f].x[i], x1 = a1[f].x[i], sm = x0 + x1;
-                es[f].x[i] = fmaf(wt * sm, sm, es[f].x[i]);
-                el[f].x[i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[f].x[i]));
-            }
+            for (int nf = 0; nf < kNf; nf++)
+                mma_tf32(acc[kg & 1][nf], a, *(const uint2 *)(Bt + ((kg * kNf + nf) * 32 + tl) * 2));
         }
-        if (warp < kFs) {
-            const int rf = warp / (CT / 16), cf = warp % (CT / 16);
+        const float wt = st == 0 ? wt0 : 1.0f;
 #pragma unroll
-            for (int q = 0; q < KS / 8; q++) {
-                fa_t fa;
-                fb_t fb;
-                wmma::load_matrix_sync(fa, St + q * 8 * SP + rf * 16, SP);
-                wmma::load_matrix_sync(fb, Bq + q * 8 * BP + cf * 16, BP);
-                wmma::mma_sync(sqa, fa, fb, sqa);
+        for (int nf = 0; nf < kNf; nf++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
+                es[nf][i] = fmaf(wt * sm, sm, es[nf][i]);
+                el[nf][i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[nf][i]));
             }
-        }
+        /* squares */
+#pragma unroll
+        for (int kg = 0; kg < kKg; kg++)
+            mma_tf32(sqa, *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
+                     *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
         /* the reference: runs of ti MMAs (4 products each) summed, then added compensated */
+        {
+            const double *Ah = (const double *)(pk + kPackWalk + kPackSq);
+            double c[2] = {0.0, 0.0};
 #pragma unroll
-        for (int f = 0; f < kFr; f++) {
-            const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
-            dc_t cc;
-            wmma::fill_fragment(cc, 0.0);
+            for (int kg = 0; kg < kKg; kg++) {
+                const double2 b = *(const double2 *)(Bd + ((kg * kNf + nf1) * 32 + tl) * 2);
 #pragma unroll
-            for (int q = 0; q < KS / 4; q++) {
-                da_t da;
-                db_t db;
-                wmma::load_matrix_sync(da, Eh + q * 4 * HP + rf * 8, HP);
-                wmma::load_matrix_sync(db, Bd + q * 4 * DP + cf * 8, DP);
-                wmma::mma_sync(cc, da, db, cc);
-                if ((q + 1) % ti == 0) {
+                for (int h = 0; h < 2; h++) {
+                    mma_f64(c, Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
+                    if (((kg * 2 + h + 1) & (ti - 1)) == 0) {
 #pragma unroll
-                    for (int i = 0; i < cc.num_elements; i++) { /* TwoSum */
-                        const double sm = rh[f].x[i] + cc.x[i], bp = sm - rh[f].x[i];
-                        rl[f].x[i] += (rh[f].x[i] - (sm - bp)) + (cc.x[i] - bp);
-                        rh[f].x[i] = sm;
+                        for (int i = 0; i < 2; i++) { /* TwoSum */
+                            const double sm = rh[i] + c[i], bp = sm - rh[i];
+                            rl[i] += (rh[i] - (sm - bp)) + (c[i] - bp);
+                            rh[i] = sm;
+                            c[i] = 0.0;
+                        }
                     }
-                    wmma::fill_fragment(cc, 0.0);
                 }
             }
         }
-        __syncthreads();
+        if (st + 1 < nst)
+            store_b(st + 1, nb);
     }
-    __pipeline_wait_prior(0);
+    __syncthreads(); /* the buffers are reused below */
 
     /* the end: fragments to shared memory, one kind at a time, then one thread per (vector,
-     * column) */
+     * column). An m16n8 accumulator's element i sits at row tl / 4 + 8 (i / 2), column
+     * 2 (tl % 4) + i % 2 of its fragment; an m8n8's at row tl / 4, column 2 (tl % 4) + i. */
     float *E0 = (float *)wsm, *E1 = E0 + kWalkRows * CT; /* [row][CT] */
     constexpr int kPer = VG * CT / (kWalkWarps * 32);
     double seq[kPer], lane[kPer], ends[kPer], last[kPer];
@@ -700,13 +692,16 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         const int64_t I = u / g.r;
         return r == 0 ? g.w2[0][u % g.r][I == g.mb - 1] : ck;
     };
-    /* two kinds of walk fragments to E0 and E1, then each thread's live (vector, column) pairs */
-    auto store_two = [&](const fc_t *x, const fc_t *y) {
-        for (int f = 0; f < kFw; f++) {
-            const int id = warp * kFw + f, at = (id / (CT / 16)) * 16 * CT + (id % (CT / 16)) * 16;
-            wmma::store_matrix_sync(E0 + at, x[f], CT, wmma::mem_row_major);
-            wmma::store_matrix_sync(E1 + at, y[f], CT, wmma::mem_row_major);
-        }
+    /* two kinds of walk accumulators to E0 and E1, then each thread's live (vector, column) pairs */
+    auto store_two = [&](const float (&x)[kNf][4], const float (&y)[kNf][4]) {
+#pragma unroll
+        for (int nf = 0; nf < kNf; nf++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int at = (warp * 16 + tl / 4 + 8 * (i / 2)) * CT + nf * 8 + 2 * (tl % 4) + i % 2;
+                E0[at] = x[nf][i];
+                E1[at] = y[nf][i];
+            }
         __syncthreads();
     };
     auto each_pair = [&](auto fn) {
@@ -720,7 +715,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
     };
     for (int p = 0; p < kPer; p++)
         seq[p] = lane[p] = ends[p] = last[p] = 0.0;
-    store_two(a0, a1);
+    store_two(acc[0], acc[1]);
     each_pair([&](int p, int s, int cc, int64_t u) {
         for (int r = 0; r < WR; r++) {
             const double x0 = E0[(s * WR + r) * CT + cc], x1 = E1[(s * WR + r) * CT + cc];
@@ -741,17 +736,17 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         }
     });
     /* squares and the reference */
-    float *Q = (float *)wsm;                   /* [kSqRows][CT] */
-    double *H = (double *)(Q + kSqRows * CT);  /* [VG][CT] */
+    float *Q = (float *)wsm;                  /* [kSqRows][CT] */
+    double *H = (double *)(Q + kSqRows * CT); /* [VG][CT] */
     double *Lo = H + VG * CT;
-    if (warp < kFs) {
-        const int rf = warp / (CT / 16), cf = warp % (CT / 16);
-        wmma::store_matrix_sync(Q + rf * 16 * CT + cf * 16, sqa, CT, wmma::mem_row_major);
-    }
-    for (int f = 0; f < kFr; f++) {
-        const int id = warp * kFr + f, rf = id / (CT / 8), cf = id % (CT / 8);
-        wmma::store_matrix_sync(H + rf * 8 * CT + cf * 8, rh[f], CT, wmma::mem_row_major);
-        wmma::store_matrix_sync(Lo + rf * 8 * CT + cf * 8, rl[f], CT, wmma::mem_row_major);
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[i];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
+        H[at] = rh[i];
+        Lo[at] = rl[i];
     }
     __syncthreads();
     const double al = (double)alpha_of(g), be = (double)beta_of(g);
