@@ -31,6 +31,7 @@
 #include <atomic>
 #include <climits>
 #include <cuda_pipeline.h>
+#include <cuda_fp16.h>
 #include <mma.h>
 
 /* The tensor-core path needs sm_80 (TF32 and FP64 MMA, __reduce_max_sync): in a build for an
@@ -295,6 +296,7 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
 constexpr int KG = BLASFT_PROJ_GPU_K;
 [[maybe_unused]] constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
 constexpr int kPrepL = 32, kPrepSub = 8, kPrepT = kPrepL * kPrepSub;
+[[maybe_unused]] constexpr int kPrepBatch = 8; /* loads per thread issued together */
 constexpr int kPart = 4 + KG; /* partial sums per (sub, k index, checksum): mean, products, encoding (2), projections */
 
 size_t prep_walk_smem(int bs, int r)
@@ -302,7 +304,7 @@ size_t prep_walk_smem(int bs, int r)
     return (size_t)8 * (r * bs + r * KG + r) + (size_t)r * bs + (size_t)8 * kPrepT * r * kPart + 8;
 }
 
-template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(gk_gemm<T> g)
+template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_walk(gk_gemm<T> g)
 {
 #if PROJ_TC
     extern __shared__ double sm[];
@@ -324,14 +326,28 @@ template <typename T> __global__ void __launch_bounds__(kPrepT) proj_prep_walk(g
         double mw[2] = {0.0, 0.0}, pr[2] = {0.0, 0.0}, sg[2][KG] = {};
         blasft_csum cs[2] = {{0.0, 0.0}, {0.0, 0.0}};
         if (l < g.k)
-            for (int i = sub; i < len; i += kPrepSub) {
-                const double a = an ? (double)g.A[(i0 + i) + l * g.lda]
-                                    : (double)g.A[l + (i0 + i) * g.lda];
+            for (int ib = sub; ib < len; ib += kPrepSub * kPrepBatch) {
+                /* kPrepBatch loads in flight before their sums: the kernel is bound by memory
+                 * latency otherwise */
+                double a[kPrepBatch];
 #pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    if (r >= R)
+                for (int b = 0; b < kPrepBatch; b++) {
+                    const int i = ib + b * kPrepSub;
+                    a[b] = i >= len ? 0.0
+                           : an     ? (double)g.A[(i0 + i) + l * g.lda]
+                                    : (double)g.A[l + (i0 + i) * g.lda];
+                }
+#pragma unroll
+                for (int b = 0; b < kPrepBatch; b++) {
+                    const int i = ib + b * kPrepSub;
+                    if (i >= len)
                         break;
-                    add_element<KG>(w[r * bs + i], a, sgn[r * bs + i], cs[r], mw[r], pr[r], sg[r]);
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        if (r >= R)
+                            break;
+                        add_element<KG>(w[r * bs + i], a[b], sgn[r * bs + i], cs[r], mw[r], pr[r], sg[r]);
+                    }
                 }
             }
 #pragma unroll
@@ -441,14 +457,21 @@ static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalk
               "a warp takes one walk row fragment across the columns, one squares fragment and one "
               "reference fragment");
 static_assert(KS % 16 == 0, "a stage holds whole pairs of the lanes' k groups");
-/* one stage of a packed group, in bytes: walks [kg][kWf][lane][4] float, squares
+/* one stage of a packed group, in bytes: walks [lane L][kWf][lane][8] half, squares
  * [kg][kSf][lane][4] float, encoding [kg][half][kHf][lane] double */
-constexpr int kPackWalk = kKg * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16, kPackHi = kKg * 2 * kHf * 32 * 8;
+constexpr int kPackWalk = 2 * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16, kPackHi = kKg * 2 * kHf * 32 * 8;
 constexpr int kPackStage = kPackWalk + kPackSq + kPackHi;
 /* bytes per (vector, k) in the packed group */
 constexpr int kPackBytes = kPackStage / (KS * VG);
-static_assert(kPackBytes * KS * VG == kPackStage && kPackBytes == 4 * (WR + 2) + 8,
-              "walks and squares as float, the encoding (hi) as double");
+static_assert(kPackStage % (16 * kWalkWarps * 32) == 0, "a stage's copy: the same 16-byte pieces per thread");
+static_assert(kPackBytes * KS * VG == kPackStage && kPackBytes == 2 * WR + 4 * 2 + 8,
+              "walks as half, squares as float, the encoding (hi) as double");
+/* The walks run in FP16 with FP32 accumulation, both operands scaled by powers of two to a
+ * largest magnitude in [2^kHalfExp, 2^(kHalfExp + 1)): FP16 keeps TF32's 11 significant bits
+ * down to 2^-28 of the largest value (its smallest normal is 2^-14), and what lies below changes
+ * a product by at most 2^-40 of the largest product, far under the products' energy that the
+ * threshold adds. */
+[[maybe_unused]] constexpr int kHalfExp = 14;
 
 int64_t walk_kpad(int64_t k) { return (k + KS - 1) / KS * KS; }
 
@@ -469,6 +492,23 @@ struct kslot {
 {
     return ((ks.kg * nfrag + m / 16) * 32 + (m % 8) * 4 + ks.tig) * 4 + (m % 16) / 8 + 2 * ks.half;
 }
+/* The walks' m16n8k16 FP16 MMA: lane L = t % 2 takes the stage's k indices of its parity in one
+ * MMA, as its column c16 = 8 (t / 16) + (t % 16) / 2; a register holds the columns 2 j, 2 j + 1. */
+struct hslot {
+    int L, c16;
+};
+[[maybe_unused]] __device__ inline hslot hslot_of(int t) { return {t % 2, 8 * (t / 16) + (t % 16) / 2}; }
+/* the A operand's half index of row m (of kWf fragments) */
+[[maybe_unused]] __device__ inline int ah_pos(hslot hs, int m)
+{
+    return ((hs.L * kWf + m / 16) * 32 + (m % 8) * 4 + (hs.c16 % 8) / 2) * 8 +
+           ((m % 16) / 8 + 2 * (hs.c16 / 8)) * 2 + hs.c16 % 2;
+}
+/* the B operand's half index of column c (of kNf fragments) */
+[[maybe_unused]] __device__ inline int bh_pos(hslot hs, int c)
+{
+    return ((hs.L * kNf + c / 8) * 32 + (c % 8) * 4 + (hs.c16 % 8) / 2) * 4 + (hs.c16 / 8) * 2 + hs.c16 % 2;
+}
 
 /* a scale exponent; none recorded (no nonzero value): 0 */
 [[maybe_unused]] __device__ inline int exp_or0(int e) { return e < -2000 ? 0 : e; }
@@ -482,24 +522,27 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
         return;
     const int64_t lp = x % kpad, s = (x / kpad) % VG, grp = x / (kpad * VG), u = grp * VG + s;
     const int64_t l = lp - pad;
-    float w[WR] = {}, sq[2] = {};
+    __half w[WR] = {};
+    float sq[2] = {};
     double hi = 0.0;
     if (u < nvec && l >= 0) {
         const double *v = g.Pvec + (u * g.k + l) * kWalkNV;
         const int *e = g.Pexp + u * kExpKinds;
         for (int r = 0; r < WR; r++)
-            w[r] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[r == 0 ? 0 : 2 + r], -exp_or0(e[r])));
+            w[r] = __float2half_rn((float)ldexp(v[r == 0 ? 0 : 2 + r], kHalfExp - exp_or0(e[r])));
         sq[0] = nvcuda::wmma::__float_to_tf32((float)ldexp(v[1], -exp_or0(e[WR])));
         const double hs = ldexp(v[2], -exp_or0(e[WR + 1]));
         sq[1] = nvcuda::wmma::__float_to_tf32((float)(hs * hs));
         hi = v[2];
     }
     char *stage = g.Ppack + (grp * kpad * VG * kPackBytes) + (lp / KS) * kPackStage;
-    float *pw = (float *)stage, *psq = (float *)(stage + kPackWalk);
+    __half *pw = (__half *)stage;
+    float *psq = (float *)(stage + kPackWalk);
     double *phi = (double *)(stage + kPackWalk + kPackSq);
     const kslot ks = kslot_of((int)(lp % KS));
+    const hslot hs = hslot_of((int)(lp % KS));
     for (int r = 0; r < WR; r++)
-        pw[a_pos(ks, (int)s * WR + r, kWf)] = w[r];
+        pw[ah_pos(hs, (int)s * WR + r)] = w[r];
     for (int q = 0; q < 2; q++)
         psq[a_pos(ks, (int)s * 2 + q, kSf)] = sq[q];
     phi[((ks.kg * 2 + ks.half) * kHf + s / 8) * 32 + (s % 8) * 4 + ks.tig] = hi;
@@ -519,6 +562,14 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], uint4 a, uint2 b)
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
 }
+/* d += a b: m16n8k16, FP16 inputs, FP32 accumulation */
+__device__ __forceinline__ void mma_f16(float (&d)[4], uint4 a, uint2 b)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+}
 /* d += a b: m8n8k4 in FP64 */
 __device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b)
 {
@@ -529,16 +580,21 @@ __device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b)
 #endif
 
 /* Shared memory of proj_walk: two stages of the packed operands and two of op(B)'s tile
- * converted (scaled TF32, its square and double, each [kg][kNf][lane][2] in the B operands'
- * order); at the end (reused) the fragments' values. */
+ * converted (scaled TF32 squares and double, each [kg][kNf][lane][2], and scaled FP16, [L][kNf]
+ * [lane][4], in the B operands' order); at the end (reused) the fragments' values. */
 constexpr int kConvOne = kKg * kNf * 32 * 2; /* elements of one converted kind */
-constexpr size_t kConv = (size_t)kConvOne * (4 + 4 + 8);
+constexpr size_t kConv = (size_t)kConvOne * (2 + 4 + 8);
 constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
 constexpr size_t kWalkSmem = 2 * (kPackStage + kConv) > kWalkEnd ? 2 * (kPackStage + kConv) : kWalkEnd;
 static_assert(KS * CT == 2 * kWalkWarps * 32, "two elements of op(B) per thread and stage");
 
-template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
+/* TI: MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
+ * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
+ * (32-term walks, 528 times), which the data's own walk outweighs (walk_ti) */
+template <typename T, int TI>
+__global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
+    static_assert(TI == 2 || TI == 8, "runs of 8 or 32 products");
 #if PROJ_TC
     extern __shared__ __align__(128) unsigned char wsm[];
     __shared__ int cexp[CT];
@@ -560,8 +616,10 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         unsigned char *dst = wsm + (st & 1) * kPackStage;
         const unsigned char *s = src + st * kPackStage;
 #pragma unroll
-        for (int x = threadIdx.x; x < kPackStage / 16; x += kWalkWarps * 32)
-            __pipeline_memcpy_async(dst + x * 16, s + x * 16, 16);
+        for (int i = 0; i < kPackStage / (16 * kWalkWarps * 32); i++) {
+            const int x = (threadIdx.x + i * kWalkWarps * 32) * 16;
+            __pipeline_memcpy_async(dst + x, s + x, 16);
+        }
         __pipeline_commit();
     };
     auto conv = [&](int64_t st) { return wsm + 2 * kPackStage + (st & 1) * kConv; };
@@ -570,7 +628,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
     const bool bn = g.tb == 'N';
     const int64_t bstep = bn ? KS : KS * g.ldb;
     int64_t bidx[2];
-    int bt[2], slot[2], bcol[2];
+    int bt[2], slot[2], hslot_b[2], bcol[2];
     bool jok[2];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -583,6 +641,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         bcol[i] = cc;
         const kslot ks = kslot_of(t);
         slot[i] = ((ks.kg * kNf + cc / 8) * 32 + (cc % 8) * 4 + ks.tig) * 2 + ks.half;
+        hslot_b[i] = bh_pos(hslot_of(t), cc);
     }
     auto load_b = [&](int64_t st, T (&v)[2]) {
 #pragma unroll
@@ -590,25 +649,22 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
             v[i] = jok[i] && st * KS + bt[i] >= pad ? g.B[bidx[i] + st * bstep] : T(0);
     };
     auto store_b = [&](int64_t st, const T (&v)[2]) {
-        float *Bt = (float *)conv(st), *Bq = Bt + kConvOne;
-        double *Bd = (double *)(Bq + kConvOne);
+        double *Bd = (double *)conv(st);
+        float *Bq = (float *)(Bd + kConvOne);
+        __half *Bh = (__half *)(Bq + kConvOne);
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             const double b = (double)v[i];
             const float bs = (float)(b * cscale[bcol[i]]);
-            Bt[slot[i]] = nvcuda::wmma::__float_to_tf32(bs);
+            Bh[hslot_b[i]] = __float2half_rn(bs * (float)(1 << kHalfExp));
             Bq[slot[i]] = nvcuda::wmma::__float_to_tf32(bs * bs);
             Bd[slot[i]] = b;
         }
     };
 
-    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[4] = {};
+    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[2][4] = {};
     double rh[2] = {0.0, 0.0}, rl[2] = {0.0, 0.0};
     const int64_t nst = kpad / KS;
-    /* MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
-     * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
-     * (32-term walks, 528 times), which the data's own walk outweighs */
-    const int ti = g.k > 2048 ? 8 : 2;
     /* the first stage holds the data's first k1 = KC - pad indices (pad < KS zeros in front):
      * the trapezoid rule weighs its sample (k1 + KC) / (2 KC) */
     const float wt0 = (float)(2 * KC - pad) / (2.0f * KC);
@@ -627,52 +683,67 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
             load_b(st + 1, nb);
         }
         const unsigned char *pk = wsm + (st & 1) * kPackStage;
-        const float *Bt = (const float *)conv(st), *Bq = Bt + kConvOne;
-        const double *Bd = (const double *)(Bq + kConvOne);
-        /* walks: group kg goes to lane kg % 2 */
+        const double *Bd = (const double *)conv(st);
+        const float *Bq = (const float *)(Bd + kConvOne);
+        const __half *Bh = (const __half *)(Bq + kConvOne);
+        /* walks: one FP16 MMA per lane L of the 2-lane order and column fragment */
 #pragma unroll
-        for (int kg = 0; kg < kKg; kg++) {
-            const uint4 a = *(const uint4 *)(pk + ((kg * kWf + warp) * 32 + tl) * 16);
+        for (int L = 0; L < 2; L++) {
+            const uint4 a = *(const uint4 *)(pk + ((L * kWf + warp) * 32 + tl) * 16);
 #pragma unroll
             for (int nf = 0; nf < kNf; nf++)
-                mma_tf32(acc[kg & 1][nf], a, *(const uint2 *)(Bt + ((kg * kNf + nf) * 32 + tl) * 2));
+                mma_f16(acc[L][nf], a, *(const uint2 *)(Bh + ((L * kNf + nf) * 32 + tl) * 4));
         }
-        const float wt = st == 0 ? wt0 : 1.0f;
-#pragma unroll
-        for (int nf = 0; nf < kNf; nf++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
-                es[nf][i] = fmaf(wt * sm, sm, es[nf][i]);
-                el[nf][i] = fmaf(wt * x0, x0, fmaf(wt * x1, x1, el[nf][i]));
-            }
-        /* squares */
+        /* squares: two accumulators, so that the chain of MMAs is half as long */
 #pragma unroll
         for (int kg = 0; kg < kKg; kg++)
-            mma_tf32(sqa, *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
+            mma_tf32(sqa[kg & 1], *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
                      *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
-        /* the reference: runs of ti MMAs (4 products each) summed, then added compensated */
+        /* the reference: runs of TI MMAs (4 products each) in two interleaved chains, whose sum
+         * is added compensated. A run's error is at most that of its products summed in one
+         * chain (the bound the threshold carries). */
         {
             const double *Ah = (const double *)(pk + kPackWalk + kPackSq);
-            double c[2] = {0.0, 0.0};
+            double c[2][2] = {};
 #pragma unroll
             for (int kg = 0; kg < kKg; kg++) {
                 const double2 b = *(const double2 *)(Bd + ((kg * kNf + nf1) * 32 + tl) * 2);
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    mma_f64(c, Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
-                    if (((kg * 2 + h + 1) & (ti - 1)) == 0) {
+                    mma_f64(c[h], Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
+                    if ((kg * 2 + h + 1) % TI == 0) {
 #pragma unroll
                         for (int i = 0; i < 2; i++) { /* TwoSum */
-                            const double sm = rh[i] + c[i], bp = sm - rh[i];
-                            rl[i] += (rh[i] - (sm - bp)) + (c[i] - bp);
+                            const double x = c[0][i] + c[1][i];
+                            const double sm = rh[i] + x, bp = sm - rh[i];
+                            rl[i] += (rh[i] - (sm - bp)) + (x - bp);
                             rh[i] = sm;
-                            c[i] = 0.0;
+                            c[0][i] = c[1][i] = 0.0;
                         }
                     }
                 }
             }
         }
+        /* the energies' samples (after the MMAs, whose latency they overlap); the first stage's
+         * weight apart, so that the others take one addition and three FMAs per element */
+        if (st == 0)
+#pragma unroll
+            for (int nf = 0; nf < kNf; nf++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
+                    es[nf][i] = wt0 * sm * sm;
+                    el[nf][i] = wt0 * (x0 * x0 + x1 * x1);
+                }
+        else
+#pragma unroll
+            for (int nf = 0; nf < kNf; nf++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
+                    es[nf][i] = fmaf(sm, sm, es[nf][i]);
+                    el[nf][i] = fmaf(x0, x0, fmaf(x1, x1, el[nf][i]));
+                }
         if (st + 1 < nst)
             store_b(st + 1, nb);
     }
@@ -684,8 +755,8 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
     float *E0 = (float *)wsm, *E1 = E0 + kWalkRows * CT; /* [row][CT] */
     constexpr int kPer = VG * CT / (kWalkWarps * 32);
     double seq[kPer], lane[kPer], ends[kPer], last[kPer];
-    auto unscale = [&](int64_t u, int r, int cc) { /* 2^(2 (row exp + column exp)) */
-        return ldexp(1.0, 2 * (exp_or0(g.Pexp[u * kExpKinds + r]) + cexp[cc]));
+    auto unscale = [&](int64_t u, int r, int cc) { /* the walks' operands' scales, squared */
+        return ldexp(1.0, 2 * (exp_or0(g.Pexp[u * kExpKinds + r]) + cexp[cc] - 2 * kHalfExp));
     };
     const double ck = 1.0 / (BLASFT_PROJ_GPU_K * BLASFT_PROJ_GPU_C);
     auto coef = [&](int64_t u, int r) {
@@ -741,7 +812,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
     double *Lo = H + VG * CT;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[i];
+        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[0][i] + sqa[1][i];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
@@ -778,7 +849,7 @@ template <typename T> __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj
         const double ad = al * (H[s * CT + cc] + Lo[s * CT + cc]), ref = ad + bo;
         g.Pref[e] = ref;
         g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq,
-                                       (g.k > 2048 ? 528.0 : 36.0) * enc, 0.0,
+                                       (TI == 8 ? 528.0 : 36.0) * enc, 0.0,
                                        fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
     }
 #else
@@ -802,15 +873,16 @@ bool walk_available()
             return v == 1;
     }
     cudaFuncAttributes fa;
-    bool ok = cudaFuncGetAttributes(&fa, proj_walk<double>) == cudaSuccess && fa.ptxVersion >= 80 &&
+    bool ok = cudaFuncGetAttributes(&fa, proj_walk<double, 8>) == cudaSuccess && fa.ptxVersion >= 80 &&
               fa.binaryVersion >= 80;
     /* prep: two checksums of BS 1024 need more than the default 48 KB */
     const int prep_max = (int)prep_walk_smem(1024, 2);
-    ok = ok &&
-         cudaFuncSetAttribute(proj_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)kWalkSmem) == cudaSuccess &&
-         cudaFuncSetAttribute(proj_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              (int)kWalkSmem) == cudaSuccess &&
+    const auto walk_smem = [](const void *f) {
+        return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWalkSmem) ==
+               cudaSuccess;
+    };
+    ok = ok && walk_smem((const void *)proj_walk<double, 2>) && walk_smem((const void *)proj_walk<double, 8>) &&
+         walk_smem((const void *)proj_walk<float, 2>) && walk_smem((const void *)proj_walk<float, 8>) &&
          cudaFuncSetAttribute(proj_prep_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               prep_max) == cudaSuccess &&
          cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -837,7 +909,11 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
                             prep_walk_smem(g.bs, g.r), st>>>(g);
         const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
         proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(g, kpad);
-        proj_walk<T><<<dim3(cdiv(g.n, CT), (unsigned int)ng), kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
+        const dim3 grid(cdiv(g.n, CT), (unsigned int)ng);
+        if (g.k > 2048)
+            proj_walk<T, 8><<<grid, kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
+        else
+            proj_walk<T, 2><<<grid, kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
     } else {
         proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(g);
         proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(g);
