@@ -288,20 +288,53 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
                                    0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
 }
 
-/* proj_prep for the tensor-core walks: kPrepL k indices per CUDA block, each summed over the
- * block's rows by kPrepSub threads (rows i = sub mod kPrepSub; reads coalesced along A's storage
- * order) whose partial sums meet in shared memory; and only what proj_walk uses: the mean, the
- * products, the encoding (summed compensated) and BLASFT_PROJ_GPU_K projections (kWalkNV doubles
- * per vector and k), with each kind's largest exponent per vector for proj_pack's scales. */
+#if PROJ_TC
+/* d += a b: m16n8k8, TF32 inputs, FP32 accumulation */
+__device__ __forceinline__ void mma_tf32(float (&d)[4], uint4 a, uint2 b)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+}
+/* d += a b: m16n8k16, FP16 inputs, FP32 accumulation */
+__device__ __forceinline__ void mma_f16(float (&d)[4], uint4 a, uint2 b)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
+}
+/* d += a b: m8n8k4 in FP64 */
+__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b)
+{
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+        : "+d"(d[0]), "+d"(d[1])
+        : "d"(a), "d"(b));
+}
+#endif
+
+/* proj_prep for the tensor-core walks: what proj_walk uses (kWalkNV doubles per vector and k):
+ * the mean, the products, the encoding (summed compensated) and BLASFT_PROJ_GPU_K projections,
+ * with each kind's largest exponent per vector for proj_pack's scales. A warp takes 8 k indices
+ * across the block's rows, 4 rows at a time: the mean's numerator and the projections are one
+ * FP64 MMA (m8n8k4) of the 8 rows [w^2; r_q w] (in shared memory in the MMA's operand order)
+ * with those 4 x 8 elements of A, which each lane also adds to its column's products and
+ * compensated encoding; the 4 lanes of a column then meet by shuffles. */
 constexpr int KG = BLASFT_PROJ_GPU_K;
 [[maybe_unused]] constexpr int kWalkNV = 3 + KG; /* mean, products, encoding, projections */
-constexpr int kPrepL = 32, kPrepSub = 8, kPrepT = kPrepL * kPrepSub;
-[[maybe_unused]] constexpr int kPrepBatch = 8; /* loads per thread issued together */
-constexpr int kPart = 4 + KG; /* partial sums per (sub, k index, checksum): mean, products, encoding (2), projections */
+static_assert(KG + 1 == 8, "the mean's weights and the projections' are the 8 rows of an MMA");
+constexpr int kPrepWarps = 8, kPrepT = kPrepWarps * 32;
+constexpr int kPrepL = 8 * kPrepWarps;         /* k indices per CUDA block and round */
+[[maybe_unused]] constexpr int kPrepBatch = 8; /* row quads loaded together per lane */
 
+/* Shared memory of proj_prep_walk: weights R x bs, sign sums R x KG, W per checksum, the MMA
+ * operand R x (quads x 32), the MMA's results per warp (R x 8 x 8), the exponents, sign bits. */
 size_t prep_walk_smem(int bs, int r)
 {
-    return (size_t)8 * (r * bs + r * KG + r) + (size_t)r * bs + (size_t)8 * kPrepT * r * kPart + 8;
+    const size_t quads = (size_t)(bs + 3) / 4;
+    return 8 * ((size_t)r * bs + (size_t)r * KG + r + (size_t)r * quads * 32 + (size_t)kPrepWarps * r * 64) +
+           4 * (size_t)r * GK_PROJ_EXP_KINDS + (size_t)r * bs;
 }
 
 template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_walk(gk_gemm<T> g)
@@ -310,112 +343,117 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
     extern __shared__ double sm[];
     const int bs = g.bs, R = g.r;
     const int64_t I = blockIdx.x, i0 = I * bs;
-    const int len = (int)(g.m - i0 < bs ? g.m - i0 : bs);
-    double *w = sm, *ssum = sm + R * bs, *wsum = ssum + R * KG;
-    double *part = wsum + R; /* [sub][k index][checksum][kPart] */
-    unsigned char *sgn = (unsigned char *)(part + kPrepT * R * kPart);
+    const int len = (int)(g.m - i0 < bs ? g.m - i0 : bs), nq = (len + 3) / 4;
+    const int qs = (bs + 3) / 4; /* quads per checksum in the operand */
+    double *w = sm, *ssum = w + R * bs, *wsum = ssum + R * KG, *G = wsum + R;
+    double *Cw = G + R * qs * 32; /* [warp][checksum][row][column] */
+    int *exs = (int *)(Cw + kPrepWarps * R * 64);
+    unsigned char *sgn = (unsigned char *)(exs + R * kExpKinds);
     row_block_signs<KG>(g.pseed, g.wscheme, bs, R, I, len, w, sgn, ssum, wsum);
-    /* op(A) = A: a k index's rows are contiguous, so the subs of one index sit in one warp;
-     * otherwise a warp takes 32 consecutive k indices of one sub */
+    /* the operand: lane (row gg, quad slot t) of quad kq holds row gg of [w^2; r_q w] at
+     * element i = 4 kq + t (zero past the block) */
+    for (int x = threadIdx.x; x < R * nq * 32; x += kPrepT) {
+        const int r = x / (nq * 32), kq = (x / 32) % nq, gg = (x % 32) / 4, i = 4 * kq + x % 4;
+        double v = 0.0;
+        if (i < len) {
+            const double wi = w[r * bs + i];
+            v = gg == 0 ? wi * wi : ((sgn[r * bs + i] >> (gg - 1)) & 1 ? wi : -wi);
+        }
+        G[(r * qs + kq) * 32 + x % 32] = v;
+    }
+    for (int x = threadIdx.x; x < R * kExpKinds; x += kPrepT)
+        exs[x] = INT_MIN;
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, ln = threadIdx.x & 31, gq = ln / 4, tq = ln % 4;
     const bool an = g.ta == 'N';
-    const int li = an ? threadIdx.x / kPrepSub : threadIdx.x % kPrepL;
-    const int sub = an ? threadIdx.x % kPrepSub : threadIdx.x / kPrepL;
-    /* the block's weights and signs serve gridDim.y groups of kPrepL k indices in turn */
+    double *C = Cw + warp * R * 64;
+    /* the block's operand serves gridDim.y groups of kPrepL k indices in turn */
     for (int64_t y = blockIdx.y; y * kPrepL < g.k; y += gridDim.y) {
-        const int64_t l = y * kPrepL + li;
-        double mw[2] = {0.0, 0.0}, pr[2] = {0.0, 0.0}, sg[2][KG] = {};
+        const int64_t l0 = y * kPrepL + warp * 8, l = l0 + gq; /* this lane's column */
+        const bool lok = l < g.k;
+        double c[2][2][2] = {}; /* [checksum][chain][element] */
+        double pr[2] = {0.0, 0.0};
         blasft_csum cs[2] = {{0.0, 0.0}, {0.0, 0.0}};
-        if (l < g.k)
-            for (int ib = sub; ib < len; ib += kPrepSub * kPrepBatch) {
-                /* kPrepBatch loads in flight before their sums: the kernel is bound by memory
-                 * latency otherwise */
-                double a[kPrepBatch];
+        /* this lane's elements: rows i0 + 4 kq + tq of column l, a quad apart */
+        const int64_t qstep = an ? 4 : 4 * g.lda;
+        const T *ap = g.A + (lok ? (an ? (i0 + tq) + l * g.lda : l + (i0 + tq) * g.lda) : 0);
+        for (int kb = 0; kb < nq; kb += kPrepBatch, ap += kPrepBatch * qstep) {
+            /* kPrepBatch loads in flight before their sums */
+            double a[kPrepBatch];
 #pragma unroll
-                for (int b = 0; b < kPrepBatch; b++) {
-                    const int i = ib + b * kPrepSub;
-                    a[b] = i >= len ? 0.0
-                           : an     ? (double)g.A[(i0 + i) + l * g.lda]
-                                    : (double)g.A[l + (i0 + i) * g.lda];
-                }
+            for (int b = 0; b < kPrepBatch; b++)
+                a[b] = lok && 4 * (kb + b) + tq < len ? (double)ap[b * qstep] : 0.0;
 #pragma unroll
-                for (int b = 0; b < kPrepBatch; b++) {
-                    const int i = ib + b * kPrepSub;
-                    if (i >= len)
+            for (int b = 0; b < kPrepBatch; b++) {
+                const int kq = kb + b, i = 4 * kq + tq;
+                if (kq >= nq)
+                    break;
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    if (r >= R)
                         break;
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        if (r >= R)
-                            break;
-                        add_element<KG>(w[r * bs + i], a[b], sgn[r * bs + i], cs[r], mw[r], pr[r], sg[r]);
-                    }
+                    mma_f64(c[r][b & 1], G[(r * qs + kq) * 32 + ln], a[b]);
+                    const double wa = (i < len ? w[r * bs + i] : 0.0) * a[b];
+                    blasft_csum_add(&cs[r], wa);
+                    pr[r] = fma(wa, wa, pr[r]);
                 }
             }
+        }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             if (r >= R)
                 break;
-            double *p = part + ((sub * kPrepL + li) * R + r) * kPart;
-            p[0] = mw[r];
-            p[1] = pr[r];
-            p[2] = cs[r].s;
-            p[3] = cs[r].c;
-#pragma unroll
-            for (int q = 0; q < KG; q++)
-                p[4 + q] = sg[r][q];
+            /* the column's 4 lanes meet; the MMA's rows gq, columns 2 tq, 2 tq + 1 to C */
+            for (int off = 1; off < 4; off <<= 1) {
+                pr[r] += __shfl_xor_sync(0xffffffffu, pr[r], off);
+                const double s = __shfl_xor_sync(0xffffffffu, cs[r].s, off);
+                const double cc = __shfl_xor_sync(0xffffffffu, cs[r].c, off);
+                blasft_csum_add(&cs[r], s);
+                blasft_csum_add(&cs[r], cc);
+            }
+            C[r * 64 + gq * 8 + 2 * tq] = c[r][0][0] + c[r][1][0];
+            C[r * 64 + gq * 8 + 2 * tq + 1] = c[r][0][1] + c[r][1][1];
         }
-        __syncthreads();
-        /* one thread per (checksum, k index): the subs' sums, the outputs, the exponents */
-        if (threadIdx.x < R * kPrepL) {
-            const int r = threadIdx.x / kPrepL, lo = threadIdx.x % kPrepL;
-            const int64_t ll = y * kPrepL + lo;
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            if (r >= R)
+                break;
             int ex[kExpKinds];
 #pragma unroll
             for (int q = 0; q < kExpKinds; q++)
                 ex[q] = INT_MIN;
-            if (ll < g.k) {
-                double m = 0.0, pp = 0.0, yq[KG] = {};
-                blasft_csum c = {0.0, 0.0};
-                for (int sb = 0; sb < kPrepSub; sb++) {
-                    const double *p = part + ((sb * kPrepL + lo) * R + r) * kPart;
-                    m += p[0];
-                    pp += p[1];
-                    blasft_csum_add(&c, p[2]);
-                    blasft_csum_add(&c, p[3]);
-#pragma unroll
-                    for (int q = 0; q < KG; q++)
-                        yq[q] += p[4 + q];
-                }
-                double *out = g.Pvec + ((I * R + r) * g.k + ll) * kWalkNV;
-                const double W = wsum[r], mean = W > 0.0 ? m / W : 0.0;
-                const double hi = c.s + c.c;
-                out[0] = mean;
-                out[1] = pp;
-                out[2] = hi;
-#pragma unroll
-                for (int q = 0; q < KG; q++)
-                    out[3 + q] = yq[q] - mean * ssum[r * KG + q];
+            if (tq == 0 && lok) {
+                double *out = g.Pvec + ((I * R + r) * g.k + l) * kWalkNV;
+                const double W = wsum[r], mean = W > 0.0 ? C[r * 64 + gq] / W : 0.0;
+                const double hi = cs[r].s + cs[r].c;
                 double kinds[kExpKinds];
-                kinds[0] = out[0];
+                out[0] = kinds[0] = mean;
+                out[1] = kinds[1 + KG] = pr[r];
+                out[2] = kinds[2 + KG] = hi;
 #pragma unroll
                 for (int q = 0; q < KG; q++)
-                    kinds[1 + q] = out[3 + q];
-                kinds[1 + KG] = out[1];
-                kinds[2 + KG] = hi;
+                    out[3 + q] = kinds[1 + q] = C[r * 64 + (q + 1) * 8 + gq] - mean * ssum[r * KG + q];
 #pragma unroll
                 for (int q = 0; q < kExpKinds; q++)
                     if (kinds[q] != 0.0 && isfinite(kinds[q]))
                         ex[q] = ilogb(kinds[q]);
             }
-            /* the largest exponent of each kind: a warp's (one checksum per warp), one atomic */
+            /* the largest exponent of each kind: the warp's, then the block's */
 #pragma unroll
             for (int q = 0; q < kExpKinds; q++) {
                 const int e = __reduce_max_sync(0xffffffffu, ex[q]);
-                if (lo == 0 && e != INT_MIN)
-                    atomicMax(&g.Pexp[(I * R + r) * kExpKinds + q], e);
+                if (ln == 0 && e != INT_MIN)
+                    atomicMax(&exs[r * kExpKinds + q], e);
             }
         }
-        __syncthreads(); /* part is reused by the next group */
+        __syncwarp(); /* C is reused by the next group */
     }
+    /* one atomic per block and kind */
+    __syncthreads();
+    for (int x = threadIdx.x; x < R * kExpKinds; x += kPrepT)
+        if (exs[x] != INT_MIN)
+            atomicMax(&g.Pexp[(I * R + x / kExpKinds) * kExpKinds + x % kExpKinds], exs[x]);
 #else
     (void)g;
     __trap();
@@ -553,31 +591,6 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
 #endif
 }
 
-#if PROJ_TC
-/* d += a b: m16n8k8, TF32 inputs, FP32 accumulation */
-__device__ __forceinline__ void mma_tf32(float (&d)[4], uint4 a, uint2 b)
-{
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
-}
-/* d += a b: m16n8k16, FP16 inputs, FP32 accumulation */
-__device__ __forceinline__ void mma_f16(float (&d)[4], uint4 a, uint2 b)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y));
-}
-/* d += a b: m8n8k4 in FP64 */
-__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b)
-{
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
-        : "+d"(d[0]), "+d"(d[1])
-        : "d"(a), "d"(b));
-}
-#endif
 
 /* Shared memory of proj_walk: two stages of the packed operands and two of op(B)'s tile
  * converted (scaled TF32 squares and double, each [kg][kNf][lane][2], and scaled FP16, [L][kNf]
@@ -904,7 +917,9 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
     if (g.Ppack && g.Pexp && walk_available()) {
         /* INT_MIN-like: no exponent recorded yet */
         cudaMemsetAsync(g.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
-        const unsigned int gy = cdiv(g.k, kPrepL) < 32 ? cdiv(g.k, kPrepL) : 32;
+        /* about four groups of kPrepL k indices per CUDA block: its setup (signs, operand) is
+         * worth about one */
+        const unsigned int gy = cdiv(cdiv(g.k, kPrepL), 4);
         proj_prep_walk<T><<<dim3((unsigned int)g.mb, gy), kPrepT,
                             prep_walk_smem(g.bs, g.r), st>>>(g);
         const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
