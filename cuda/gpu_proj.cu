@@ -675,7 +675,7 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
         }
     };
 
-    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[2][4] = {};
+    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[4] = {};
     double rh[2] = {0.0, 0.0}, rl[2] = {0.0, 0.0};
     const int64_t nst = kpad / KS;
     /* the first stage holds the data's first k1 = KC - pad indices (pad < KS zeros in front):
@@ -707,38 +707,7 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
             for (int nf = 0; nf < kNf; nf++)
                 mma_f16(acc[L][nf], a, *(const uint2 *)(Bh + ((L * kNf + nf) * 32 + tl) * 4));
         }
-        /* squares: two accumulators, so that the chain of MMAs is half as long */
-#pragma unroll
-        for (int kg = 0; kg < kKg; kg++)
-            mma_tf32(sqa[kg & 1], *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
-                     *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
-        /* the reference: runs of TI MMAs (4 products each) in two interleaved chains, whose sum
-         * is added compensated. A run's error is at most that of its products summed in one
-         * chain (the bound the threshold carries). */
-        {
-            const double *Ah = (const double *)(pk + kPackWalk + kPackSq);
-            double c[2][2] = {};
-#pragma unroll
-            for (int kg = 0; kg < kKg; kg++) {
-                const double2 b = *(const double2 *)(Bd + ((kg * kNf + nf1) * 32 + tl) * 2);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    mma_f64(c[h], Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
-                    if ((kg * 2 + h + 1) % TI == 0) {
-#pragma unroll
-                        for (int i = 0; i < 2; i++) { /* TwoSum */
-                            const double x = c[0][i] + c[1][i];
-                            const double sm = rh[i] + x, bp = sm - rh[i];
-                            rl[i] += (rh[i] - (sm - bp)) + (x - bp);
-                            rh[i] = sm;
-                            c[0][i] = c[1][i] = 0.0;
-                        }
-                    }
-                }
-            }
-        }
-        /* the energies' samples (after the MMAs, whose latency they overlap); the first stage's
-         * weight apart, so that the others take one addition and three FMAs per element */
+        /* the energies' samples; the first stage's weight apart, so that the others take one addition and three FMAs per element */
         if (st == 0)
 #pragma unroll
             for (int nf = 0; nf < kNf; nf++)
@@ -757,6 +726,33 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
                     es[nf][i] = fmaf(sm, sm, es[nf][i]);
                     el[nf][i] = fmaf(x0, x0, fmaf(x1, x1, el[nf][i]));
                 }
+        /* squares */
+#pragma unroll
+        for (int kg = 0; kg < kKg; kg++)
+            mma_tf32(sqa, *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
+                     *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
+        /* the reference: runs of TI MMAs (4 products each) summed, then added compensated */
+        {
+            const double *Ah = (const double *)(pk + kPackWalk + kPackSq);
+            double c[2] = {0.0, 0.0};
+#pragma unroll
+            for (int kg = 0; kg < kKg; kg++) {
+                const double2 b = *(const double2 *)(Bd + ((kg * kNf + nf1) * 32 + tl) * 2);
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    mma_f64(c, Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
+                    if ((kg * 2 + h + 1) % TI == 0) {
+#pragma unroll
+                        for (int i = 0; i < 2; i++) { /* TwoSum */
+                            const double sm = rh[i] + c[i], bp = sm - rh[i];
+                            rl[i] += (rh[i] - (sm - bp)) + (c[i] - bp);
+                            rh[i] = sm;
+                            c[i] = 0.0;
+                        }
+                    }
+                }
+            }
+        }
         if (st + 1 < nst)
             store_b(st + 1, nb);
     }
@@ -825,7 +821,7 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
     double *Lo = H + VG * CT;
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[0][i] + sqa[1][i];
+        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[i];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
