@@ -34,7 +34,7 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-/* The tensor-core path needs sm_80 (TF32 and FP64 MMA, __reduce_max_sync): in a build for an
+/* The tensor-core path needs sm_80 (FP16, TF32 and FP64 MMA, __reduce_max_sync): in a build for an
  * older architecture its kernels trap, and gk_proj takes the scan there (walk_available). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define PROJ_TC 0
@@ -464,12 +464,12 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
  *
  * Per checksum vector u the walks of WR = 8 rows (the mean, BLASFT_PROJ_GPU_K projections), the
  * squares rows (products, encoding^2) and the encoding are packed per group of VG vectors
- * (proj_pack), scaled per row by a power of two so that TF32 holds them, and laid out in the
+ * (proj_pack), scaled per row by a power of two (walks FP16, squares TF32), and laid out in the
  * order in which the MMA instructions take their operands: a thread loads its fragment with one
  * 16- or 8-byte access, and a stage of KS k indices is one contiguous copy. One CUDA block of
  * proj_walk takes VG vectors x CT columns of op(B) along all of k, a stage at a time:
- *  - walks (TF32 MMA, FP32 accumulation): lane L of the 2-lane order takes the stage's k indices
- *    of parity L; after each stage the lanes' partial sums a0, a1 and the sequential one a0 + a1
+ *  - walks (FP16 MMA, FP32 accumulation; kHalfExp): lane L of the 2-lane order takes the stage's
+ *    k indices of parity L in one MMA per column fragment; after each stage the lanes' partial sums a0, a1 and the sequential one a0 + a1
  *    are squared into their energies. The energies are the trapezoid rule over the stages (KC =
  *    KS = 32 steps; 16 per lane), the first stage the partial one (k is padded in front); what
  *    varies inside a stage is covered by the products' energy, which the threshold adds;
@@ -488,8 +488,9 @@ constexpr int KS = 32;                    /* k per stage of the copy pipeline */
 [[maybe_unused]] constexpr int KC = KS;   /* k per energy sample: one per stage */
 constexpr int kWalkWarps = 16;
 constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
-/* k groups of 8 per stage (one TF32 MMA each), column fragments (8 columns), row fragments of
- * the walks and the squares (16 rows, TF32) and of the reference (8 rows, FP64) */
+/* k groups of 8 per stage (one TF32 MMA of the squares each, two FP64 MMAs), column fragments
+ * (8 columns), row fragments of the walks and the squares (16 rows) and of the reference (8 rows,
+ * FP64) */
 constexpr int kKg = KS / 8, kNf = CT / 8, kWf = kWalkRows / 16, kSf = kSqRows / 16, kHf = VG / 8;
 static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalkWarps,
               "a warp takes one walk row fragment across the columns, one squares fragment and one "
