@@ -393,6 +393,7 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
                     if (r >= R)
                         break;
                     mma_f64(c[r][b & 1], G[(r * qs + kq) * 32 + ln], a[b]);
+                    /* (past the block, w holds the next checksum's weights) */
                     const double wa = (i < len ? w[r * bs + i] : 0.0) * a[b];
                     blasft_csum_add(&cs[r], wa);
                     pr[r] = fma(wa, wa, pr[r]);
@@ -469,8 +470,8 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
  * 16- or 8-byte access, and a stage of KS k indices is one contiguous copy. One CUDA block of
  * proj_walk takes VG vectors x CT columns of op(B) along all of k, a stage at a time:
  *  - walks (FP16 MMA, FP32 accumulation; kHalfExp): lane L of the 2-lane order takes the stage's
- *    k indices of parity L in one MMA per column fragment; after each stage the lanes' partial sums a0, a1 and the sequential one a0 + a1
- *    are squared into their energies. The energies are the trapezoid rule over the stages (KC =
+ *    k indices of parity L in one MMA per column fragment; after each stage the lanes' partial
+ *    sums a0, a1 and the sequential one a0 + a1 are squared into their energies. The energies are the trapezoid rule over the stages (KC =
  *    KS = 32 steps; 16 per lane), the first stage the partial one (k is padded in front); what
  *    varies inside a stage is covered by the products' energy, which the threshold adds;
  *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
@@ -514,10 +515,11 @@ static_assert(kPackBytes * KS * VG == kPackStage && kPackBytes == 2 * WR + 4 * 2
 
 int64_t walk_kpad(int64_t k) { return (k + KS - 1) / KS * KS; }
 
-/* Where k index t of a stage sits in the MMA operands: the walks' k group kg = 2 (t / 16) +
- * t % 2 (its lane is t % 2), and inside the group kappa = (t % 16) / 2, which is the fragment's
- * column tig = kappa % 4 of its first (half 0) or second (half 1) register pair. The FP64 MMA
- * (k = 4) takes the halves one after the other. */
+/* Where k index t of a stage sits in the squares' TF32 and the reference's FP64 operands (the
+ * walks' order, hslot below, split in groups of 8): k group kg = 2 (t / 16) + t % 2, and inside
+ * the group kappa = (t % 16) / 2, which is the TF32 fragment's column tig = kappa % 4 of its
+ * first (half 0) or second (half 1) register pair. The FP64 MMA (k = 4) takes the halves one
+ * after the other. */
 struct kslot {
     int kg, tig, half;
 };
@@ -604,7 +606,7 @@ static_assert(KS * CT == 2 * kWalkWarps * 32, "two elements of op(B) per thread 
 
 /* TI: MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
  * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
- * (32-term walks, 528 times), which the data's own walk outweighs (walk_ti) */
+ * (32-term walks, 528 times), which the data's own walk outweighs (gk_proj chooses by k) */
 template <typename T, int TI>
 __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
