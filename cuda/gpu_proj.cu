@@ -483,28 +483,36 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
  * in the walks' order. The block's end turns the energies into PROJ's thresholds as proj_scan
  * does. */
 constexpr int WR = 1 + BLASFT_PROJ_GPU_K; /* walk rows per vector */
-constexpr int VG = 32;                    /* vectors per CUDA block */
 constexpr int CT = 32;                    /* columns per CUDA block */
 constexpr int KS = 32;                    /* k per stage of the copy pipeline */
 [[maybe_unused]] constexpr int KC = KS;   /* k per energy sample: one per stage */
-constexpr int kWalkWarps = 16;
-constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
-/* k groups of 8 per stage (one TF32 MMA of the squares each, two FP64 MMAs), column fragments
- * (8 columns), row fragments of the walks and the squares (16 rows) and of the reference (8 rows,
- * FP64) */
-constexpr int kKg = KS / 8, kNf = CT / 8, kWf = kWalkRows / 16, kSf = kSqRows / 16, kHf = VG / 8;
-static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalkWarps,
-              "a warp takes one walk row fragment across the columns, one squares fragment and one "
-              "reference fragment");
+/* k groups of 8 per stage (one TF32 MMA of the squares each, two FP64 MMAs) and column
+ * fragments (8 columns) */
+constexpr int kKg = KS / 8, kNf = CT / 8;
 static_assert(KS % 16 == 0, "a stage holds whole pairs of the lanes' k groups");
-/* one stage of a packed group, in bytes: walks [lane L][kWf][lane][8] half, squares
- * [kg][kSf][lane][4] float, encoding [kg][half][kHf][lane] double */
-constexpr int kPackWalk = 2 * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16, kPackHi = kKg * 2 * kHf * 32 * 8;
-constexpr int kPackStage = kPackWalk + kPackSq + kPackHi;
-/* bytes per (vector, k) in the packed group */
-constexpr int kPackBytes = kPackStage / (KS * VG);
-static_assert(kPackStage % (16 * kWalkWarps * 32) == 0, "a stage's copy: the same 16-byte pieces per thread");
-static_assert(kPackBytes * KS * VG == kPackStage && kPackBytes == 2 * WR + 4 * 2 + 8,
+/* A group of VG checksum vectors per CUDA block of proj_walk: 32, or 16 where the GEMM has no
+ * more (a row of blocks of n = 4096 at BS 256), so that no warp walks empty rows. Row fragments
+ * of the walks and the squares (16 rows) and of the reference (8 rows, FP64); a warp takes one
+ * walk row fragment across the columns, one squares fragment and one reference fragment. */
+template <int G> struct wcfg {
+    static constexpr int VG = G, kWalkWarps = G / 2;
+    static constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
+    static constexpr int kWf = kWalkRows / 16, kSf = kSqRows / 16, kHf = VG / 8;
+    static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalkWarps,
+                  "one fragment of each kind per warp");
+    /* one stage of a packed group, in bytes: walks [lane L][kWf][lane][8] half, squares
+     * [kg][kSf][lane][4] float, encoding [kg][half][kHf][lane] double */
+    static constexpr int kPackWalk = 2 * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16,
+                         kPackHi = kKg * 2 * kHf * 32 * 8;
+    static constexpr int kPackStage = kPackWalk + kPackSq + kPackHi;
+    static_assert(kPackStage % (16 * kWalkWarps * 32) == 0, "a stage's copy: the same 16-byte pieces per thread");
+    /* op(B)'s elements per thread and stage */
+    static constexpr int kNB = KS * CT / (kWalkWarps * 32);
+    static_assert(kNB * kWalkWarps * 32 == KS * CT, "op(B)'s tile spread evenly");
+};
+/* bytes per (vector, k) in a packed group, the same for both group sizes */
+constexpr int kPackBytes = wcfg<32>::kPackStage / (KS * 32);
+static_assert(kPackBytes * KS * 16 == wcfg<16>::kPackStage && kPackBytes == 2 * WR + 4 * 2 + 8,
               "walks as half, squares as float, the encoding (hi) as double");
 /* The walks run in FP16 with FP32 accumulation, both operands scaled by powers of two to a
  * largest magnitude in [2^kHalfExp, 2^(kHalfExp + 1)): FP16 keeps TF32's 11 significant bits
@@ -539,10 +547,10 @@ struct hslot {
     int L, c16;
 };
 [[maybe_unused]] __device__ inline hslot hslot_of(int t) { return {t % 2, 8 * (t / 16) + (t % 16) / 2}; }
-/* the A operand's half index of row m (of kWf fragments) */
-[[maybe_unused]] __device__ inline int ah_pos(hslot hs, int m)
+/* the A operand's half index of row m (of nfrag fragments) */
+[[maybe_unused]] __device__ inline int ah_pos(hslot hs, int m, int nfrag)
 {
-    return ((hs.L * kWf + m / 16) * 32 + (m % 8) * 4 + (hs.c16 % 8) / 2) * 8 +
+    return ((hs.L * nfrag + m / 16) * 32 + (m % 8) * 4 + (hs.c16 % 8) / 2) * 8 +
            ((m % 16) / 8 + 2 * (hs.c16 / 8)) * 2 + hs.c16 % 2;
 }
 /* the B operand's half index of column c (of kNf fragments) */
@@ -554,9 +562,11 @@ struct hslot {
 /* a scale exponent; none recorded (no nonzero value): 0 */
 [[maybe_unused]] __device__ inline int exp_or0(int e) { return e < -2000 ? 0 : e; }
 
-template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
+template <typename T, int G> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
 {
 #if PROJ_TC
+    using C = wcfg<G>;
+    constexpr int VG = G;
     const int64_t nvec = (int64_t)g.r * g.mb, ng = (nvec + VG - 1) / VG, pad = kpad - g.k;
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= ng * VG * kpad)
@@ -576,17 +586,17 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
         sq[1] = nvcuda::wmma::__float_to_tf32((float)(hs * hs));
         hi = v[2];
     }
-    char *stage = g.Ppack + (grp * kpad * VG * kPackBytes) + (lp / KS) * kPackStage;
+    char *stage = g.Ppack + (grp * kpad * VG * kPackBytes) + (lp / KS) * C::kPackStage;
     __half *pw = (__half *)stage;
-    float *psq = (float *)(stage + kPackWalk);
-    double *phi = (double *)(stage + kPackWalk + kPackSq);
+    float *psq = (float *)(stage + C::kPackWalk);
+    double *phi = (double *)(stage + C::kPackWalk + C::kPackSq);
     const kslot ks = kslot_of((int)(lp % KS));
     const hslot hs = hslot_of((int)(lp % KS));
     for (int r = 0; r < WR; r++)
-        pw[ah_pos(hs, (int)s * WR + r)] = w[r];
+        pw[ah_pos(hs, (int)s * WR + r, C::kWf)] = w[r];
     for (int q = 0; q < 2; q++)
-        psq[a_pos(ks, (int)s * 2 + q, kSf)] = sq[q];
-    phi[((ks.kg * 2 + ks.half) * kHf + s / 8) * 32 + (s % 8) * 4 + ks.tig] = hi;
+        psq[a_pos(ks, (int)s * 2 + q, C::kSf)] = sq[q];
+    phi[((ks.kg * 2 + ks.half) * C::kHf + s / 8) * 32 + (s % 8) * 4 + ks.tig] = hi;
 #else
     (void)g;
     (void)kpad;
@@ -600,18 +610,23 @@ template <typename T> __global__ void proj_pack(gk_gemm<T> g, int64_t kpad)
  * [lane][4], in the B operands' order); at the end (reused) the fragments' values. */
 constexpr int kConvOne = kKg * kNf * 32 * 2; /* elements of one converted kind */
 constexpr size_t kConv = (size_t)kConvOne * (2 + 4 + 8);
-constexpr size_t kWalkEnd = 4 * 2 * kWalkRows * CT;
-constexpr size_t kWalkSmem = 2 * (kPackStage + kConv) > kWalkEnd ? 2 * (kPackStage + kConv) : kWalkEnd;
-static_assert(KS * CT == 2 * kWalkWarps * 32, "two elements of op(B) per thread and stage");
+template <int G> constexpr size_t walk_smem()
+{
+    const size_t pipe = 2 * (wcfg<G>::kPackStage + kConv), end = 4 * 2 * wcfg<G>::kWalkRows * CT;
+    return pipe > end ? pipe : end;
+}
 
 /* TI: MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
  * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
  * (32-term walks, 528 times), which the data's own walk outweighs (gk_proj chooses by k) */
-template <typename T, int TI>
-__global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
+template <typename T, int TI, int G>
+__global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
     static_assert(TI == 2 || TI == 8, "runs of 8 or 32 products");
 #if PROJ_TC
+    using C = wcfg<G>;
+    constexpr int VG = G, kWalkWarps = C::kWalkWarps, kWalkRows = C::kWalkRows, kSqRows = C::kSqRows;
+    constexpr int kWf = C::kWf, kSf = C::kSf, kHf = C::kHf, kPackStage = C::kPackStage, kNB = C::kNB;
     extern __shared__ __align__(128) unsigned char wsm[];
     __shared__ int cexp[CT];
     __shared__ double cscale[CT];
@@ -639,15 +654,15 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
         __pipeline_commit();
     };
     auto conv = [&](int64_t st) { return wsm + 2 * kPackStage + (st & 1) * kConv; };
-    /* this thread's two elements of op(B) per stage (coalesced along its storage order) and
+    /* this thread's kNB elements of op(B) per stage (coalesced along its storage order) and
      * their places in the converted tile */
     const bool bn = g.tb == 'N';
     const int64_t bstep = bn ? KS : KS * g.ldb;
-    int64_t bidx[2];
-    int bt[2], slot[2], hslot_b[2], bcol[2];
-    bool jok[2];
+    int64_t bidx[kNB];
+    int bt[kNB], slot[kNB], hslot_b[kNB], bcol[kNB];
+    bool jok[kNB];
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < kNB; i++) {
         const int x = threadIdx.x + i * kWalkWarps * 32;
         const int t = bn ? x % KS : x / CT, cc = bn ? x / KS : x % CT;
         const int64_t j = j0 + cc;
@@ -659,17 +674,17 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
         slot[i] = ((ks.kg * kNf + cc / 8) * 32 + (cc % 8) * 4 + ks.tig) * 2 + ks.half;
         hslot_b[i] = bh_pos(hslot_of(t), cc);
     }
-    auto load_b = [&](int64_t st, T (&v)[2]) {
+    auto load_b = [&](int64_t st, T (&v)[kNB]) {
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < kNB; i++)
             v[i] = jok[i] && st * KS + bt[i] >= pad ? g.B[bidx[i] + st * bstep] : T(0);
     };
-    auto store_b = [&](int64_t st, const T (&v)[2]) {
+    auto store_b = [&](int64_t st, const T (&v)[kNB]) {
         double *Bd = (double *)conv(st);
         float *Bq = (float *)(Bd + kConvOne);
         __half *Bh = (__half *)(Bq + kConvOne);
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < kNB; i++) {
             const double b = (double)v[i];
             const float bs = (float)(b * cscale[bcol[i]]);
             Bh[hslot_b[i]] = __float2half_rn(bs * (float)(1 << kHalfExp));
@@ -685,7 +700,7 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
      * the trapezoid rule weighs its sample (k1 + KC) / (2 KC) */
     const float wt0 = (float)(2 * KC - pad) / (2.0f * KC);
     const int sf = warp / kNf, nf1 = warp % kNf; /* this warp's squares and reference fragments */
-    T nb[2];
+    T nb[kNB];
     __syncthreads(); /* cscale */
     issue(0);
     load_b(0, nb);
@@ -732,11 +747,11 @@ __global__ void __launch_bounds__(kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, in
         /* squares */
 #pragma unroll
         for (int kg = 0; kg < kKg; kg++)
-            mma_tf32(sqa, *(const uint4 *)(pk + kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
+            mma_tf32(sqa, *(const uint4 *)(pk + C::kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
                      *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
         /* the reference: runs of TI MMAs (4 products each) summed, then added compensated */
         {
-            const double *Ah = (const double *)(pk + kPackWalk + kPackSq);
+            const double *Ah = (const double *)(pk + C::kPackWalk + C::kPackSq);
             double c[2] = {0.0, 0.0};
 #pragma unroll
             for (int kg = 0; kg < kKg; kg++) {
@@ -885,16 +900,20 @@ bool walk_available()
             return v == 1;
     }
     cudaFuncAttributes fa;
-    bool ok = cudaFuncGetAttributes(&fa, proj_walk<double, 8>) == cudaSuccess && fa.ptxVersion >= 80 &&
+    bool ok = cudaFuncGetAttributes(&fa, proj_walk<double, 8, 32>) == cudaSuccess && fa.ptxVersion >= 80 &&
               fa.binaryVersion >= 80;
     /* prep: two checksums of BS 1024 need more than the default 48 KB */
     const int prep_max = (int)prep_walk_smem(1024, 2);
-    const auto walk_smem = [](const void *f) {
-        return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWalkSmem) ==
-               cudaSuccess;
+    const auto smem = [](const void *f, size_t bytes) {
+        return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) == cudaSuccess;
     };
-    ok = ok && walk_smem((const void *)proj_walk<double, 2>) && walk_smem((const void *)proj_walk<double, 8>) &&
-         walk_smem((const void *)proj_walk<float, 2>) && walk_smem((const void *)proj_walk<float, 8>) &&
+    const auto walks = [&](auto f2, auto f8, size_t bytes) {
+        return smem((const void *)f2, bytes) && smem((const void *)f8, bytes);
+    };
+    ok = ok && walks(proj_walk<double, 2, 32>, proj_walk<double, 8, 32>, walk_smem<32>()) &&
+         walks(proj_walk<float, 2, 32>, proj_walk<float, 8, 32>, walk_smem<32>()) &&
+         walks(proj_walk<double, 2, 16>, proj_walk<double, 8, 16>, walk_smem<16>()) &&
+         walks(proj_walk<float, 2, 16>, proj_walk<float, 8, 16>, walk_smem<16>()) &&
          cudaFuncSetAttribute(proj_prep_walk<double>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               prep_max) == cudaSuccess &&
          cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -921,13 +940,22 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
         const unsigned int gy = cdiv(cdiv(g.k, kPrepL), 4);
         proj_prep_walk<T><<<dim3((unsigned int)g.mb, gy), kPrepT,
                             prep_walk_smem(g.bs, g.r), st>>>(g);
-        const int64_t kpad = walk_kpad(g.k), ng = (nvec + VG - 1) / VG;
-        proj_pack<T><<<cdiv(ng * VG * kpad, 256), 256, 0, st>>>(g, kpad);
-        const dim3 grid(cdiv(g.n, CT), (unsigned int)ng);
-        if (g.k > 2048)
-            proj_walk<T, 8><<<grid, kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
+        const int64_t kpad = walk_kpad(g.k);
+        /* groups of 32 vectors, or one of 16 where there are no more */
+        const auto walk = [&](auto cfg) {
+            constexpr int G = decltype(cfg)::VG;
+            const int64_t ng = (nvec + G - 1) / G;
+            proj_pack<T, G><<<cdiv(ng * G * kpad, 256), 256, 0, st>>>(g, kpad);
+            const dim3 grid(cdiv(g.n, CT), (unsigned int)ng);
+            if (g.k > 2048)
+                proj_walk<T, 8, G><<<grid, G * 16, walk_smem<G>(), st>>>(g, kpad);
+            else
+                proj_walk<T, 2, G><<<grid, G * 16, walk_smem<G>(), st>>>(g, kpad);
+        };
+        if (nvec <= 16)
+            walk(wcfg<16>{});
         else
-            proj_walk<T, 2><<<grid, kWalkWarps * 32, kWalkSmem, st>>>(g, kpad);
+            walk(wcfg<32>{});
     } else {
         proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(g);
         proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(g);
@@ -936,7 +964,8 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
 
 int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k)
 {
-    return (nvec + VG - 1) / VG * VG * walk_kpad(k) * kPackBytes;
+    /* groups of 32 (a group of 16 takes less) */
+    return (nvec + 31) / 32 * 32 * walk_kpad(k) * kPackBytes;
 }
 
 template void gk_proj<float>(const gk_gemm<float> &, cudaStream_t);
