@@ -471,9 +471,10 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
  * proj_walk takes VG vectors x CT columns of op(B) along all of k, a stage at a time:
  *  - walks (FP16 MMA, FP32 accumulation; kHalfExp): lane L of the 2-lane order takes the stage's
  *    k indices of parity L in one MMA per column fragment; after each stage the lanes' partial
- *    sums a0, a1 and the sequential one a0 + a1 are squared into their energies. The energies are the trapezoid rule over the stages (KC =
- *    KS = 32 steps; 16 per lane), the first stage the partial one (k is padded in front); what
- *    varies inside a stage is covered by the products' energy, which the threshold adds;
+ *    sums a0, a1 and the sequential one a0 + a1 are squared into their energies. The energies
+ *    are the trapezoid rule over the stages (KC = KS = 32 steps; 16 per lane), the first stage
+ *    the partial one (k is padded in front); what varies inside a stage is covered by the
+ *    products' energy, which the threshold adds;
  *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
  *  - the reference enc . b_j (FP64 MMA): runs of 8 products (32 beyond k = 2048) go into a
  *    compensated sum (TwoSum), so its error is that of 8-term (32-term) walks, at most 36 (528)
