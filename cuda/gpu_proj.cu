@@ -506,7 +506,8 @@ template <int G> struct wcfg {
     static constexpr int kPackWalk = 2 * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16,
                          kPackHi = kKg * 2 * kHf * 32 * 8;
     static constexpr int kPackStage = kPackWalk + kPackSq + kPackHi;
-    static_assert(kPackStage % (16 * kWalkWarps * 32) == 0, "a stage's copy: the same 16-byte pieces per thread");
+    static_assert(kPackStage % (16 * kWalkWarps * 32) == 0,
+                  "a stage's copy: the same 16-byte pieces per thread");
     /* op(B)'s elements per thread and stage */
     static constexpr int kNB = KS * CT / (kWalkWarps * 32);
     static_assert(kNB * kWalkWarps * 32 == KS * CT, "op(B)'s tile spread evenly");
@@ -726,7 +727,8 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
             for (int nf = 0; nf < kNf; nf++)
                 mma_f16(acc[L][nf], a, *(const uint2 *)(Bh + ((L * kNf + nf) * 32 + tl) * 4));
         }
-        /* the energies' samples; the first stage's weight apart, so that the others take one addition and three FMAs per element */
+        /* the energies' samples; the first stage's weight apart, so that the others take one
+         * addition and three FMAs per element */
         if (st == 0)
 #pragma unroll
             for (int nf = 0; nf < kNf; nf++)
@@ -906,7 +908,8 @@ bool walk_available()
     /* prep: two checksums of BS 1024 need more than the default 48 KB */
     const int prep_max = (int)prep_walk_smem(1024, 2);
     const auto smem = [](const void *f, size_t bytes) {
-        return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) == cudaSuccess;
+        return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) ==
+               cudaSuccess;
     };
     const auto walks = [&](auto f2, auto f8, size_t bytes) {
         return smem((const void *)f2, bytes) && smem((const void *)f8, bytes);
