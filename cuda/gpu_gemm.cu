@@ -51,8 +51,13 @@ constexpr call_part kWholeCall = {0, 0, 1, 1};
 
 struct blasft_gpu_ctx {
     cudaStream_t s0, s1;
+    /* PROJ's kernels (gk_proj), forked from and joined back to s1, at the lowest priority (that
+     * of default streams): queued behind the main GEMM, they fill the SMs its last wave leaves
+     * idle instead of cutting into it as the high-priority helper's short passes do (S 8192:
+     * 1.006 of plain cuBLAS against 1.036, docs/thresholds.md) */
+    cudaStream_t s2;
     cublasHandle_t h0, h1;
-    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done;
+    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done, ev_pre, ev_proj;
     char *ws;         /* header (counters, block flags) then the per-call buffers */
     size_t ws_bytes;
     int64_t flag_cap; /* block flags in the header */
@@ -604,10 +609,20 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     static const T zero = T{};
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
     auto ref_gemms = [&]() {
-        /* PROJ's thresholds and double references of the column checksums, on the same stream */
+        /* PROJ's thresholds and double references of the column checksums, on s2 after this
+         * stream's passes (or serial on the caller's) */
         if constexpr (P == 1)
-            if (proj && !(skip & BLASFT_GPU_SKIP_REFGEMM))
-                gk_proj<T>(kg, ref_serial ? s0 : s1);
+            if (proj && !(skip & BLASFT_GPU_SKIP_REFGEMM)) {
+                if (ref_serial) {
+                    gk_proj<T>(kg, s0);
+                } else {
+                    cudaEventRecord(ctx->ev_pre, s1);
+                    cudaStreamWaitEvent(ctx->s2, ctx->ev_pre, 0);
+                    gk_proj<T>(kg, ctx->s2);
+                    cudaEventRecord(ctx->ev_proj, ctx->s2);
+                    cudaStreamWaitEvent(s1, ctx->ev_proj, 0);
+                }
+            }
         /* with PROJ the column checksums' reference is gk_proj's */
         return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
                ((proj || blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
@@ -992,10 +1007,13 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
     else if (wanted == 0)
         prio = hi;
     bool ok = cuda_ok(cudaStreamCreateWithPriority(&ctx->s1, cudaStreamNonBlocking, prio), "stream") &&
+              cuda_ok(cudaStreamCreateWithPriority(&ctx->s2, cudaStreamNonBlocking, lo), "stream") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_cold, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_ref, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_done, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_pre, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_proj, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaHostAlloc((void **)&ctx->slots, sizeof(report_slot) * kSlots,
                                     cudaHostAllocDefault),
                       "cudaHostAlloc") &&
@@ -1021,6 +1039,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaStreamSynchronize(ctx->s0);
         if (ctx->s1)
             cudaStreamSynchronize(ctx->s1);
+        if (ctx->s2)
+            cudaStreamSynchronize(ctx->s2);
     }
     if (ctx->h0)
         cb->destroy(ctx->h0);
@@ -1028,6 +1048,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cb->destroy(ctx->h1);
     if (ctx->s1)
         cudaStreamDestroy(ctx->s1);
+    if (ctx->s2)
+        cudaStreamDestroy(ctx->s2);
     if (ctx->ev_fork)
         cudaEventDestroy(ctx->ev_fork);
     if (ctx->ev_cold)
@@ -1036,6 +1058,10 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaEventDestroy(ctx->ev_ref);
     if (ctx->ev_done)
         cudaEventDestroy(ctx->ev_done);
+    if (ctx->ev_pre)
+        cudaEventDestroy(ctx->ev_pre);
+    if (ctx->ev_proj)
+        cudaEventDestroy(ctx->ev_proj);
     for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
         if (ctx->trace[i])
             cudaEventDestroy(ctx->trace[i]);

@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
     };
 
     float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[4] = {};
-    double rh[2] = {0.0, 0.0}, rl[2] = {0.0, 0.0};
+    blasft_csum ref[2] = {{0.0, 0.0}, {0.0, 0.0}}; /* the reference, compensated */
     const int64_t nst = kpad / KS;
     /* the first stage holds the data's first k1 = KC - pad indices (pad < KS zeros in front):
      * the trapezoid rule weighs its sample (k1 + KC) / (2 KC) */
@@ -764,10 +764,8 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
                     mma_f64(c, Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
                     if ((kg * 2 + h + 1) % TI == 0) {
 #pragma unroll
-                        for (int i = 0; i < 2; i++) { /* TwoSum */
-                            const double sm = rh[i] + c[i], bp = sm - rh[i];
-                            rl[i] += (rh[i] - (sm - bp)) + (c[i] - bp);
-                            rh[i] = sm;
+                        for (int i = 0; i < 2; i++) {
+                            blasft_csum_add(&ref[i], c[i]);
                             c[i] = 0.0;
                         }
                     }
@@ -846,8 +844,8 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
-        H[at] = rh[i];
-        Lo[at] = rl[i];
+        H[at] = ref[i].s;
+        Lo[at] = ref[i].c;
     }
     __syncthreads();
     const double al = (double)alpha_of(g), be = (double)beta_of(g);
