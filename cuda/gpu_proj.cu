@@ -707,11 +707,13 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
     issue(0);
     load_b(0, nb);
     store_b(0, nb);
-    for (int64_t st = 0; st < nst; st++) {
+    /* one stage; the first and the last apart (FIRST, !MORE), so that a middle stage is one
+     * basic block in which the compiler interleaves the walks, energies and reference */
+    auto stage = [&](int64_t st, bool first, bool more) {
         __pipeline_wait_prior(0);
         /* stage st copied and converted by all; stage st - 1's buffers free */
         __syncthreads();
-        if (st + 1 < nst) {
+        if (more) {
             issue(st + 1);
             load_b(st + 1, nb);
         }
@@ -729,7 +731,7 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         }
         /* the energies' samples; the first stage's weight apart, so that the others take one
          * addition and three FMAs per element */
-        if (st == 0)
+        if (first)
 #pragma unroll
             for (int nf = 0; nf < kNf; nf++)
 #pragma unroll
@@ -755,25 +757,34 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         /* the reference: runs of TI MMAs (4 products each) summed, then added compensated */
         {
             const double *Ah = (const double *)(pk + C::kPackWalk + C::kPackSq);
-            double c[2] = {0.0, 0.0};
+            /* two chains (the halves h), joined per run: shorter dependences, and partial sums
+             * of at most half a run each, within the run's bound */
+            double c[2][2] = {};
 #pragma unroll
             for (int kg = 0; kg < kKg; kg++) {
                 const double2 b = *(const double2 *)(Bd + ((kg * kNf + nf1) * 32 + tl) * 2);
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    mma_f64(c, Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
-                    if ((kg * 2 + h + 1) % TI == 0) {
+                for (int h = 0; h < 2; h++)
+                    mma_f64(c[h], Ah[((kg * 2 + h) * kHf + sf) * 32 + tl], h ? b.y : b.x);
+                if ((kg * 2 + 2) % TI == 0) {
 #pragma unroll
-                        for (int i = 0; i < 2; i++) {
-                            blasft_csum_add(&ref[i], c[i]);
-                            c[i] = 0.0;
-                        }
+                    for (int i = 0; i < 2; i++) {
+                        blasft_csum_add(&ref[i], c[0][i] + c[1][i]);
+                        c[0][i] = c[1][i] = 0.0;
                     }
                 }
             }
         }
-        if (st + 1 < nst)
+        if (more)
             store_b(st + 1, nb);
+    };
+    if (nst == 1) {
+        stage(0, true, false);
+    } else {
+        stage(0, true, true);
+        for (int64_t st = 1; st + 1 < nst; st++)
+            stage(st, false, true);
+        stage(nst - 1, false, false);
     }
     __syncthreads(); /* the buffers are reused below */
 
