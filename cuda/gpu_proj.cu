@@ -476,10 +476,12 @@ template <typename T> __global__ void __launch_bounds__(kPrepT, 3) proj_prep_wal
  *    the partial one (k is padded in front); what varies inside a stage is covered by the
  *    products' energy, which the threshold adds;
  *  - squares (TF32 MMA): sum_l prod_l b_l^2 and sum_l (enc_l b_l)^2;
- *  - the reference enc . b_j (FP64 MMA): runs of 8 products (32 beyond k = 2048) go into a
- *    compensated sum (TwoSum), so its error is that of 8-term (32-term) walks, at most 36 (528)
- *    times the encoding's products energy by Cauchy-Schwarz, which the threshold carries; so does
- *    the encoding's own rounding (enc_lo, under u |enc| per term), which is left out.
+ *  - the reference enc . b_j (FP64 MMA): runs of 8 products (32 beyond k = 2048), summed in two
+ *    chains of half a run that are then added, go into a compensated sum (blasft_csum_add), so
+ *    its error is that of those runs' partial sums, at most 28 (304) times the encoding's
+ *    products energy by Cauchy-Schwarz, within the 36 (528) of 8-term (32-term) walks that the
+ *    threshold carries; so does the encoding's own rounding (enc_lo, under u |enc| per term),
+ *    which is left out.
  * The sums over k are order-free except the walks, so all three take the k indices of a stage
  * in the walks' order. The block's end turns the energies into PROJ's thresholds as proj_scan
  * does. */
@@ -618,9 +620,9 @@ template <int G> constexpr size_t walk_smem()
     return pipe > end ? pipe : end;
 }
 
-/* TI: MMAs per compensated addition of the reference: 2 (8-term walks, at most 36 times the
- * products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
- * (32-term walks, 528 times), which the data's own walk outweighs (gk_proj chooses by k) */
+/* TI: MMAs per compensated addition of the reference: 2 (runs of 8 products, at most 36 times
+ * the products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
+ * (runs of 32, 528 times), which the data's own walk outweighs (gk_proj chooses by k) */
 template <typename T, int TI, int G>
 __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
