@@ -557,7 +557,13 @@ struct hslot {
     return ((hs.L * nfrag + m / 16) * 32 + (m % 8) * 4 + (hs.c16 % 8) / 2) * 8 +
            ((m % 16) / 8 + 2 * (hs.c16 / 8)) * 2 + hs.c16 % 2;
 }
-/* the B operand's half index of column c (of kNf fragments) */
+/* the squares' TF32 and the reference's FP64 B operands, [kg][kNf][lane][2]: the index of
+ * column c at k slot ks */
+[[maybe_unused]] __device__ inline int b_pos(kslot ks, int c)
+{
+    return ((ks.kg * kNf + c / 8) * 32 + (c % 8) * 4 + ks.tig) * 2 + ks.half;
+}
+/* the walks' FP16 B operand's half index of column c (of kNf fragments) */
 [[maybe_unused]] __device__ inline int bh_pos(hslot hs, int c)
 {
     return ((hs.L * kNf + c / 8) * 32 + (c % 8) * 4 + (hs.c16 % 8) / 2) * 4 + (hs.c16 / 8) * 2 + hs.c16 % 2;
@@ -674,8 +680,7 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         bidx[i] = bn ? (t - pad) + j * g.ldb : j + (t - pad) * g.ldb;
         bt[i] = t;
         bcol[i] = cc;
-        const kslot ks = kslot_of(t);
-        slot[i] = ((ks.kg * kNf + cc / 8) * 32 + (cc % 8) * 4 + ks.tig) * 2 + ks.half;
+        slot[i] = b_pos(kslot_of(t), cc);
         hslot_b[i] = bh_pos(hslot_of(t), cc);
     }
     auto load_b = [&](int64_t st, T (&v)[kNB]) {
