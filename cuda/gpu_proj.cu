@@ -664,8 +664,12 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         __pipeline_commit();
     };
     auto conv = [&](int64_t st) { return wsm + 2 * kPackStage + (st & 1) * kConv; };
-    /* this thread's kNB elements of op(B) per stage (coalesced along its storage order) and
-     * their places in the converted tile */
+    /* this thread's kNB elements of op(B) per stage and their places in the converted tile. op(B)
+     * = B: a warp reads 32 consecutive k of a column. op(B) = B^T: a warp reads 4 consecutive
+     * columns at 8 k indices t = 16 h + 2 kappa + p (kappa = lane / 4; h, p, the column group by
+     * warp and element), so that its conversion stores, which follow the k slots (b_pos, bh_pos),
+     * fall in distinct banks, not 16 to a bank as with 32 columns of one k */
+    static_assert(kWalkWarps * kNB == 32, "a warp and element per (column group, h, p)");
     const bool bn = g.tb == 'N';
     const int64_t bstep = bn ? KS : KS * g.ldb;
     int64_t bidx[kNB];
@@ -673,8 +677,9 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
     bool jok[kNB];
 #pragma unroll
     for (int i = 0; i < kNB; i++) {
-        const int x = threadIdx.x + i * kWalkWarps * 32;
-        const int t = bn ? x % KS : x / CT, cc = bn ? x / KS : x % CT;
+        const int x = threadIdx.x + i * kWalkWarps * 32, y = warp + i * kWalkWarps;
+        const int t = bn ? x % KS : 16 * (y & 1) + 2 * (tl / 4) + ((y >> 1) & 1);
+        const int cc = bn ? x / KS : 4 * (y >> 2) + tl % 4;
         const int64_t j = j0 + cc;
         jok[i] = j < g.n;
         bidx[i] = bn ? (t - pad) + j * g.ldb : j + (t - pad) * g.ldb;

@@ -5,6 +5,7 @@
  * BENCH_SCHED="-1,0,1,3" runs every listed schedule (gpu_debug.h; -1, the default, is automatic).
  * BENCH_TRACE=N prints N stage timelines per configuration (trace_ms: gpu_debug.h's points).
  * BENCH_THRESHOLD=proj: PROJ thresholds for the column checksums (default pea).
+ * BENCH_TRANS=NT (op of A, op of B; N or T each, default NN): transposed operands, stored so.
  * BENCH_PROMOTE=1: S and C computed as D and Z and rounded once (blasft_gpu_params.promote),
  *   still timed against plain cuBLAS in the caller's type; =auto: the automatic choice;
  *   BENCH_PROMOTE_MEM_MB: the buffer of the promoted copies in MiB (default 1024).
@@ -97,13 +98,14 @@ int main(int argc, char **argv)
             memset(&g, 0, sizeof g);
             g.type = parts == 2 ? (is_float ? BLASFT_TYPE_C : BLASFT_TYPE_Z)
                                 : (is_float ? BLASFT_TYPE_S : BLASFT_TYPE_D);
-            g.transa = 'N';
-            g.transb = 'N';
+            const char *trans = getenv("BENCH_TRANS");
+            g.transa = trans && trans[0] == 'T' ? 'T' : 'N';
+            g.transb = trans && trans[0] && trans[1] == 'T' ? 'T' : 'N';
             g.m = m; g.n = n; g.k = k;
             g.alpha = is_float ? (void *)one_f : (void *)one_d;
             g.beta = is_float ? (void *)zero_f : (void *)zero_d;
-            g.a = A; g.lda = m;
-            g.b = B; g.ldb = k;
+            g.a = A; g.lda = g.transa == 'N' ? m : k;
+            g.b = B; g.ldb = g.transb == 'N' ? k : n;
             g.c = C; g.ldc = m;
             g.routine = "bench";
             snprintf(blocks, sizeof blocks, "%s", argv[3]);
@@ -169,13 +171,13 @@ int main(int argc, char **argv)
                 blasft_get_stats(&s1);
                 float mp = median(tp, reps), mq = median(tq, reps);
                 double flops = (parts == 2 ? 8.0 : 2.0) * (double)m * (double)n * (double)k;
-                printf("{\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"checksums\":%d,"
-                       "\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
+                printf("{\"type\":\"%c\",\"trans\":\"%c%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,"
+                       "\"checksums\":%d,\"reps\":%d,\"plain_ms\":%.4f,\"protected_ms\":%.4f,\"ratio\":%.4f,"
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
                        "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
                        "\"promote_mem\":%llu,\"gemms\":%llu}\n",
-                       ty[0], m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
+                       ty[0], g.transa, g.transb, m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
                        (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
