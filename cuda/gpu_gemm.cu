@@ -488,6 +488,13 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         kg.tB = {(double *)(q + Q.tb_v), (int *)(q + Q.tb_p)};
         kg.prep_cnt[1] = (gk_counters *)(q + Q.cnt);
     }
+    /* PROJ's column thresholds use nothing of PEA's pass over op(A), and with rows on demand its
+     * row lists can be made where a block flags. For FP64 that pass is left out (H100, BS 256:
+     * D 4096 1.13 and D 8192 1.055-1.060 of plain cuBLAS, against 1.15-1.16 and 1.061-1.064 with
+     * it); native FP32 keeps it, as without it in front PROJ's kernels start together with
+     * cuBLAS's SGEMM and slow it down (S 8192 1.030 against 1.006; docs/thresholds.md) */
+    const bool a_on_demand = proj && lazy && !prep_a && sizeof(T) == 8;
+    kg.a_lists_on_demand = a_on_demand;
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
     if (proj) {
         kg.Pvec = (double *)(w + L.Pvec);
@@ -557,14 +564,14 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
             gk_encode<T, T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, kg.cnt, sp, t == 'C');
         return fused;
     };
-    const bool fused_a = prep_a || encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
+    const bool fused_a = prep_a || a_on_demand || encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
     mark(1, sp);
     /* rows on demand: op(B) is encoded where a block flags (gk_correct); its top-p lists, which
      * the column checksums' thresholds use, are made here */
     const bool fused_b = !lazy && encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
     mark(2, sp);
     if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
-        if (!prep_a)
+        if (!prep_a && !a_on_demand)
             gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
         if (!lazy)
             gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
@@ -574,7 +581,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
             if (!fused_b && !prep_b)
                 gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
         }
-        if (!prep_a)
+        if (!prep_a && !a_on_demand)
             gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
         if (!lazy)
             gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);

@@ -1707,8 +1707,11 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
             for (int ii = tid; ii < rows_t; ii += kThreads) {
                 const int64_t i = i0 + ii;
                 double dr[2] = {0.0, 0.0}, di[2] = {0.0, 0.0};
+                reg_topp<P> la; /* op(A)'s row list, where no pass made it */
                 for (int64_t l = 0; l < g.k; l++) {
                     const T a = opA(g, i, l);
+                    if (g.a_lists_on_demand)
+                        la.add(mag(a), l);
                     const double ar = part_of(a, 0), ai = sa * im_of(a);
                     for (int w = 0; w < r; w++) {
                         const T b = g.Bcs[l + (J * r + w) * g.k]; /* op(B)'s, conjugate included */
@@ -1720,6 +1723,8 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
                         }
                     }
                 }
+                if (g.a_lists_on_demand)
+                    reg_store<P>(g.tA, i, la, g.p);
                 for (int w = 0; w < r; w++) {
                     const int64_t e = i + (J * r + w) * g.m;
                     const double xr = part_of(alpha, 0), xi = im_of(alpha);

@@ -130,6 +130,9 @@ template <typename T> struct gk_gemm {
      * flagged block, before locating; 0: every checksum in the check pass. Not with block_lists
      * (the column thresholds would need every block's envelope of op(B)) */
     int rows_on_demand;
+    /* 1 (PROJ, rows on demand, FP64): no pass over op(A) before the GEMM, as PROJ's column
+     * thresholds use none of it; rows_on_demand builds tA for the flagged blocks' rows */
+    int a_lists_on_demand;
     double *envB; /* k x nb: max over block J's columns of |op(B)(l, j)| (rows on demand) */
     gk_counters *prep_cnt[2]; /* counters of prepared operands (or NULL): their encoder faults
                                  move to cnt in gk_correct */

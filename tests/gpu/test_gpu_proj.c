@@ -7,7 +7,8 @@
  *    (sequential and 2-lane accumulation): the projections estimate the deviation part, so a few
  *    may fall a little below it, none far below, and the median must stay tight;
  *  - a planted error 16 times the threshold (far below the worst-case rounding bound) detected
- *    and corrected, and exponent and sign flips too.
+ *    and corrected, and exponent and sign flips too; for FP64 with rows on demand, the row
+ *    lists that the correction builds in place of PEA's pass over op(A).
  * Exits 77 where there is no GPU. */
 #include "abft/abft_arith.h"
 #include "gpu_debug.h"
@@ -61,6 +62,36 @@ static void plant_hook(void *stream, void *user)
         cudaMemcpyAsync((char *)p->d->dC + ts * (p->i[q] + p->j[q] * p->d->c.ldc), h, ts,
                         cudaMemcpyHostToDevice, (cudaStream_t)stream);
     }
+}
+
+/* Where PEA's pass over op(A) is left out (PROJ, FP64, rows on demand; gpu_gemm.cu), the row
+ * lists of block I, built by the correction, against the shared insertion rule. */
+enum { kListLen = 8 }; /* entries per top-p list (gpu_debug.h: m x 8) */
+static void check_row_lists(const gh_data *d, const blasft_gpu_params *p, int64_t I, const char *what)
+{
+    const gh_case *c = &d->c;
+    if (c->t != BLASFT_TYPE_D || !p->rows_on_demand || p->pea_block_lists)
+        return;
+    double *val = malloc(8 * (size_t)(c->m * kListLen + 1));
+    int *pos = malloc(4 * (size_t)(c->m * kListLen + 1));
+    GH_CHECK(blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_TA_VAL, val) == c->m * kListLen &&
+                 blasft_gpu_debug_fetch(ctx, c->t, c->m, c->n, c->k, p, BLASFT_GPU_BUF_TA_POS, pos) == c->m * kListLen,
+             "%s: row lists not readable", what);
+    int64_t bad = 0;
+    for (int64_t i = I * p->block_size; i < c->m && i < (I + 1) * p->block_size; i++) {
+        double v[kListLen];
+        int64_t at[kListLen];
+        int cnt = 0;
+        for (int64_t l = 0; l < c->k; l++) {
+            const double a = c->ta == 'N' ? d->A[i + l * c->lda] : d->A[l + i * c->lda];
+            cnt = blasft_topp_insert(v, at, cnt, p->pea_p, fabs(a), l);
+        }
+        for (int q = 0; q < cnt; q++)
+            bad += val[i * kListLen + q] != v[q] || pos[i * kListLen + q] != at[q];
+    }
+    GH_CHECK(bad == 0, "%s: %lld row-list entries of block %lld differ", what, (long long)bad, (long long)I);
+    free(val);
+    free(pos);
 }
 
 /* Runs g with pl planted; checks that something was detected and that every planted element is
@@ -170,6 +201,8 @@ static void one_case(const gh_case *c, const blasft_gpu_params *p, int series, u
                 continue; /* a flip of an element below the resolution is not a target here */
             pl.value[0] = value[q];
             run_planted(&d, &g, p, &pl, out, what, names[q]);
+            if (q == 0)
+                check_row_lists(&d, p, pl.i[0] / p->block_size, what);
         }
     }
     /* two errors of 3 thresholds in one column of a block (rows 2 and 6 of it): with two
@@ -204,7 +237,9 @@ int main(void)
     ratios = malloc(8 * (size_t)4000000);
     qs = malloc(8 * (size_t)4000000);
     static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {131, 67, 257}, {200, 96, 512},
-                                        {64, 1, 97}, {33, 129, 1000}};
+                                        {64, 1, 97}, {33, 129, 1000},
+                                        /* beyond k = 2048: runs of 32, samples every 128 */
+                                        {40, 33, 3001}, {70, 45, 4500}};
     static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
     static const int series[] = {DG_FULL, DG_POS, DG_HEAVY, DG_CANCEL};
     uint64_t seed = 11;
