@@ -495,14 +495,22 @@ constexpr int kKg = KS / 8, kNf = CT / 8;
 static_assert(KS % 16 == 0, "a stage holds whole pairs of the lanes' k groups");
 /* A group of VG checksum vectors per CUDA block of proj_walk: 32, or 16 where the GEMM has no
  * more (a row of blocks of n = 4096 at BS 256), so that no warp walks empty rows. Row fragments
- * of the walks and the squares (16 rows) and of the reference (8 rows, FP64); a warp takes one
- * walk row fragment across the columns, one squares fragment and one reference fragment. */
+ * of the walks and the squares (16 rows) and of the reference (8 rows, FP64). Both take 16
+ * warps, so that each scheduler has four to hide latency with: in a group of 32 a warp takes one
+ * walk row fragment across the columns (kNw = kNf column fragments), one squares fragment and
+ * one reference fragment; in a group of 16 (kWpf = 2 warps per walk row fragment) half the
+ * columns and one squares or one reference fragment (kDual false). With 8 warps, one per walk
+ * row fragment, the group of 16 took 171-181 us at D 4096 against 818 us for eight times its
+ * work at D 8192. */
 template <int G> struct wcfg {
-    static constexpr int VG = G, kWalkWarps = G / 2;
+    static constexpr int VG = G, kWalkWarps = 16;
     static constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;
     static constexpr int kWf = kWalkRows / 16, kSf = kSqRows / 16, kHf = VG / 8;
-    static_assert(kWf == kWalkWarps && kSf * kNf == kWalkWarps && kHf * kNf == kWalkWarps,
-                  "one fragment of each kind per warp");
+    static constexpr int kWpf = kWalkWarps / kWf, kNw = kNf / kWpf;
+    static constexpr bool kDual = kSf * kNf == kWalkWarps;
+    static_assert(kWf * kWpf == kWalkWarps && kNw * kWpf == kNf, "walk fragments spread evenly");
+    static_assert(kSf == kHf && (kDual || 2 * kSf * kNf == kWalkWarps),
+                  "a squares and a reference fragment per warp, or one of them");
     /* one stage of a packed group, in bytes: walks [lane L][kWf][lane][8] half, squares
      * [kg][kSf][lane][4] float, encoding [kg][half][kHf][lane] double */
     static constexpr int kPackWalk = 2 * kWf * 32 * 16, kPackSq = kKg * kSf * 32 * 16,
@@ -630,13 +638,14 @@ template <int G> constexpr size_t walk_smem()
  * the products' energy by Cauchy-Schwarz) up to k = 2048, where that term can weigh; beyond, 8
  * (runs of 32, 528 times), which the data's own walk outweighs (gk_proj chooses by k) */
 template <typename T, int TI, int G>
-__global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
+__global__ void __launch_bounds__(wcfg<G>::kWalkWarps * 32, 1) proj_walk(gk_gemm<T> g, int64_t kpad)
 {
     static_assert(TI == 2 || TI == 8, "runs of 8 or 32 products");
 #if PROJ_TC
     using C = wcfg<G>;
     constexpr int VG = G, kWalkWarps = C::kWalkWarps, kWalkRows = C::kWalkRows, kSqRows = C::kSqRows;
     constexpr int kWf = C::kWf, kSf = C::kSf, kHf = C::kHf, kPackStage = C::kPackStage, kNB = C::kNB;
+    constexpr int kNw = C::kNw;
     extern __shared__ __align__(128) unsigned char wsm[];
     __shared__ int cexp[CT];
     __shared__ double cscale[CT];
@@ -707,13 +716,17 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         }
     };
 
-    float acc[2][kNf][4] = {}, es[kNf][4] = {}, el[kNf][4] = {}, sqa[4] = {};
+    float acc[2][kNw][4] = {}, es[kNw][4] = {}, el[kNw][4] = {}, sqa[4] = {};
     blasft_csum ref[2] = {{0.0, 0.0}, {0.0, 0.0}}; /* the reference, compensated */
     const int64_t nst = kpad / KS;
     /* the first stage holds the data's first k1 = KC - pad indices (pad < KS zeros in front):
      * the trapezoid rule weighs its sample (k1 + KC) / (2 KC) */
     const float wt0 = (float)(2 * KC - pad) / (2.0f * KC);
-    const int sf = warp / kNf, nf1 = warp % kNf; /* this warp's squares and reference fragments */
+    /* this warp's walk row fragment wf and first column fragment nw0; its squares and reference
+     * fragments (sf, nf1), or one of them (sq_warp) */
+    const int wf = warp / C::kWpf, nw0 = (warp % C::kWpf) * kNw;
+    const int task = C::kDual ? warp : warp % (kWalkWarps / 2), sf = task / kNf, nf1 = task % kNf;
+    const bool sq_warp = C::kDual || warp < kWalkWarps / 2, ref_warp = C::kDual || !sq_warp;
     T nb[kNB];
     __syncthreads(); /* cscale */
     issue(0);
@@ -736,16 +749,16 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         /* walks: one FP16 MMA per lane L of the 2-lane order and column fragment */
 #pragma unroll
         for (int L = 0; L < 2; L++) {
-            const uint4 a = *(const uint4 *)(pk + ((L * kWf + warp) * 32 + tl) * 16);
+            const uint4 a = *(const uint4 *)(pk + ((L * kWf + wf) * 32 + tl) * 16);
 #pragma unroll
-            for (int nf = 0; nf < kNf; nf++)
-                mma_f16(acc[L][nf], a, *(const uint2 *)(Bh + ((L * kNf + nf) * 32 + tl) * 4));
+            for (int nf = 0; nf < kNw; nf++)
+                mma_f16(acc[L][nf], a, *(const uint2 *)(Bh + ((L * kNf + nw0 + nf) * 32 + tl) * 4));
         }
         /* the energies' samples; the first stage's weight apart, so that the others take one
          * addition and three FMAs per element */
         if (first)
 #pragma unroll
-            for (int nf = 0; nf < kNf; nf++)
+            for (int nf = 0; nf < kNw; nf++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
@@ -754,7 +767,7 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
                 }
         else
 #pragma unroll
-            for (int nf = 0; nf < kNf; nf++)
+            for (int nf = 0; nf < kNw; nf++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const float x0 = acc[0][nf][i], x1 = acc[1][nf][i], sm = x0 + x1;
@@ -762,12 +775,13 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
                     el[nf][i] = fmaf(x0, x0, fmaf(x1, x1, el[nf][i]));
                 }
         /* squares */
+        if (sq_warp)
 #pragma unroll
-        for (int kg = 0; kg < kKg; kg++)
-            mma_tf32(sqa, *(const uint4 *)(pk + C::kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
-                     *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
+            for (int kg = 0; kg < kKg; kg++)
+                mma_tf32(sqa, *(const uint4 *)(pk + C::kPackWalk + ((kg * kSf + sf) * 32 + tl) * 16),
+                         *(const uint2 *)(Bq + ((kg * kNf + nf1) * 32 + tl) * 2));
         /* the reference: runs of TI MMAs (4 products each) summed, then added compensated */
-        {
+        if (ref_warp) {
             const double *Ah = (const double *)(pk + C::kPackWalk + C::kPackSq);
             /* two chains (the halves h), joined per run: shorter dependences, and partial sums
              * of at most half a run each, within the run's bound */
@@ -815,12 +829,12 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
         return r == 0 ? g.w2[0][u % g.r][I == g.mb - 1] : ck;
     };
     /* two kinds of walk accumulators to E0 and E1, then each thread's live (vector, column) pairs */
-    auto store_two = [&](const float (&x)[kNf][4], const float (&y)[kNf][4]) {
+    auto store_two = [&](const float (&x)[kNw][4], const float (&y)[kNw][4]) {
 #pragma unroll
-        for (int nf = 0; nf < kNf; nf++)
+        for (int nf = 0; nf < kNw; nf++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int at = (warp * 16 + tl / 4 + 8 * (i / 2)) * CT + nf * 8 + 2 * (tl % 4) + i % 2;
+                const int at = (wf * 16 + tl / 4 + 8 * (i / 2)) * CT + (nw0 + nf) * 8 + 2 * (tl % 4) + i % 2;
                 E0[at] = x[nf][i];
                 E1[at] = y[nf][i];
             }
@@ -861,15 +875,17 @@ __global__ void __launch_bounds__(G * 16, 1) proj_walk(gk_gemm<T> g, int64_t kpa
     float *Q = (float *)wsm;                  /* [kSqRows][CT] */
     double *H = (double *)(Q + kSqRows * CT); /* [VG][CT] */
     double *Lo = H + VG * CT;
+    if (sq_warp)
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-        Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[i];
+        for (int i = 0; i < 4; i++)
+            Q[(sf * 16 + tl / 4 + 8 * (i / 2)) * CT + nf1 * 8 + 2 * (tl % 4) + i % 2] = sqa[i];
+    if (ref_warp)
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
-        H[at] = ref[i].s;
-        Lo[at] = ref[i].c;
-    }
+        for (int i = 0; i < 2; i++) {
+            const int at = (sf * 8 + tl / 4) * CT + nf1 * 8 + 2 * (tl % 4) + i;
+            H[at] = ref[i].s;
+            Lo[at] = ref[i].c;
+        }
     __syncthreads();
     const double al = (double)alpha_of(g), be = (double)beta_of(g);
     for (int p = 0; p < kPer; p++) {
@@ -973,9 +989,9 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
             proj_pack<T, G><<<cdiv(ng * G * kpad, 256), 256, 0, st>>>(g, kpad);
             const dim3 grid(cdiv(g.n, CT), (unsigned int)ng);
             if (g.k > 2048)
-                proj_walk<T, 8, G><<<grid, G * 16, walk_smem<G>(), st>>>(g, kpad);
+                proj_walk<T, 8, G><<<grid, wcfg<G>::kWalkWarps * 32, walk_smem<G>(), st>>>(g, kpad);
             else
-                proj_walk<T, 2, G><<<grid, G * 16, walk_smem<G>(), st>>>(g, kpad);
+                proj_walk<T, 2, G><<<grid, wcfg<G>::kWalkWarps * 32, walk_smem<G>(), st>>>(g, kpad);
         };
         if (nvec <= 16)
             walk(wcfg<16>{});
