@@ -500,8 +500,8 @@ static_assert(KS % 16 == 0, "a stage holds whole pairs of the lanes' k groups");
  * walk row fragment across the columns (kNw = kNf column fragments), one squares fragment and
  * one reference fragment; in a group of 16 (kWpf = 2 warps per walk row fragment) half the
  * columns and one squares or one reference fragment (kDual false). With 8 warps, one per walk
- * row fragment, the group of 16 took 171-181 us at D 4096 against 818 us for eight times its
- * work at D 8192. */
+ * row fragment, the group of 16 took 170 us at D 4096 (now 153) against 818 us for eight times
+ * its work at D 8192. */
 template <int G> struct wcfg {
     static constexpr int VG = G, kWalkWarps = 16;
     static constexpr int kWalkRows = VG * WR, kSqRows = VG * 2;

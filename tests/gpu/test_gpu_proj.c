@@ -67,6 +67,7 @@ static void plant_hook(void *stream, void *user)
 /* Where PEA's pass over op(A) is left out (PROJ, FP64, rows on demand; gpu_gemm.cu), the row
  * lists of block I, built by the correction, against the shared insertion rule. */
 enum { kListLen = 8 }; /* entries per top-p list (gpu_debug.h: m x 8) */
+static int64_t list_rows; /* rows whose lists were compared */
 static void check_row_lists(const gh_data *d, const blasft_gpu_params *p, int64_t I, const char *what)
 {
     const gh_case *c = &d->c;
@@ -88,6 +89,7 @@ static void check_row_lists(const gh_data *d, const blasft_gpu_params *p, int64_
         }
         for (int q = 0; q < cnt; q++)
             bad += val[i * kListLen + q] != v[q] || pos[i * kListLen + q] != at[q];
+        list_rows++;
     }
     GH_CHECK(bad == 0, "%s: %lld row-list entries of block %lld differ", what, (long long)bad, (long long)I);
     free(val);
@@ -238,7 +240,7 @@ int main(void)
     qs = malloc(8 * (size_t)4000000);
     static const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {131, 67, 257}, {200, 96, 512},
                                         {64, 1, 97}, {33, 129, 1000},
-                                        /* beyond k = 2048: runs of 32, samples every 128 */
+                                        /* beyond k = 2048: the reference in runs of 32 products */
                                         {40, 33, 3001}, {70, 45, 4500}};
     static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
     static const int series[] = {DG_FULL, DG_POS, DG_HEAVY, DG_CANCEL};
@@ -285,6 +287,8 @@ int main(void)
     GH_CHECK(nratio == 0 || ratios[nratio / 2] <= 4.0, "median threshold %.3f times the exact energies'",
              ratios[nratio / 2]);
     GH_CHECK(nq == 0 || qs[0] > 1.0, "a syndrome over its threshold (q %.3g)", qs[0]);
+    GH_CHECK(list_rows > 0, "no row lists of a flagged FP64 block compared");
+    printf("row lists compared: %lld rows\n", (long long)list_rows);
     printf("test_gpu_proj: %d checks, %d failures\n", gh_checks, gh_failures);
     cudaFreeHost(pinned);
     free(ratios);
