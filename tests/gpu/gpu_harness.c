@@ -138,11 +138,11 @@ void *gh_upload(const void *h, size_t bytes)
     return d;
 }
 
-static double opa(const gh_data *d, int64_t i, int64_t l)
+double gh_opa(const gh_data *d, int64_t i, int64_t l)
 {
     return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
 }
-static double opb(const gh_data *d, int64_t l, int64_t j)
+double gh_opb(const gh_data *d, int64_t l, int64_t j)
 {
     return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
 }
@@ -198,8 +198,8 @@ void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series)
             hp_dd s = hp_from(0.0);
             double mag = 0.0;
             for (int64_t l = 0; l < c->k; l++) {
-                s = hp_add_prod(s, opa(d, i, l), opb(d, l, j));
-                mag += fabs(opa(d, i, l) * opb(d, l, j));
+                s = hp_add_prod(s, gh_opa(d, i, l), gh_opb(d, l, j));
+                mag += fabs(gh_opa(d, i, l) * gh_opb(d, l, j));
             }
             s = hp_mul_d(s, c->alpha);
             double cold = c->beta != 0.0 ? d->C0[i + j * c->ldc] : 0.0;

@@ -51,6 +51,9 @@ int gh_finish(blasft_gpu_ctx *ctx);
 void *gh_typed_copy(const double *x, int64_t count, int single);
 /* A cudaMalloc'd copy of bytes of host memory h (exits on failure). */
 void *gh_upload(const void *h, size_t bytes);
+/* op(A)(i, l) and op(B)(l, j) of the host copies, as doubles */
+double gh_opa(const gh_data *d, int64_t i, int64_t l);
+double gh_opb(const gh_data *d, int64_t l, int64_t j);
 void gh_make(gh_data *d, const gh_case *c, uint64_t seed);
 /* The same with A, B and C drawn from `series` (a dg_series, exponent 0; cancelling pairs along
  * k where op is N) instead of T_full. */

@@ -17,14 +17,6 @@
 static blasft_gpu_ctx *ctx;
 static int pea_p_override; /* BLASFT_PEA_P of the next cases; 0: the harness's */
 
-static double opa(const gh_data *d, int64_t i, int64_t l)
-{
-    return d->c.ta == 'N' ? d->A[i + l * d->c.lda] : d->A[l + i * d->c.lda];
-}
-static double opb(const gh_data *d, int64_t l, int64_t j)
-{
-    return d->c.tb == 'N' ? d->B[l + j * d->c.ldb] : d->B[j + l * d->c.ldb];
-}
 static double wt(int w, int i, int bs) { return w == 0 ? 1.0 : blasft_weight(BLASFT_W_LINEAR, i, bs); }
 
 static double *fetch(blasft_type t, const gh_case *c, const blasft_gpu_params *p, blasft_gpu_buf b,
@@ -68,8 +60,8 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
                 hp_dd s = hp_from(0.0);
                 double mag = 0.0;
                 for (int64_t i = I * bs; i < m && i < (I + 1) * bs; i++) {
-                    s = hp_add_prod(s, wt(w, (int)(i - I * bs), bs), opa(&d, i, l));
-                    mag += fabs(wt(w, (int)(i - I * bs), bs) * opa(&d, i, l));
+                    s = hp_add_prod(s, wt(w, (int)(i - I * bs), bs), gh_opa(&d, i, l));
+                    mag += fabs(wt(w, (int)(i - I * bs), bs) * gh_opa(&d, i, l));
                 }
                 double gv = acs[l + (I * r + w) * k], hv = hp_to_double(s);
                 bad += !(fabs(gv - hv) <= u * fabs(hv) + ldexp(mag, -50));
@@ -82,8 +74,8 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
                 hp_dd s = hp_from(0.0);
                 double mag = 0.0;
                 for (int64_t j = J * bs; j < n && j < (J + 1) * bs; j++) {
-                    s = hp_add_prod(s, wt(w, (int)(j - J * bs), bs), opb(&d, l, j));
-                    mag += fabs(wt(w, (int)(j - J * bs), bs) * opb(&d, l, j));
+                    s = hp_add_prod(s, wt(w, (int)(j - J * bs), bs), gh_opb(&d, l, j));
+                    mag += fabs(wt(w, (int)(j - J * bs), bs) * gh_opb(&d, l, j));
                 }
                 double gv = bcs[l + (J * r + w) * k], hv = hp_to_double(s);
                 bad += !(fabs(gv - hv) <= u * fabs(hv) + ldexp(mag, -50));
@@ -101,7 +93,7 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
             int cnt = 0;
             for (int64_t l = 0; l < k; l++)
                 cnt = blasft_topp_insert(vals, pos, cnt, p.pea_p,
-                                         fabs(side ? opb(&d, l, v) : opa(&d, v, l)), l);
+                                         fabs(side ? gh_opb(&d, l, v) : gh_opa(&d, v, l)), l);
             for (int q = 0; q < cnt; q++) {
                 double gv = side ? tbv[v * 8 + q] : tav[v * 8 + q];
                 double gp = side ? tbp[v * 8 + q] : tap[v * 8 + q];

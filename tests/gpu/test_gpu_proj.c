@@ -84,8 +84,7 @@ static void check_row_lists(const gh_data *d, const blasft_gpu_params *p, int64_
         int64_t at[kListLen];
         int cnt = 0;
         for (int64_t l = 0; l < c->k; l++) {
-            const double a = c->ta == 'N' ? d->A[i + l * c->lda] : d->A[l + i * c->lda];
-            cnt = blasft_topp_insert(v, at, cnt, p->pea_p, fabs(a), l);
+            cnt = blasft_topp_insert(v, at, cnt, p->pea_p, fabs(gh_opa(d, i, l)), l);
         }
         for (int q = 0; q < cnt; q++)
             bad += val[i * kListLen + q] != v[q] || pos[i * kListLen + q] != at[q];
