@@ -1541,8 +1541,9 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
     }
 }
 
-/* The check's pass over C for blocks of at most 256 rows: one CUDA block per BS x BS block of C,
- * one warp per 32-row strip, the block's columns in slices of 16. A lane holds its row's 16
+/* The check's pass over C for blocks of at most 256 rows: one CUDA block per BS x BS block of C
+ * (without the row side, per part of its columns: grid.z parts), one warp per 32-row strip, the
+ * block's columns in slices of 16. A lane holds its row's 16
  * values of the slice in registers (16 independent loads in flight) and adds them to its row
  * sums; the slice also goes through the warp's own shared-memory tile, from which the lane adds
  * its neighbour's row (the row sums' second copy) and lane pair 2c, 2c+1 sums column c over the
@@ -1579,16 +1580,19 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
     const int row = wp * 32 + lane, strips = (rows_t + 31) >> 5;
     const bool live = wp < strips; /* warps past the block's last strip only join the barriers */
     const T *col0 = C + (i0 + row) + j0 * ldc;
+    /* without the row side, the block's columns [qa, qb) of gridDim.z parts, whole slices each */
+    const int span = ROWS ? cols_t : (cols_t + (int)gridDim.z * kSlice - 1) / ((int)gridDim.z * kSlice) * kSlice;
+    const int qa = ROWS ? 0 : (int)blockIdx.z * span, qb = qa + span < cols_t ? qa + span : cols_t;
     blasft_csum own[R], nbr[R];
 #pragma unroll
     for (int w = 0; w < R; w++)
         own[w] = nbr[w] = blasft_csum{0.0, 0.0};
-    for (int q0 = 0; q0 < cols_t; q0 += kSlice) {
+    for (int q0 = qa; q0 < qb; q0 += kSlice) {
         if (live) {
             T v[kSlice];
 #pragma unroll
             for (int c = 0; c < kSlice; c++)
-                v[c] = row < rows_t && q0 + c < cols_t ? col0[(int64_t)(q0 + c) * ldc] : (T)0;
+                v[c] = row < rows_t && q0 + c < qb ? col0[(int64_t)(q0 + c) * ldc] : (T)0;
 #pragma unroll
             for (int c = 0; c < kSlice; c++)
                 tile[c][lane] = v[c];
@@ -1616,7 +1620,7 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
                 csum_merge(&a, ((const blasft_csum(*)[2][R])((const char *)smem + region * s))[c][cp][w]);
             double v = blasft_csum_value(&a);
             const double twin = __shfl_xor_sync(0xffffffffu, v, 1);
-            if (cp == 0 && q0 + c < cols_t) {
+            if (cp == 0 && q0 + c < qb) {
                 if (!(v == twin) && !(v != v && twin != twin)) {
                     atomicAdd(&cnt->encoder_faults, 1ull);
                     v = nan("");
@@ -1628,8 +1632,8 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
     }
     /* the column checksums against their thresholds (written above by this block) */
     if (compare)
-        for (int x = threadIdx.x; x < cols_t * R; x += blockDim.x) {
-            const int64_t e = (I * R + x % R) + (j0 + x / R) * (R * mb);
+        for (int x = threadIdx.x; x < (qb - qa) * R; x += blockDim.x) {
+            const int64_t e = (I * R + x % R) + (j0 + qa + x / R) * (R * mb);
             const double eps = checksum_eps(g, 0, e); /* every one: the correction reads them */
             flagged = col_over(g, e, eps) || flagged;
         }
@@ -1764,6 +1768,9 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
 
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
 
+/* CUDA blocks that check_sums_sliced aims at without the row side: about 2.6 waves of 3 per SM
+ * on an H100's 132 SMs */
+constexpr int64_t kCheckBlocks = 1024;
 /* where check_sums_sliced serves real data: a block's strips fit one CUDA block, J fits grid.y */
 bool sliced_check(int bs, int64_t nb) { return bs <= 256 && nb <= 65535; }
 
@@ -1959,7 +1966,14 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
     if constexpr (gk_el<T>::P == 1) {
         if (sliced_check(bs, nb)) {
             const int strips = (bs + 31) / 32 < 8 ? (bs + 31) / 32 : 8, warps = strips > r ? strips : r;
-            const dim3 grid((unsigned int)mb, (unsigned int)nb);
+            /* rows on demand: a block's columns split among CUDA blocks (whole slices, up to
+             * kCheckBlocks in all), so that a C of few blocks still has loads in flight on every
+             * SM (D 4096 at BS 256: 256 blocks of one part each reached 58-65 % of DRAM
+             * bandwidth) */
+            const int64_t parts = g.rows_on_demand ? (kCheckBlocks + mb * nb - 1) / (mb * nb) : 1,
+                          slices = (bs + kSlice - 1) / kSlice;
+            const dim3 grid((unsigned int)mb, (unsigned int)nb,
+                            (unsigned int)(parts < slices ? parts : slices));
             const size_t sm = sliced_smem<T>(warps); /* under 48 KiB: no opt-in needed */
             /* rows on demand: the column checksums alone (gk_correct does the rest) */
             if (r > 1 && !g.rows_on_demand)
