@@ -1543,16 +1543,17 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
 
 /* The check's pass over C for blocks of at most 256 rows: one CUDA block per BS x BS block of C
  * (without the row side, per part of its columns: grid.z parts), one warp per 32-row strip, the
- * block's columns in slices of 16. A lane holds its row's 16
- * values of the slice in registers (16 independent loads in flight) and adds them to its row
- * sums; the slice also goes through the warp's own shared-memory tile, from which the lane adds
- * its neighbour's row (the row sums' second copy) and lane pair 2c, 2c+1 sums column c over the
- * strip (both copies). The strips' column sums are joined in warp order after one barrier per
+ * block's columns in slices of 16. A lane holds its row's 16 values of the slice in registers (16
+ * independent loads in flight) and adds them to its row sums; the slice also goes through the
+ * warp's own shared-memory tile, from which the lane adds its neighbour's row (the row sums'
+ * second copy) and lane pair 2c, 2c+1 sums column c over the strip (both copies). The strips' column sums are joined in warp order after one barrier per
  * slice. Every checksum is computed by two lanes in the same order (the weighted products never
  * contracted into an FMA, which would round one copy differently) and compared bit for bit; a
  * mismatch counts an encoder fault and stores NaN. With compare, each checksum's threshold is
  * then computed and the checksum compared with its reference, so no second pass is needed.
- * Bound by the FP64 pipe (four compensated sums per element); docs/gpu-benchmark.md has times. */
+ * With the row side it is bound by the FP64 pipe (four compensated sums per element); without it
+ * (rows on demand, the default) by how many loads are in flight, hence the column parts
+ * (gk_check_sums). docs/gpu-benchmark.md has times. */
 
 template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps)
 {
