@@ -1546,14 +1546,14 @@ check_sums_fused(const T *C, int64_t ldc, int64_t m, int64_t n, int bs, int r, i
  * block's columns in slices of 16. A lane holds its row's 16 values of the slice in registers (16
  * independent loads in flight) and adds them to its row sums; the slice also goes through the
  * warp's own shared-memory tile, from which the lane adds its neighbour's row (the row sums'
- * second copy) and lane pair 2c, 2c+1 sums column c over the strip (both copies). The strips' column sums are joined in warp order after one barrier per
- * slice. Every checksum is computed by two lanes in the same order (the weighted products never
- * contracted into an FMA, which would round one copy differently) and compared bit for bit; a
- * mismatch counts an encoder fault and stores NaN. With compare, each checksum's threshold is
- * then computed and the checksum compared with its reference, so no second pass is needed.
- * With the row side it is bound by the FP64 pipe (four compensated sums per element); without it
- * (rows on demand, the default) by how many loads are in flight, hence the column parts
- * (gk_check_sums). docs/gpu-benchmark.md has times. */
+ * second copy) and lane pair 2c, 2c+1 sums column c over the strip (both copies). The strips'
+ * column sums are joined in warp order after one barrier per slice. Every checksum is computed by
+ * two lanes in the same order (the weighted products never contracted into an FMA, which would
+ * round one copy differently) and compared bit for bit; a mismatch counts an encoder fault and
+ * stores NaN. With compare, each checksum's threshold is then computed and the checksum compared
+ * with its reference, so no second pass is needed. With the row side it is bound by the FP64 pipe
+ * (four compensated sums per element); without it (rows on demand, the default) by how many loads
+ * are in flight, hence the column parts (gk_check_sums). docs/gpu-benchmark.md has times. */
 
 template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps)
 {
@@ -1582,7 +1582,8 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
     const bool live = wp < strips; /* warps past the block's last strip only join the barriers */
     const T *col0 = C + (i0 + row) + j0 * ldc;
     /* without the row side, the block's columns [qa, qb) of gridDim.z parts, whole slices each */
-    const int span = ROWS ? cols_t : (cols_t + (int)gridDim.z * kSlice - 1) / ((int)gridDim.z * kSlice) * kSlice;
+    const int zs = ROWS ? 1 : (int)gridDim.z * kSlice; /* columns per slice of all parts */
+    const int span = ROWS ? cols_t : (cols_t + zs - 1) / zs * kSlice;
     const int qa = ROWS ? 0 : (int)blockIdx.z * span, qb = qa + span < cols_t ? qa + span : cols_t;
     blasft_csum own[R], nbr[R];
 #pragma unroll
