@@ -659,6 +659,15 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         ctx->hook((void *)s0, ctx->hook_user);
     }
 
+    /* the check: checksums of the new C compared with the references, then locate / correct.
+     * PROJ's references come late (its walk runs after the GEMM's last wave), so there C's
+     * checksums are taken first, filling the SMs the GEMM's tail leaves idle, and compared once
+     * the references are ready. */
+    const bool sums_c = !(skip & BLASFT_GPU_SKIP_CHECKSUM_C),
+               compare = !(skip & BLASFT_GPU_SKIP_COMPARE),
+               sums_first = proj && !ref_serial && sums_c;
+    if (sums_first)
+        gk_check_sums<T>(kg, 0, s0);
     if (!ref_serial) {
         if (!ref_gemms())
             return -2;
@@ -666,12 +675,12 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         cudaEventRecord(ctx->ev_ref, s1);
         cudaStreamWaitEvent(s0, ctx->ev_ref, 0);
     }
-
-    /* the check: checksums of the new C compared with the references, then locate / correct */
-    if (!(skip & BLASFT_GPU_SKIP_CHECKSUM_C))
-        gk_check_sums<T>(kg, !(skip & BLASFT_GPU_SKIP_COMPARE), s0);
+    if (sums_first && compare)
+        gk_compare_sums<T>(kg, s0);
+    else if (sums_c && !sums_first)
+        gk_check_sums<T>(kg, compare, s0);
     mark(6, s0);
-    if (!(skip & BLASFT_GPU_SKIP_COMPARE))
+    if (compare)
         gk_correct<T>(kg, s0);
     mark(7, s0);
 

@@ -2007,8 +2007,14 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
                                  g.cnt, st);
     }
     if (compare)
-        compare_kernel<T><<<blocks_for(r * mb * n + (g.rows_on_demand ? 0 : m * r * nb), kThreads),
-                            kThreads, 0, st>>>(g);
+        gk_compare_sums<T>(g, st);
+}
+
+template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
+{
+    const int64_t all = g.r * g.mb * g.n + (g.rows_on_demand ? 0 : g.m * g.r * g.nb);
+    if (all > 0)
+        compare_kernel<T><<<blocks_for(all, kThreads), kThreads, 0, st>>>(g);
 }
 
 #define INSTANTIATE(T)                                                                             \
@@ -2017,6 +2023,7 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
+    template void gk_compare_sums<T>(const gk_gemm<T> &, cudaStream_t);                           \
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
     template bool gk_encode_topp<T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,  \
                                     int64_t, int64_t, gk_aux, int, gk_topp, gk_topp, gk_counters *, \

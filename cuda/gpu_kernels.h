@@ -202,6 +202,10 @@ bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L
  * listed for gk_correct. */
 template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaStream_t st);
 
+/* The comparison of gk_check_sums left out (compare 0): every element's threshold and its
+ * comparison, once the references are ready; the blocks over it are listed for gk_correct. */
+template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st);
+
 /* Doubles per checksum vector and k index in gk_gemm::Pvec: mean, products, the compensated
  * encoding (hi, lo), BLASFT_PROJ_K projections. */
 #define GK_PROJ_NV 12
