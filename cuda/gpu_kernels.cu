@@ -13,6 +13,24 @@ extern "C" {
 namespace {
 
 constexpr int kThreads = 256;
+
+/* Programmatic dependent launch (sm_90): the kernels after the check (the fault path) are launched
+ * while their predecessor still runs and wait for it here, so that where nothing flagged, and each
+ * returns at once, their launch latencies overlap instead of adding up after the check. A kernel
+ * launched so (after_launch) calls pdl_wait before it touches anything its predecessors write;
+ * pdl_release lets the next one be launched once every block of this grid has started. */
+__device__ __forceinline__ void pdl_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
 
@@ -945,6 +963,8 @@ template <typename T> __device__ __forceinline__ bool col_over(const gk_gemm<T> 
  * comparison, for the check passes that do not compare themselves. */
 template <typename T> __global__ void __launch_bounds__(kThreads) compare_kernel(gk_gemm<T> g)
 {
+    pdl_release();
+    pdl_wait();
     int64_t e = (int64_t)blockIdx.x * kThreads + threadIdx.x;
     int64_t ncol = g.r * g.mb * g.n, nrow = g.m * g.r * g.nb;
     if (e < ncol) {
@@ -1146,6 +1166,8 @@ constexpr int kMaxFlagged = 64; /* more flagged checks in one block: recompute i
 template <typename T>
 __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 {
+    pdl_release();
+    pdl_wait();
     __shared__ flagged rows[kMaxFlagged], cols[kMaxFlagged];
     /* action: 0 nothing more, 1 recompute the block, 2 / 3 compare the block with its
      * recomputation and report it as detected (detect mode) / uncorrectable unless it agrees */
@@ -1362,6 +1384,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
 template <typename T>
 __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
 {
+    pdl_release();
+    pdl_wait();
     const unsigned int n = g.cnt->recompute_count;
     if (n == 0)
         return; /* the usual case: nothing to compute again */
@@ -1566,6 +1590,7 @@ template <typename T> __host__ __device__ constexpr size_t sliced_smem(int warps
 template <typename T, int R, bool ROWS>
 __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, int compare)
 {
+    pdl_release(); /* the fault path's kernels may be launched: they wait for this grid */
     extern __shared__ double smem[];
     const T *C = g.C;
     const int64_t ldc = g.ldc, m = g.m, n = g.n, mb = g.mb;
@@ -1672,6 +1697,8 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
 template <typename T, int P>
 __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
 {
+    pdl_release();
+    pdl_wait();
     if (g.cnt->tile_count == 0)
         return; /* the clean case: nothing flagged */
     constexpr int kPairs = kThreads / 2, NP = gk_el<T>::P;
@@ -1769,6 +1796,22 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
 }
 
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
+
+/* a kernel of the fault path launched as a programmatic dependent of the one before it (pdl_wait) */
+template <typename... Params, typename... Args>
+void after_launch(void (*kernel)(Params...), unsigned int grid, cudaStream_t st, Args... args)
+{
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = st;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 
 /* CUDA blocks that check_sums_sliced aims at without the row side: about 2.6 waves of 3 per SM
  * on an H100's 132 SMs */
@@ -1941,16 +1984,16 @@ template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
     if (g.rows_on_demand) {
         const unsigned int grid = (unsigned int)(g.nb < 128 ? g.nb : 128);
         if (g.p <= 1)
-            rows_on_demand<T, 1><<<grid, kThreads, 0, st>>>(g);
+            after_launch(rows_on_demand<T, 1>, grid, st, g);
         else if (g.p <= 2)
-            rows_on_demand<T, 2><<<grid, kThreads, 0, st>>>(g);
+            after_launch(rows_on_demand<T, 2>, grid, st, g);
         else if (g.p <= 4)
-            rows_on_demand<T, 4><<<grid, kThreads, 0, st>>>(g);
+            after_launch(rows_on_demand<T, 4>, grid, st, g);
         else
-            rows_on_demand<T, GK_PMAX><<<grid, kThreads, 0, st>>>(g);
+            after_launch(rows_on_demand<T, GK_PMAX>, grid, st, g);
     }
-    correct_kernel<T><<<64, kThreads, 0, st>>>(g);
-    recompute_blocks<T><<<128, kThreads, 0, st>>>(g);
+    after_launch(correct_kernel<T>, 64, st, g);
+    after_launch(recompute_blocks<T>, 128, st, g);
 }
 
 size_t fused_smem(int bs, int r)
@@ -2014,7 +2057,7 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
 {
     const int64_t all = g.r * g.mb * g.n + (g.rows_on_demand ? 0 : g.m * g.r * g.nb);
     if (all > 0)
-        compare_kernel<T><<<blocks_for(all, kThreads), kThreads, 0, st>>>(g);
+        after_launch(compare_kernel<T>, blocks_for(all, kThreads), st, g);
 }
 
 #define INSTANTIATE(T)                                                                             \
