@@ -13,6 +13,7 @@ extern "C" {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
 /* Programmatic dependent launch (sm_90): the kernels after the check (the fault path) are launched
  * while their predecessor still runs and wait for it here, so that where nothing flagged, and each
@@ -31,8 +32,6 @@ __device__ __forceinline__ void pdl_wait()
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
-
 
 /* Parts of an element (real types: one part, the imaginary part reads 0). */
 __device__ __forceinline__ double part_of(float x, int) { return x; }
@@ -2053,6 +2052,8 @@ template <typename T> void gk_check_sums(const gk_gemm<T> &g, int compare, cudaS
         gk_compare_sums<T>(g, st);
 }
 
+/* after_launch relaxes the order toward the stream's previous kernel only: an event waited on in
+ * between (PROJ's references, gpu_gemm.cu) is waited for in full before this kernel starts */
 template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
 {
     const int64_t all = g.r * g.mb * g.n + (g.rows_on_demand ? 0 : g.m * g.r * g.nb);
