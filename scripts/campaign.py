@@ -713,6 +713,17 @@ def compare_tables(runs):
     return "\n".join(out)
 
 
+def q_frame(ax, title):
+    """A q plot's frame: the threshold issue's target (2^6) and aim (2^4) marked, labels, legend."""
+    ax.axvline(6, color="gray", lw=0.8, ls="--")
+    ax.axvline(4, color="gray", lw=0.8, ls=":")
+    ax.set_xlabel("log2 q,  q = threshold / |syndrome| (fault-free; target 2^6, aim 2^4)")
+    ax.set_ylabel("% of checksum elements")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+
+
 def compare_plots(runs, outdir, prefix="thresholds"):
     import matplotlib
     matplotlib.use("Agg")
@@ -729,13 +740,7 @@ def compare_plots(runs, outdir, prefix="thresholds"):
             ks = list(range(min(h), max(h) + 1))
             ax.plot(ks, [100.0 * h.get(k, 0) / tot for k in ks], marker="o", ms=3, label=label)
         ax.axvline(0, color="red", lw=0.8)
-        ax.axvline(6, color="gray", lw=0.8, ls="--")
-        ax.axvline(4, color="gray", lw=0.8, ls=":")
-        ax.set_xlabel("log2 q,  q = threshold / |syndrome| (fault-free; target 2^6, aim 2^4)")
-        ax.set_ylabel("% of checksum elements")
-        ax.set_title(f"{'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
-        ax.legend()
-        ax.grid(alpha=0.3)
+        q_frame(ax, f"{'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
     fig.tight_layout()
     p = os.path.join(outdir, f"{prefix}-q.png")
     fig.savefig(p, dpi=110)

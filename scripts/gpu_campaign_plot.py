@@ -10,6 +10,10 @@ configurations of one type (flips: m = n = 256, k 256 and 4096, BS 32-256)."""
 import argparse
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from campaign import q_frame  # noqa: E402  (the host campaign's plots share the frame)
 
 # (label, file key, run, method, promote) of the detection curves
 FLIP_RUNS = [
@@ -92,13 +96,7 @@ def main():
             tot = sum(h)
             if tot:
                 ax.plot(range(len(h)), [100.0 * x / tot for x in h], marker="o", ms=3, label=label)
-        ax.axvline(6, color="gray", lw=0.8, ls="--")
-        ax.axvline(4, color="gray", lw=0.8, ls=":")
-        ax.set_xlabel("log2 q,  q = threshold / |syndrome| (fault-free; target 2^6, aim 2^4)")
-        ax.set_ylabel("% of checksum elements")
-        ax.set_title(f"GPU, {'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
-        ax.legend()
-        ax.grid(alpha=0.3)
+        q_frame(ax, f"GPU, {'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "thresholds-gpu-q.png"), dpi=110)
     plt.close(fig)
