@@ -9,12 +9,13 @@
  *     (the syndrome of PROJ's double reference is the GEMM's whole rounding error on the
  *     checksum). One JSON line per (type, series) and a total.
  *
- *   gpu_campaign flips TYPE K BS NFLIPS METHOD SEED
+ *   gpu_campaign flips TYPE K BS NFLIPS METHOD SEED [promote|auto]
  *     m = n = 256, data uniform in [-1, 1], alpha 1, beta 0: one bit of a random element of C
  *     flipped after the GEMM (NFLIPS GEMMs, the bit cycling over every position). A flip is
  *     detected when the first tier flags (the engine then corrects, recomputes or counts a false
  *     alarm). Per bit and per significance class of docs/campaign-host.md (err_abs: the
  *     element's own rounding error against the exact product; err_prob: its PEA sigma).
+ *     promote: S computed in double; auto: where BLASFT_PROMOTE=auto would.
  *
  * METHOD: pea or proj. Data come from pools generated on the host once (windows at random
  * offsets serve as fresh matrices). */
@@ -199,6 +200,7 @@ typedef struct diag_case {
     const void *C0; /* the old C (ld m) */
     double alpha, beta;
     int bs, r;
+    int checked_double; /* an S GEMM checked in double (promoted): the oracle's rounding too */
 } diag_case;
 
 /* syndrome / threshold above which a check is diagnosed (CAMPAIGN_DIAG, default 0.9) */
@@ -234,7 +236,7 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
     double *A = fetch(c->A, c->single, c->lda * (ac - 1) + ar);
     double *B = fetch(c->B, c->single, c->ldb * (bc - 1) + br);
     double *C0 = fetch(c->C0, c->single, c->m * c->n);
-    const gh_proj_gemm og = {c->single, c->ta, c->tb, c->m, c->k, A, B, C0, c->lda, c->ldb, c->m,
+    const gh_proj_gemm og = {c->single && !c->checked_double, c->ta, c->tb, c->m, c->k, A, B, C0, c->lda, c->ldb, c->m,
                              c->alpha, c->beta, c->bs, BLASFT_W_LINEAR};
     double exact, oeps, parts[4];
     gh_proj_oracle(&og, I, w_is, j, &exact, &oeps, parts);
@@ -242,15 +244,55 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
            "\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"r\":%d,\"alpha\":%g,\"beta\":%g,"
            "\"block\":%lld,\"w\":%d,\"j\":%lld,\"len\":%lld,\"ratio\":%.4f,"
            "\"eps_over_exact_eps\":%.4f,\"syn_over_exact_eps\":%.4f,\"ref_minus_exact\":%.3g,"
-           "\"syn\":%.3g,\"e_seq\":%.4g,\"e_lane\":%.4g,\"prod\":%.4g,\"last\":%.4g}\n",
+           "\"syn\":%.3g,\"rec_minus_exact\":%.3g,\"eps\":%.3g,\"rec_err_over_seq_sigma\":%.3f,"
+           "\"e_seq\":%.4g,\"e_lane\":%.4g,\"prod\":%.4g,\"last\":%.4g}\n",
            c->single ? 'S' : 'D', series, c->ta, c->tb, (long long)c->m, (long long)c->n,
            (long long)c->k, c->bs, c->r, c->alpha, c->beta, (long long)I, w_is, (long long)j,
            (long long)len, fabs(ref - rec) / eps, eps / oeps, fabs(ref - rec) / oeps,
-           ref - exact, ref - rec, parts[0], parts[1], parts[2], parts[3]);
+           ref - exact, ref - rec, rec - exact, eps,
+           /* the C side's error in units of the sequential walk's rounding sigma (u^2/3 model) */
+           (rec - exact) / (fabs(c->alpha) * ldexp(1.0, og.single ? -24 : -53) * sqrt(parts[0] / 3.0)),
+           parts[0], parts[1], parts[2], parts[3]);
     fflush(stdout);
     free(A);
     free(B);
     free(C0);
+}
+
+/* A flagged GEMM's worst column check (the checked C's type: double where promoted), with the
+ * exact checksum of the oracle beside it. */
+static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, blasft_type ct,
+                          int single, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                          const void *A, int64_t lda, const void *B, int64_t ldb, const void *C0,
+                          const double *sc, int bs, int R, const char *series)
+{
+    const int64_t ne = R * ((m + bs - 1) / bs) * n;
+    double *eps = malloc(8 * (size_t)ne), *ref = malloc(8 * (size_t)ne), *rec = malloc(8 * (size_t)ne);
+    if (blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_EPS, eps) == ne &&
+        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_REF, ref) == ne &&
+        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_REC, rec) == ne) {
+        if (ct == BLASFT_TYPE_S) /* the references in float: widen in place, from the end */
+            for (int64_t e = ne - 1; e >= 0; e--)
+                ref[e] = ((const float *)ref)[e];
+        /* PEA's check computes a threshold only where the syndrome may exceed it (the others
+         * hold what an earlier GEMM left: repeat the GEMM alone, CAMPAIGN_FROM, for a clean
+         * buffer, where they are 0) */
+        int64_t we = -1;
+        double wr = -1.0;
+        for (int64_t e = 0; e < ne; e++)
+            if (eps[e] > 0.0 && fabs(ref[e] - rec[e]) / eps[e] > wr)
+                wr = fabs(ref[e] - rec[e]) / eps[e], we = e;
+        if (we < 0)
+            we = 0;
+        const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
+                              ct == BLASFT_TYPE_D};
+        diagnose(&dc, we, eps[we], ref[we], rec[we], series);
+    } else {
+        printf("{\"mode\":\"diag\",\"fetch\":\"failed\"}\n");
+    }
+    free(eps);
+    free(ref);
+    free(rec);
 }
 
 static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, int promote)
@@ -310,7 +352,9 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
     double *eps = NULL, *ref = NULL, *rec = NULL;
     size_t ecap = 0;
     const double t0 = now_s();
-    for (uint64_t it = 0; now_s() - t0 < seconds; it++) {
+    /* CAMPAIGN_FROM=it: the sequence from iteration it on (to repeat a flagged GEMM) */
+    const uint64_t from = getenv("CAMPAIGN_FROM") ? strtoull(getenv("CAMPAIGN_FROM"), NULL, 10) : 0;
+    for (uint64_t it = from; now_s() - t0 < seconds; it++) {
         const uint64_t r = mix(seed * 0x1000003 + it);
         const int single = (int)(it & 1), series = (int)((it >> 1) % NSERIES);
         const int bs = bss[(r >> 8) % 4], R = 1 + (int)((r >> 12) & 1);
@@ -381,6 +425,25 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
         T->gemms++;
         T->checks += (uint64_t)ne;
         T->flags += flags_of(&s0, &s1);
+        /* the checked C's type: double where the GEMM was promoted (one part at these shapes) */
+        const blasft_type ct =
+            single && blasft_gpu_promotes(g.type, m, n, k, &p) ? BLASFT_TYPE_D : g.type;
+        if (flags_of(&s0, &s1)) { /* which GEMM, and what the engine made of it */
+            printf("{\"mode\":\"flag\",\"it\":%llu,\"type\":\"%c\",\"series\":\"%s\",\"ta\":\"%c\","
+                   "\"tb\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"r\":%d,\"alpha\":%g,"
+                   "\"beta\":%g,\"detected\":%llu,\"corrected\":%llu,\"recomputed\":%llu,"
+                   "\"false_alarms\":%llu,\"uncorrectable\":%llu}\n",
+                   (unsigned long long)it, single ? 'S' : 'D', series_names[series], ta, tb,
+                   (long long)m, (long long)n, (long long)k, bs, R, sc[0], sc[1],
+                   (unsigned long long)(s1.errors_detected - s0.errors_detected),
+                   (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
+                   (unsigned long long)(s1.blocks_recomputed - s0.blocks_recomputed),
+                   (unsigned long long)(s1.false_alarms - s0.false_alarms),
+                   (unsigned long long)(s1.uncorrectable - s0.uncorrectable));
+            if (!proj)
+                diagnose_flag(ctx, &p, ct, single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc, bs, R,
+                              series_names[series]);
+        }
         if (proj) { /* the syndromes against PROJ's double references */
             if ((size_t)ne > ecap) {
                 ecap = (size_t)ne;
@@ -388,9 +451,9 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
                 ref = realloc(ref, 8 * ecap);
                 rec = realloc(rec, 8 * ecap);
             }
-            if (blasft_gpu_debug_fetch(ctx, g.type, m, n, k, &p, BLASFT_GPU_BUF_CCS_EPS, eps) != ne ||
-                blasft_gpu_debug_fetch(ctx, g.type, m, n, k, &p, BLASFT_GPU_BUF_PROJ_REF, ref) != ne ||
-                blasft_gpu_debug_fetch(ctx, g.type, m, n, k, &p, BLASFT_GPU_BUF_CCS_REC, rec) != ne) {
+            if (blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_CCS_EPS, eps) != ne ||
+                blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_PROJ_REF, ref) != ne ||
+                blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_CCS_REC, rec) != ne) {
                 fprintf(stderr, "fetch failed\n");
                 return 1;
             }
@@ -409,7 +472,8 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
                 }
             }
             if (wr > diag_at) {
-                const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R};
+                const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
+                                      single && ct == BLASFT_TYPE_D};
                 diagnose(&dc, we, eps[we], ref[we], rec[we], series_names[series]);
             }
         }
@@ -586,10 +650,11 @@ int main(int argc, char **argv)
                        argc >= 7 && !strcmp(argv[6], "auto") ? 2 : 0);
     if (argc >= 8 && !strcmp(argv[1], "flips"))
         return mode_flips(argv[2][0] == 'S', atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
-                          !strcmp(argv[6], "proj"), argc >= 9 && !strcmp(argv[8], "promote"),
+                          !strcmp(argv[6], "proj"),
+                          argc < 9 ? 0 : !strcmp(argv[8], "promote") ? 1 : !strcmp(argv[8], "auto") ? 2 : 0,
                           strtoull(argv[7], NULL, 10));
-    fprintf(stderr, "usage: %s fp SECONDS pea|proj SEED NLIST\n"
-                    "       %s flips S|D K BS NFLIPS pea|proj SEED [promote]\n",
+    fprintf(stderr, "usage: %s fp SECONDS pea|proj SEED NLIST [auto]\n"
+                    "       %s flips S|D K BS NFLIPS pea|proj SEED [promote|auto]\n",
             argv[0], argv[0]);
     return 2;
 }
