@@ -74,6 +74,7 @@ struct blasft_gpu_ctx {
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
     int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
+    int64_t ref_parts_mn; /* the reference GEMMs in parts from m n = this on (0: kRefPartMn) */
     int pmode[2]; /* pointer mode last set on h0, h1 (-1 unknown): set only when it changes */
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
     cudaEvent_t trace[BLASFT_GPU_TRACE_POINTS]; /* benchmark timeline; created by set_trace */
@@ -108,6 +109,10 @@ struct layout {
     size_t EnvA, EnvB, tEa_v, tEa_p, tEb_v, tEb_p, Ccs_sq, Crs_sq, rlist;
     size_t Pvec, Pref, Pold, Pexp, Ppack; /* PROJ (real data): 0 when not planned */
 };
+
+/* the reference GEMMs' calls along k (protected_gemm), where kRefPartMin <= k <= kRefPartMax
+ * and m n >= kRefPartMn */
+constexpr int64_t kRefParts = 4, kRefPartMin = 64, kRefPartMax = 512, kRefPartMn = (int64_t)1 << 24;
 
 size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
 
@@ -305,6 +310,12 @@ bool beta_nonzero(blasft_type t, const void *beta)
     default: return !is_zero_h(*(const double2 *)beta);
     }
 }
+
+template <typename T> T one_of();
+template <> float one_of<float>() { return 1.0f; }
+template <> double one_of<double>() { return 1.0; }
+template <> float2 one_of<float2>() { return float2{1.0f, 0.0f}; }
+template <> double2 one_of<double2>() { return double2{1.0, 0.0}; }
 
 template <typename T>
 cublasStatus_t xgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
@@ -612,9 +623,51 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         cudaStreamWaitEvent(s0, ctx->ev_cold, 0);
     }
 
-    /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C) */
-    static const T zero = T{};
+    /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C); for a
+     * short k in kRefParts calls along k (beta 1 after the first). Each call's partial sums
+     * restart, so on coherent data (products of one sign) the reference's own rounding is 3-4
+     * times smaller than one chain's, which at m = n = 4096, k = 128-512 (T_pos) reached PEA's
+     * allowance for it about once in 1e9 checks (docs/thresholds.md, "The reference in parts
+     * along k"). Elsewhere none flagged: over a longer k cuBLAS's split-K kernels restart the
+     * walks themselves, and a narrower C (2048 x 2048) got split ones too; there the extra calls,
+     * host-bound, would cost 0.8 % at n = 8192 and up to twice the time of a 511^3 GEMM. The
+     * thresholds are unchanged. With scalars in device memory (no device constant 1 at hand)
+     * the reference stays one call. */
+    static const T zero = T{}, one = one_of<T>();
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
+    const int64_t parts = k >= kRefPartMin && k <= kRefPartMax && !g->scalars_on_device &&
+                                  m * n >= (ctx->ref_parts_mn > 0 ? ctx->ref_parts_mn : kRefPartMn)
+                              ? kRefParts
+                              : 1;
+    auto part_k = [&](int64_t q) { return q * ((k + parts - 1) / parts) < k ? q * ((k + parts - 1) / parts) : k; };
+    /* column checksums: AcsT (k x R mb) by op(B); row checksums: op(A) by Bcs (k x R nb) */
+    auto col_ref = [&]() {
+        for (int64_t q = 0; q < parts; q++) {
+            const int64_t k0 = part_k(q), kl = part_k(q + 1) - k0;
+            if (kl <= 0)
+                continue;
+            const T *b0 = kg.B + (tb == 'N' ? k0 : k0 * g->ldb);
+            if (!blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, kl, (const T *)g->alpha,
+                                  kg.AcsT + k0, k, b0, g->ldb, q ? &one : beta_ref, kg.Ccs_ref,
+                                  r * mb),
+                         "cublas gemm (column checksums)"))
+                return false;
+        }
+        return true;
+    };
+    auto row_ref = [&]() {
+        for (int64_t q = 0; q < parts; q++) {
+            const int64_t k0 = part_k(q), kl = part_k(q + 1) - k0;
+            if (kl <= 0)
+                continue;
+            const T *a0 = kg.A + (ta == 'N' ? k0 * g->lda : k0);
+            if (!blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, kl, (const T *)g->alpha,
+                                  a0, g->lda, kg.Bcs + k0, k, q ? &one : beta_ref, kg.Crs_ref, m),
+                         "cublas gemm (row checksums)"))
+                return false;
+        }
+        return true;
+    };
     auto ref_gemms = [&]() {
         /* PROJ's thresholds and double references of the column checksums, on s2 after this
          * stream's passes (or serial on the caller's) */
@@ -631,14 +684,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 }
             }
         /* with PROJ the column checksums' reference is gk_proj's */
-        return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
-               ((proj || blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, k, (const T *)g->alpha,
-                                          kg.AcsT, k, kg.B, g->ldb, beta_ref, kg.Ccs_ref, r * mb),
-                                 "cublas gemm (column checksums)")) &&
-                (lazy ||
-                 blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, k, (const T *)g->alpha,
-                                  kg.A, g->lda, kg.Bcs, k, beta_ref, kg.Crs_ref, m),
-                         "cublas gemm (row checksums)")));
+        return (skip & BLASFT_GPU_SKIP_REFGEMM) || ((proj || col_ref()) && (lazy || row_ref()));
     };
     if (ref_serial && !ref_gemms())
         return -2;
@@ -1303,6 +1349,11 @@ int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms)
 void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule)
 {
     ctx->sched = schedule >= 0 && schedule <= BLASFT_GPU_SCHED_SERIAL ? schedule : -1;
+}
+
+void blasft_gpu_set_ref_parts_mn(blasft_gpu_ctx *ctx, int64_t mn)
+{
+    ctx->ref_parts_mn = mn > 0 ? mn : 0;
 }
 
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user)
