@@ -629,41 +629,33 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
      * half of one chain's, which at m = n = 2048-4096, k = 128-512 (T_pos) reached PEA's
      * allowance for it about once in 1e9 checks (docs/thresholds.md, "The reference in parts
      * along k"). Over a longer k cuBLAS's split-K kernels restart the walks themselves (no flag
-     * seen), and there the extra call cost 0.8 % at n = 8192; in GEMMs under 2^28 m n k it is
-     * host time that the GEMM does not hide (a 511^3 GEMM took up to twice as long). The
-     * thresholds are unchanged. With scalars in device memory (no device constant 1 at hand)
-     * the reference stays one call. */
+     * seen); in GEMMs under 2^28 m n k the extra call is host time that the GEMM does not hide
+     * (511^3: 5-22 % longer). The thresholds are unchanged. With scalars in device memory (no
+     * device constant 1 at hand) the reference stays one call. */
     static const T zero = T{}, one = one_of<T>();
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
     const int64_t parts = k >= kRefPartMin && k <= kRefPartMax && !g->scalars_on_device &&
                                   m * n * k >= (ctx->ref_parts_mnk > 0 ? ctx->ref_parts_mnk : kRefPartMnk)
                               ? kRefParts
                               : 1;
-    auto part_k = [&](int64_t q) { return q * ((k + parts - 1) / parts) < k ? q * ((k + parts - 1) / parts) : k; };
-    /* column checksums: AcsT (k x R mb) by op(B); row checksums: op(A) by Bcs (k x R nb) */
-    auto col_ref = [&]() {
-        for (int64_t q = 0; q < parts; q++) {
-            const int64_t k0 = part_k(q), kl = part_k(q + 1) - k0;
-            if (kl <= 0)
-                continue;
-            const T *b0 = kg.B + (tb == 'N' ? k0 : k0 * g->ldb);
-            if (!blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, kl, (const T *)g->alpha,
-                                  kg.AcsT + k0, k, b0, g->ldb, q ? &one : beta_ref, kg.Ccs_ref,
-                                  r * mb),
-                         "cublas gemm (column checksums)"))
-                return false;
-        }
-        return true;
-    };
-    auto row_ref = [&]() {
-        for (int64_t q = 0; q < parts; q++) {
-            const int64_t k0 = part_k(q), kl = part_k(q + 1) - k0;
-            if (kl <= 0)
-                continue;
-            const T *a0 = kg.A + (ta == 'N' ? k0 * g->lda : k0);
-            if (!blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, kl, (const T *)g->alpha,
-                                  a0, g->lda, kg.Bcs + k0, k, q ? &one : beta_ref, kg.Crs_ref, m),
-                         "cublas gemm (row checksums)"))
+    /* one reference GEMM in those parts: the column checksums AcsT (k x R mb) by op(B), or the
+     * row checksums op(A) by Bcs (k x R nb) */
+    auto ref_in_parts = [&](bool col) {
+        const int64_t kp = (k + parts - 1) / parts;
+        const T *alpha = (const T *)g->alpha;
+        for (int64_t k0 = 0; k0 < k; k0 += kp) {
+            const int64_t kl = k - k0 < kp ? k - k0 : kp;
+            const T *beta_q = k0 ? &one : beta_ref;
+            const bool ok =
+                col ? blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, kl, alpha,
+                                       kg.AcsT + k0, k, kg.B + (tb == 'N' ? k0 : k0 * g->ldb),
+                                       g->ldb, beta_q, kg.Ccs_ref, r * mb),
+                              "cublas gemm (column checksums)")
+                    : blas_ok(xgemm<T>(hr, op_of(ta), CUBLAS_OP_N, m, r * nb, kl, alpha,
+                                       kg.A + (ta == 'N' ? k0 * g->lda : k0), g->lda, kg.Bcs + k0,
+                                       k, beta_q, kg.Crs_ref, m),
+                              "cublas gemm (row checksums)");
+            if (!ok)
                 return false;
         }
         return true;
@@ -684,7 +676,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 }
             }
         /* with PROJ the column checksums' reference is gk_proj's */
-        return (skip & BLASFT_GPU_SKIP_REFGEMM) || ((proj || col_ref()) && (lazy || row_ref()));
+        return (skip & BLASFT_GPU_SKIP_REFGEMM) ||
+               ((proj || ref_in_parts(true)) && (lazy || ref_in_parts(false)));
     };
     if (ref_serial && !ref_gemms())
         return -2;
@@ -765,8 +758,8 @@ int64_t max1(int64_t v) { return v > 1 ? v : 1; }
 
 /* BLASFT_PROMOTE=auto promotes every S and C GEMM on GPUs where FP64 runs at half the FP32 rate or
  * better (A100, H100, H200). H100 (docs/promote.md): from 1024 on the promoted GEMM costs the
- * native one's time or less; with a dimension under 512 5-31 % more (4-117 us per S call), which
- * buys the FP32 detection targets that the native checksums miss at such shapes (PEA: 0-12 of 40
+ * native one's time or less; with a dimension under 512 12-39 % more (9-113 us per call), which
+ * buys the FP32 detection targets that the native checksums miss at such shapes (PEA: 0-11 of 40
  * flips of bit 16 at m = n = 256, k = 4096; promoted: every bit). */
 constexpr uint64_t kPromoteMemDefault = (uint64_t)1 << 30; /* BLASFT_GPU_PROMOTE_MEM's default */
 
