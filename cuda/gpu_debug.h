@@ -83,10 +83,10 @@ enum {
 };
 void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule);
 
-/* The smallest m n k at which the reference GEMMs run in parts along k (for 64 <= k <= 512;
+/* The smallest m n at which the reference GEMMs run in parts along k (for 2 <= k <= 512;
  * gpu_gemm.cu); tests and the benchmark lower it to reach that path with small GEMMs. 0: the
- * default, 2^28. */
-void blasft_gpu_set_ref_parts_mnk(blasft_gpu_ctx *ctx, int64_t mnk);
+ * default, 2^20. */
+void blasft_gpu_set_ref_parts_mn(blasft_gpu_ctx *ctx, int64_t mn);
 
 #ifdef __cplusplus
 }

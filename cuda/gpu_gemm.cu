@@ -74,7 +74,7 @@ struct blasft_gpu_ctx {
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
     int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
-    int64_t ref_parts_mnk; /* the reference GEMMs in parts from m n k = this on (0: kRefPartMnk) */
+    int64_t ref_parts_mn; /* the reference GEMMs in parts from m n = this on (0: kRefPartMn) */
     int pmode[2]; /* pointer mode last set on h0, h1 (-1 unknown): set only when it changes */
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
     cudaEvent_t trace[BLASFT_GPU_TRACE_POINTS]; /* benchmark timeline; created by set_trace */
@@ -111,8 +111,8 @@ struct layout {
 };
 
 /* the reference GEMMs' calls along k (protected_gemm), where kRefPartMin <= k <= kRefPartMax
- * and m n k >= kRefPartMnk */
-constexpr int64_t kRefParts = 2, kRefPartMin = 64, kRefPartMax = 512, kRefPartMnk = (int64_t)1 << 28;
+ * and m n >= kRefPartMn */
+constexpr int64_t kRefParts = 2, kRefPartMin = 2, kRefPartMax = 512, kRefPartMn = (int64_t)1 << 20;
 
 size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
 
@@ -624,18 +624,19 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     }
 
     /* reference checksums: alpha * (encoded product) + beta * (checksums of the old C); for a
-     * short k in kRefParts calls along k (beta 1 after the first). Each call's partial sums
-     * restart, so on coherent data (products of one sign) the reference's own rounding is about
-     * half of one chain's, which at m = n = 2048-4096, k = 128-512 (T_pos) reached PEA's
-     * allowance for it about once in 1e9 checks (docs/thresholds.md, "The reference in parts
-     * along k"). Over a longer k cuBLAS's split-K kernels restart the walks themselves (no flag
-     * seen); in GEMMs under 2^28 m n k the extra call is host time that the GEMM does not hide
-     * (511^3: 5-22 % longer). The thresholds are unchanged. With scalars in device memory (no
-     * device constant 1 at hand) the reference stays one call. */
+     * short k and a wide C in kRefParts calls along k (beta 1 after the first). Each call's
+     * partial sums restart, so on coherent data (products of one sign) the reference's own
+     * rounding is about half of one chain's, which for m n >= 2^20 and k = 32-512 (T_pos)
+     * reached PEA's allowance for it about once in 1e9 checks (docs/thresholds.md, "The
+     * reference in parts along k"). Over a longer k cuBLAS's split-K kernels restart the walks
+     * themselves (no flag seen); for a narrow C none flagged either, and there the extra call is
+     * host time that the GEMM does not hide (511^3: 5-22 % longer). The thresholds are unchanged.
+     * With scalars in device memory (no device constant 1 at hand) the reference stays one
+     * call. */
     static const T zero = T{}, one = one_of<T>();
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
     const int64_t parts = k >= kRefPartMin && k <= kRefPartMax && !g->scalars_on_device &&
-                                  m * n * k >= (ctx->ref_parts_mnk > 0 ? ctx->ref_parts_mnk : kRefPartMnk)
+                                  m * n >= (ctx->ref_parts_mn > 0 ? ctx->ref_parts_mn : kRefPartMn)
                               ? kRefParts
                               : 1;
     /* one reference GEMM in those parts: the column checksums AcsT (k x R mb) by op(B), or the
@@ -1344,9 +1345,9 @@ void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule)
     ctx->sched = schedule >= 0 && schedule <= BLASFT_GPU_SCHED_SERIAL ? schedule : -1;
 }
 
-void blasft_gpu_set_ref_parts_mnk(blasft_gpu_ctx *ctx, int64_t mnk)
+void blasft_gpu_set_ref_parts_mn(blasft_gpu_ctx *ctx, int64_t mn)
 {
-    ctx->ref_parts_mnk = mnk > 0 ? mnk : 0;
+    ctx->ref_parts_mn = mn > 0 ? mn : 0;
 }
 
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user)

@@ -140,9 +140,9 @@ int main(int argc, char **argv)
                 for (char *sc = strtok_r(scheds, ",", &sc_save); sc; sc = strtok_r(NULL, ",", &sc_save)) {
                 int sched = atoi(sc);
                 blasft_gpu_set_schedule(ctx, sched);
-                /* BENCH_REF_PARTS_MNK: where the reference GEMMs go in parts (gpu_debug.h) */
-                blasft_gpu_set_ref_parts_mnk(
-                    ctx, getenv("BENCH_REF_PARTS_MNK") ? atoll(getenv("BENCH_REF_PARTS_MNK")) : 0);
+                /* BENCH_REF_PARTS_MN: where the reference GEMMs go in parts (gpu_debug.h) */
+                blasft_gpu_set_ref_parts_mn(
+                    ctx, getenv("BENCH_REF_PARTS_MN") ? atoll(getenv("BENCH_REF_PARTS_MN")) : 0);
                 char *sk_save = NULL;
                 for (char *sk = strtok_r(skips, ",", &sk_save); sk; sk = strtok_r(NULL, ",", &sk_save)) {
                 int skip = atoi(sk);

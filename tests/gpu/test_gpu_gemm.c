@@ -820,10 +820,10 @@ int main(void)
     ctx = gh_start();
     clean_sweep();
     /* again with the reference GEMMs in parts along k, as for wide C and a short k */
-    blasft_gpu_set_ref_parts_mnk(ctx, 1);
+    blasft_gpu_set_ref_parts_mn(ctx, 1);
     clean_sweep();
     faults();
-    blasft_gpu_set_ref_parts_mnk(ctx, 0);
+    blasft_gpu_set_ref_parts_mn(ctx, 0);
     nan_c_beta_on_device();
     faults();
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
