@@ -274,9 +274,9 @@ static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, blasf
         if (ct == BLASFT_TYPE_S) /* the references in float: widen in place, from the end */
             for (int64_t e = ne - 1; e >= 0; e--)
                 ref[e] = ((const float *)ref)[e];
-        /* PEA's check computes a threshold only where the syndrome may exceed it (the others
-         * hold what an earlier GEMM left: repeat the GEMM alone, CAMPAIGN_FROM, for a clean
-         * buffer, where they are 0) */
+        /* elements whose fetched threshold is 0 are left out: after a flag some read 0 (not
+         * examined further); the GEMM repeated alone (CAMPAIGN_FROM) gave consistent worst
+         * checks this way */
         int64_t we = -1;
         double wr = -1.0;
         for (int64_t e = 0; e < ne; e++)
