@@ -259,21 +259,31 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
     free(C0);
 }
 
-/* A flagged GEMM's worst column check (the checked C's type: double where promoted), with the
- * exact checksum of the oracle beside it. */
-static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, blasft_type ct,
-                          int single, char ta, char tb, int64_t m, int64_t n, int64_t k,
-                          const void *A, int64_t lda, const void *B, int64_t ldb, const void *C0,
-                          const double *sc, int bs, int R, const char *series)
+/* The column checks of the GEMM just run, in the checked C's type ct (double where promoted):
+ * thresholds, references (PROJ's double ones, or PEA's in ct, widened to double) and the
+ * recomputed sums, ne each. 0 where a fetch failed. */
+static int fetch_col_checks(blasft_gpu_ctx *ctx, blasft_type ct, int64_t m, int64_t n, int64_t k,
+                            const blasft_gpu_params *p, int64_t ne, double *eps, double *ref,
+                            double *rec)
 {
-    const int64_t ne = R * ((m + bs - 1) / bs) * n;
+    const blasft_gpu_buf rb = p->proj ? BLASFT_GPU_BUF_PROJ_REF : BLASFT_GPU_BUF_CCS_REF;
+    if (blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_EPS, eps) != ne ||
+        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, rb, ref) != ne ||
+        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_REC, rec) != ne)
+        return 0;
+    if (!p->proj && ct == BLASFT_TYPE_S) /* widen in place, from the end */
+        for (int64_t e = ne - 1; e >= 0; e--)
+            ref[e] = ((const float *)ref)[e];
+    return 1;
+}
+
+/* A flagged GEMM's worst column check, with the exact checksum of the oracle beside it. */
+static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, const diag_case *dc,
+                          blasft_type ct, const char *series)
+{
+    const int64_t ne = dc->r * ((dc->m + dc->bs - 1) / dc->bs) * dc->n;
     double *eps = malloc(8 * (size_t)ne), *ref = malloc(8 * (size_t)ne), *rec = malloc(8 * (size_t)ne);
-    if (blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_EPS, eps) == ne &&
-        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_REF, ref) == ne &&
-        blasft_gpu_debug_fetch(ctx, ct, m, n, k, p, BLASFT_GPU_BUF_CCS_REC, rec) == ne) {
-        if (ct == BLASFT_TYPE_S) /* the references in float: widen in place, from the end */
-            for (int64_t e = ne - 1; e >= 0; e--)
-                ref[e] = ((const float *)ref)[e];
+    if (fetch_col_checks(ctx, ct, dc->m, dc->n, dc->k, p, ne, eps, ref, rec)) {
         /* elements whose fetched threshold is 0 are left out: after a flag some read 0 (not
          * examined further); the GEMM repeated alone (CAMPAIGN_FROM) gave consistent worst
          * checks this way */
@@ -284,9 +294,7 @@ static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, blasf
                 wr = fabs(ref[e] - rec[e]) / eps[e], we = e;
         if (we < 0)
             we = 0;
-        const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
-                              ct == BLASFT_TYPE_D};
-        diagnose(&dc, we, eps[we], ref[we], rec[we], series);
+        diagnose(dc, we, eps[we], ref[we], rec[we], series);
     } else {
         printf("{\"mode\":\"diag\",\"fetch\":\"failed\"}\n");
     }
@@ -428,6 +436,8 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
         /* the checked C's type: double where the GEMM was promoted (one part at these shapes) */
         const blasft_type ct =
             single && blasft_gpu_promotes(g.type, m, n, k, &p) ? BLASFT_TYPE_D : g.type;
+        const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
+                              single && ct == BLASFT_TYPE_D};
         if (flags_of(&s0, &s1)) { /* which GEMM, and what the engine made of it */
             printf("{\"mode\":\"flag\",\"it\":%llu,\"type\":\"%c\",\"series\":\"%s\",\"ta\":\"%c\","
                    "\"tb\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"r\":%d,\"alpha\":%g,"
@@ -441,8 +451,7 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
                    (unsigned long long)(s1.false_alarms - s0.false_alarms),
                    (unsigned long long)(s1.uncorrectable - s0.uncorrectable));
             if (!proj)
-                diagnose_flag(ctx, &p, ct, single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc, bs, R,
-                              series_names[series]);
+                diagnose_flag(ctx, &p, &dc, ct, series_names[series]);
         }
         if (proj) { /* the syndromes against PROJ's double references */
             if ((size_t)ne > ecap) {
@@ -451,9 +460,7 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
                 ref = realloc(ref, 8 * ecap);
                 rec = realloc(rec, 8 * ecap);
             }
-            if (blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_CCS_EPS, eps) != ne ||
-                blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_PROJ_REF, ref) != ne ||
-                blasft_gpu_debug_fetch(ctx, ct, m, n, k, &p, BLASFT_GPU_BUF_CCS_REC, rec) != ne) {
+            if (!fetch_col_checks(ctx, ct, m, n, k, &p, ne, eps, ref, rec)) {
                 fprintf(stderr, "fetch failed\n");
                 return 1;
             }
@@ -471,11 +478,8 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
                     T->q[b < QBINS ? b : QBINS - 1]++;
                 }
             }
-            if (wr > diag_at) {
-                const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
-                                      single && ct == BLASFT_TYPE_D};
+            if (wr > diag_at)
                 diagnose(&dc, we, eps[we], ref[we], rec[we], series_names[series]);
-            }
         }
     }
     tally all;
