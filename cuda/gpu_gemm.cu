@@ -21,6 +21,7 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 namespace {
 
@@ -114,7 +115,25 @@ struct layout {
  * and m n >= kRefPartMn */
 constexpr int64_t kRefParts = 2, kRefPartMin = 2, kRefPartMax = 512, kRefPartMn = (int64_t)1 << 20;
 
-size_t header_bytes(int64_t flag_cap) { return gk_align(sizeof(gk_counters)) + gk_align(flag_cap * 4); }
+/* The workspace's header: the counters, the constant one of every type in device memory (the
+ * reference GEMMs' later parts add to the first with beta = 1, which cuBLAS in device pointer
+ * mode reads from there), the block flags. */
+struct one_consts {
+    double2 d; /* D (d.x) and Z */
+    float2 f;  /* S (f.x) and C */
+};
+size_t ones_offset() { return gk_align(sizeof(gk_counters)); }
+size_t flags_offset() { return ones_offset() + gk_align(sizeof(one_consts)); }
+size_t header_bytes(int64_t flag_cap) { return flags_offset() + gk_align(flag_cap * 4); }
+/* the constant one of type T in the header at w */
+template <typename T> const T *device_one(const char *w)
+{
+    const one_consts *o = (const one_consts *)(w + ones_offset());
+    if constexpr (std::is_same<T, float>::value || std::is_same<T, float2>::value)
+        return (const T *)&o->f;
+    else
+        return (const T *)&o->d;
+}
 
 /* ts: the element's bytes; complex types (ts 8 for C, 16 for Z, told apart by the caller through
  * P) hold their recomputed checksums as P doubles each */
@@ -187,7 +206,10 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     ctx->ws_bytes = 0;
     if (!cuda_ok(cudaMalloc((void **)&ctx->ws, need), "cudaMalloc(workspace)"))
         return -2;
-    if (!cuda_ok(cudaMemset(ctx->ws, 0, header_bytes(flag_cap)), "cudaMemset"))
+    const one_consts ones = {make_double2(1.0, 0.0), make_float2(1.0f, 0.0f)};
+    if (!cuda_ok(cudaMemset(ctx->ws, 0, header_bytes(flag_cap)), "cudaMemset") ||
+        !cuda_ok(cudaMemcpy(ctx->ws + ones_offset(), &ones, sizeof ones, cudaMemcpyHostToDevice),
+                 "cudaMemcpy(constants)"))
         return -2;
     ctx->ws_bytes = need;
     ctx->flag_cap = flag_cap;
@@ -532,7 +554,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 kg.wmax2[side][cw][last] = mx;
             }
     kg.cnt = (gk_counters *)w;
-    kg.tile_flag = (int *)(w + gk_align(sizeof(gk_counters)));
+    kg.tile_flag = (int *)(w + flags_offset());
     kg.tile_list = (int *)(w + L.list);
     kg.rlist = (gk_recompute *)(w + L.rlist);
 
@@ -631,11 +653,11 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
      * reference in parts along k"). Over a longer k cuBLAS's split-K kernels restart the walks
      * themselves (no flag seen); for a narrow C none flagged either, and there the extra call is
      * host time that the GEMM does not hide (511^3: 5-22 % longer). The thresholds are unchanged.
-     * With scalars in device memory (no device constant 1 at hand) the reference stays one
-     * call. */
-    static const T zero = T{}, one = one_of<T>();
+     * With scalars in device memory the later parts' beta = 1 is the workspace's constant. */
+    static const T zero = T{}, one_h = one_of<T>();
     const T *beta_ref = need_cold ? (const T *)g->beta : &zero;
-    const int64_t parts = k >= kRefPartMin && k <= kRefPartMax && !g->scalars_on_device &&
+    const T *one = on_dev ? device_one<T>(w) : &one_h;
+    const int64_t parts = k >= kRefPartMin && k <= kRefPartMax &&
                                   m * n >= (ctx->ref_parts_mn > 0 ? ctx->ref_parts_mn : kRefPartMn)
                               ? kRefParts
                               : 1;
@@ -646,7 +668,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         const T *alpha = (const T *)g->alpha;
         for (int64_t k0 = 0; k0 < k; k0 += kp) {
             const int64_t kl = k - k0 < kp ? k - k0 : kp;
-            const T *beta_q = k0 ? &one : beta_ref;
+            const T *beta_q = k0 ? one : beta_ref;
             const bool ok =
                 col ? blas_ok(xgemm<T>(hr, CUBLAS_OP_T, op_of(tb), r * mb, n, kl, alpha,
                                        kg.AcsT + k0, k, kg.B + (tb == 'N' ? k0 : k0 * g->ldb),

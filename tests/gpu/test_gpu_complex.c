@@ -555,6 +555,11 @@ int main(void)
 {
     ctx = gh_start();
     clean_sweep();
+    /* again with the reference GEMMs in parts along k (beta 1 after the first part; with
+     * scalars in device memory the workspace's complex one) */
+    blasft_gpu_set_ref_parts_mn(ctx, 1);
+    clean_sweep();
+    blasft_gpu_set_ref_parts_mn(ctx, 0);
     uint64_t seed = 300;
     for (int t = 0; t < 2; t++) {
         blasft_type ty = t ? BLASFT_TYPE_Z : BLASFT_TYPE_C;
