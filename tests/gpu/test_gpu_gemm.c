@@ -200,6 +200,8 @@ typedef struct fault_case {
     int corrected, recomputed, uncorrectable_min, c_right;
 } fault_case;
 
+static double *fetch_buf(const gh_case *c, const blasft_gpu_params *p, blasft_gpu_buf b, int typed);
+
 static void faults(void)
 {
     static const fault_case fc[] = {
@@ -277,6 +279,16 @@ static void faults(void)
                      ty, x->name, (unsigned long long)st.errors_corrected, x->corrected,
                      (unsigned long long)st.blocks_recomputed, x->recomputed,
                      (unsigned long long)st.uncorrectable);
+            /* the column thresholds, which the correction reads, are all still in place after
+             * the fault path (the data are random: none is 0) */
+            const int64_t ne = p.checksums * ((c.m + p.block_size - 1) / p.block_size) * c.n;
+            double *eps = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_EPS, 0);
+            int64_t lost = 0;
+            for (int64_t e = 0; e < ne; e++)
+                lost += !(eps[e] > 0.0 && isfinite(eps[e]));
+            GH_CHECK(lost == 0, "%s %s: %lld of %lld column thresholds 0 or not finite after the fault path",
+                     ty, x->name, (long long)lost, (long long)ne);
+            free(eps);
             cudaFreeHost(pl.pinned);
             free(out);
             gh_free(&d);
