@@ -1112,13 +1112,13 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->s0 || ctx->s1) {
-        cudaStreamSynchronize(ctx->s0);
-        if (ctx->s1)
-            cudaStreamSynchronize(ctx->s1);
-        if (ctx->s2)
-            cudaStreamSynchronize(ctx->s2);
-    }
+    /* The caller's stream may be gone by now: the cuBLAS interposer evicts the contexts of
+     * streams the application has destroyed in the meantime, and a stream handle cannot be
+     * checked. So the device is waited for instead of that stream (cublasDestroy synchronises the
+     * device anyway), and the handle bound to it is moved to our own stream first. */
+    cudaDeviceSynchronize();
+    if (ctx->h0 && ctx->s1)
+        cb->set_stream(ctx->h0, ctx->s1);
     if (ctx->h0)
         cb->destroy(ctx->h0);
     if (ctx->h1)
