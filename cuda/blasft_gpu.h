@@ -153,6 +153,13 @@ size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
 size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
                                  const blasft_gpu_params *p);
 
+/* cublasLt's bias epilogue for the protected path: d (m x n, ld ldd) = bias 1^T + beta c_in,
+ * real types S and D, column-major, on `stream` (a cudaStream_t); beta (host memory) NULL or 0:
+ * the bias alone, c_in not read. The interposer then runs the GEMM with beta 1 on d. Returns 0,
+ * -1 for another type, -2 where the launch failed. */
+int blasft_gpu_bias_into(blasft_type t, int64_t m, int64_t n, const void *bias, const void *beta,
+                         const void *c_in, int64_t ldc_in, void *d, int64_t ldd, void *stream);
+
 /* For the host dispatch (src/dispatch.c): runs a host-memory GEMM descriptor on the GPU (copies
  * A, B, C to the device, protected GEMM, copies C back, synchronises), with a per-thread context.
  * Returns 0, or -1 if it could not run there (no GPU, unsupported type, out of memory): then C is

@@ -106,6 +106,8 @@ static void check_engine(void)
 
 static __thread int guard;
 
+int blasft_cublas_guarded(void) { return guard > 0; }
+
 void blasft_cublas_pass_begin(void) { guard++; }
 
 void blasft_cublas_pass_end(blasft_cublas_call *c)
@@ -317,12 +319,12 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (!engine_ok)
         return 0;
     const blasft_cublas_real *r = blasft_cublas_real_api();
-    cublasMath_t math;
-    cublasPointerMode_t pm;
-    cudaStream_t stream;
-    if (r->get_math_mode(c->handle, &math) != CUBLAS_STATUS_SUCCESS ||
-        r->get_pointer_mode(c->handle, &pm) != CUBLAS_STATUS_SUCCESS ||
-        r->get_stream(c->handle, &stream) != CUBLAS_STATUS_SUCCESS)
+    cublasMath_t math = CUBLAS_DEFAULT_MATH; /* cublasLt: the compute type says it (the shim) */
+    cublasPointerMode_t pm = c->lt_on_device ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST;
+    cudaStream_t stream = c->lt_stream;
+    if (!c->lt && (r->get_math_mode(c->handle, &math) != CUBLAS_STATUS_SUCCESS ||
+                   r->get_pointer_mode(c->handle, &pm) != CUBLAS_STATUS_SUCCESS ||
+                   r->get_stream(c->handle, &stream) != CUBLAS_STATUS_SUCCESS))
         return 0; /* the real call reports the handle's problem */
     /* thresholds model IEEE products in the data type: TF32, emulation and reduced-precision
      * tensor-op modes are not covered yet */
@@ -350,10 +352,16 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
     const size_t ts = (size_t)blasft_type_size(c->type);
     const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
+    /* cublasLt's bias: the GEMM adds to the prepared D with beta 1 (host memory: the shim
+     * protects a bias only with host scalars) */
+    static const float one_f = 1.0f;
+    static const double one_d = 1.0;
+    const void *beta = c->bias ? (c->type == BLASFT_TYPE_S ? (const void *)&one_f : (const void *)&one_d)
+                               : c->beta;
     blasft_gpu_gemm g = {.type = c->type, .transa = op_letter(c->transa),
                          .transb = op_letter(c->transb), .m = c->m, .n = c->n, .k = c->k,
                          .alpha = c->alpha, .a = c->a, .lda = c->lda, .b = c->b, .ldb = c->ldb,
-                         .beta = c->beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
+                         .beta = beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
                          .routine = c->stat->name};
     if (capturing) {
         if (blasft_gpu_gemm_would_sync(ctx, &g, &p, c->batch)) {
@@ -364,7 +372,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
-        int keep_old = (on_dev || !host_beta_zero(c->type, c->beta)) &&
+        int keep_old = (on_dev || !host_beta_zero(c->type, beta)) &&
                        p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
         if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
             slot->rkeep < keep_old) {
@@ -380,6 +388,20 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
             slot->rk = c->k;
             slot->rkeep = keep_old;
         }
+    }
+    /* cublasLt: D prepared from C (and the bias). Should the engine refuse the call below, the
+     * real cublasLtMatmul still computes the right D: it reads C, which this leaves unchanged
+     * unless C is D with beta 0 (then C is not read) or with no bias (then nothing is done). */
+    if (c->bias) {
+        if (blasft_gpu_bias_into(c->type, c->m, c->n, c->bias, c->beta,
+                                 c->c_in ? c->c_in : c->c, c->c_in ? c->ldc_in : c->ldc, c->c,
+                                 c->ldc, stream))
+            return 0;
+    } else if (c->c_in && (on_dev || !host_beta_zero(c->type, c->beta))) {
+        if (cudaMemcpy2DAsync(c->c, ts * (size_t)c->ldc, c->c_in, ts * (size_t)c->ldc_in,
+                              ts * (size_t)c->m, (size_t)c->n, cudaMemcpyDeviceToDevice,
+                              stream) != cudaSuccess)
+            return 0;
     }
     int rc = 0;
     int64_t i = 0;

@@ -59,6 +59,17 @@ typedef struct blasft_cublas_call {
     int64_t lda, ldb, ldc;
     int64_t stride_a, stride_b, stride_c; /* elements */
     int64_t batch;            /* 1 for a single GEMM */
+    /* cublasLt (shim/cublaslt_entry.c): the stream and the pointer mode come with the call (no
+     * handle to ask). c is D; where C is another matrix (c_in) or a bias vector is added, D is
+     * prepared on the stream first (D = C, or D = bias 1^T + beta C and then beta 1), and the
+     * protected GEMM runs on D in place. Those two only with batch 1 and scalars in host memory
+     * where a bias is added. */
+    int lt;
+    cudaStream_t lt_stream;
+    int lt_on_device;
+    const void *c_in;         /* C where it is not D, else NULL */
+    int64_t ldc_in;
+    const void *bias;         /* CUBLASLT_EPILOGUE_BIAS's vector of m elements, else NULL */
     /* filled by blasft_cublas_protect for blasft_cublas_pass_end */
     int nested, counted;
     uint64_t t0;
@@ -67,6 +78,9 @@ typedef struct blasft_cublas_call {
 /* Runs the call protected if it can; returns 1 and sets *status then, else 0 (the caller must
  * call the real function between blasft_cublas_pass_begin and blasft_cublas_pass_end). */
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status);
+
+/* Nonzero inside the re-entry guard: a call from cuBLAS itself or from the engine. */
+int blasft_cublas_guarded(void);
 
 void blasft_cublas_pass_begin(void);
 /* Ends the guard and records the call as unprotected (unless it was nested or not a GEMM). */

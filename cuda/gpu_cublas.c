@@ -20,24 +20,25 @@ static const void *object_of(const void *addr)
 
 static const void *self_object(void) { return object_of((const void *)&object_of); }
 
-static void *find_cublas(void)
+/* A library of the application's: the object that defines `probe` next after libblas_ft in the
+ * global scope (a symbol we do not export), reopened by its path; else one already loaded under
+ * one of the sonames (not in the global scope: a dependency of a library opened RTLD_LOCAL, as
+ * PyTorch loads cuBLAS); else the first soname that loads. */
+static void *find_lib(const char *probe_sym, const char *const *sonames, size_t nsonames)
 {
-    static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    /* the global scope's cuBLAS: the application's when it links cuBLAS itself */
-    void *probe = dlsym(RTLD_NEXT, "cublasGetStream_v2");
+    void *probe = dlsym(RTLD_NEXT, probe_sym);
     Dl_info di;
     if (probe && dladdr(probe, &di) && di.dli_fbase != self_object() && di.dli_fname) {
         void *h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
         if (h)
             return h;
     }
-    /* loaded, but not in the global scope (a dependency of a library opened RTLD_LOCAL) */
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+    for (size_t i = 0; i < nsonames; i++) {
         void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
         if (h)
             return h;
     }
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+    for (size_t i = 0; i < nsonames; i++) {
         void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
         if (h)
             return h;
@@ -45,15 +46,24 @@ static void *find_cublas(void)
     return NULL;
 }
 
-static void *lookup(const char *name)
+static void *find_cublas(void)
 {
-    void *p = lib ? dlsym(lib, name) : NULL;
+    static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    return find_lib("cublasGetStream_v2", sonames, sizeof sonames / sizeof sonames[0]);
+}
+
+/* name in the library lib_, refused where it resolves into libblas_ft */
+static void *lookup_in(void *lib_, const char *name)
+{
+    void *p = lib_ ? dlsym(lib_, name) : NULL;
     if (p && object_of(p) == self_object()) {
         blasft_log(BLASFT_LOG_ERROR, "cuBLAS: %s resolved to libblas_ft itself", name);
         return NULL;
     }
     return p;
 }
+
+static void *lookup(const char *name) { return lookup_in(lib, name); }
 
 /* dlsym returns void *; going through a union keeps -Wpedantic quiet about object-to-function
  * pointer casts. */
@@ -96,4 +106,25 @@ void *blasft_cublas_sym(const char *name)
 {
     pthread_once(&once, load);
     return lookup(name);
+}
+
+/* ---- cublasLt: the instance the application uses (a dependency of cuBLAS, so found the same
+ * way; cublasLtCreate is not exported by libblas_ft) ---- */
+
+static void *lt_lib;
+static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
+
+static void load_lt(void)
+{
+    static const char *const sonames[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                          "libcublasLt.so"};
+    lt_lib = find_lib("cublasLtCreate", sonames, sizeof sonames / sizeof sonames[0]);
+    if (!lt_lib)
+        blasft_log(BLASFT_LOG_WARN, "no cublasLt found: its calls cannot be passed on");
+}
+
+void *blasft_cublaslt_sym(const char *name)
+{
+    pthread_once(&lt_once, load_lt);
+    return lookup_in(lt_lib, name);
 }

@@ -46,6 +46,10 @@ const blasft_cublas_api *blasft_cublas(void);
  * resolve into libblas_ft). Thread-safe; dlsym on every call, so resolve once and keep. */
 void *blasft_cublas_sym(const char *name);
 
+/* A symbol of the application's cublasLt, found as cuBLAS is (probe cublasLtCreate, then
+ * libcublasLt.so.13 / .12 / libcublasLt.so); NULL as above. */
+void *blasft_cublaslt_sym(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

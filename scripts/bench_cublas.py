@@ -115,6 +115,17 @@ def within_bound(fw, a, b, c, dtype):
     return q <= 1.0, q
 
 
+def linear_within_bound(fw, x, w, bias, y, dtype):
+    """|y - (x w^T + bias)| <= 2 (k+5) u (|x||w|^T + |bias|) elementwise, reference in float64."""
+    import numpy as np
+    X, W, b, Y = fw.host(x), fw.host(w), fw.host(bias), fw.host(y)
+    ref = X @ W.T + b
+    mag = np.abs(X) @ np.abs(W).T + np.abs(b)
+    u = 2.0 ** -24 if dtype == "float32" else 2.0 ** -53
+    q = np.max(np.abs(Y - ref) / (2 * (X.shape[1] + 5) * u * mag + 1e-300))
+    return q <= 1.0, q
+
+
 def run_checks(name):
     import numpy as np
     lib = blasft()
@@ -192,6 +203,34 @@ def run_checks(name):
             check(ok, f"{what} planted fault: result error {q:.3g} x bound")
     if name == "torch":
         torch = fw.m
+        # nn.Linear's addmm with a bias vector goes to cublasLtMatmul (CUBLASLT_EPILOGUE_BIAS)
+        for dtype in ("float32", "float64"):
+            dt = getattr(np, dtype)
+            for (m, n, k) in ((64, 48, 33), (512, 768, 1024)):
+                x = fw.rand((m, k), dt, 31)
+                w = fw.rand((n, k), dt, 32)
+                bias = fw.rand((n,), dt, 33)
+                s0 = stats(lib, fw)
+                y = torch.nn.functional.linear(x, w, bias)
+                s1 = stats(lib, fw)
+                ok, q = linear_within_bound(fw, x, w, bias, y, dtype)
+                dp = s1.protected_gemms - s0.protected_gemms
+                du = s1.unprotected_gemms - s0.unprotected_gemms
+                check(ok, f"torch linear+bias {dtype} {m}x{n}x{k}: error {q:.3g} x bound")
+                check(dp == 1 and du == 0, f"torch linear+bias {dtype} {m}x{n}x{k}: {dp} protected, "
+                      f"{du} unprotected")
+            x = fw.rand((300, 260), dt, 41)
+            w = fw.rand((200, 260), dt, 42)
+            bias = fw.rand((200,), dt, 43)
+            s0 = stats(lib, fw)
+            lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype == "float32" else 61)
+            y = torch.nn.functional.linear(x, w, bias)
+            s1 = stats(lib, fw)
+            ok, q = linear_within_bound(fw, x, w, bias, y, dtype)
+            check(s1.errors_detected > s0.errors_detected and
+                  s1.errors_corrected + s1.blocks_recomputed > s0.errors_corrected + s0.blocks_recomputed,
+                  f"torch linear+bias {dtype}: planted fault detected and corrected")
+            check(ok, f"torch linear+bias {dtype}: planted fault: result error {q:.3g} x bound")
         for warm in (True, False):
             a = fw.rand((256, 192), np.float32, 5)
             b = fw.rand((192, 320), np.float32, 6)
