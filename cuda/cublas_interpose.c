@@ -106,7 +106,10 @@ static void check_engine(void)
 
 static __thread int guard;
 
-int blasft_cublas_guarded(void) { return guard > 0; }
+int blasft_cublas_untouched(void)
+{
+    return guard > 0 || !interposer_enabled() || __atomic_load_n(&bypass, __ATOMIC_RELAXED);
+}
 
 void blasft_cublas_pass_begin(void) { guard++; }
 

@@ -79,8 +79,10 @@ typedef struct blasft_cublas_call {
  * call the real function between blasft_cublas_pass_begin and blasft_cublas_pass_end). */
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status);
 
-/* Nonzero inside the re-entry guard: a call from cuBLAS itself or from the engine. */
-int blasft_cublas_guarded(void);
+/* Nonzero where a call goes straight to the real library without being looked at: inside the
+ * re-entry guard (a call from cuBLAS itself or from the engine), with BLASFT_CUBLAS=off, or
+ * during the benchmark bypass. */
+int blasft_cublas_untouched(void);
 
 void blasft_cublas_pass_begin(void);
 /* Ends the guard and records the call as unprotected (unless it was nested or not a GEMM). */

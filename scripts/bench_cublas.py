@@ -304,22 +304,29 @@ def run_bench(name):
         rec = {"framework": name, "dtype": dtype, "n": 256, "host_us_plain": min(res[False]),
                "host_us_protected": min(res[True])}
         print(json.dumps(rec), flush=True)
+    # BENCH_OP=linear (torch): F.linear(a, b, bias), i.e. cublasLtMatmul with the bias epilogue
+    op_name = os.environ.get("BENCH_OP", "mm")
     for dtype, ns in sizes.items():
         dt = getattr(np, dtype)
         for n in ns:
             a, b = fw.rand((n, n), dt, 1), fw.rand((n, n), dt, 2)
+            if op_name == "linear":
+                bias = fw.rand((n,), dt, 3)
+                op = lambda: fw.m.nn.functional.linear(a, b, bias)
+            else:
+                op = lambda: fw.mm(a, b)
             pairs, burst = (5, 2) if n >= 8192 else (9, 3)
             for prot in (0, 1):  # warm-up of both (the engine's context and workspace)
                 lib.blasft_cublas_bypass(1 - prot)
-                timed(fw, lambda: fw.mm(a, b), 2)
+                timed(fw, op, 2)
             t = {0: [], 1: []}
             for _ in range(pairs):
                 for prot in (0, 1):
                     lib.blasft_cublas_bypass(1 - prot)
-                    t[prot].append(timed(fw, lambda: fw.mm(a, b), burst))
+                    t[prot].append(timed(fw, op, burst))
             lib.blasft_cublas_bypass(0)
             mp, mq = statistics.median(t[0]), statistics.median(t[1])
-            rec = {"framework": name, "dtype": dtype, "n": n, "plain_ms": mp, "protected_ms": mq,
+            rec = {"framework": name, "op": op_name, "dtype": dtype, "n": n, "plain_ms": mp, "protected_ms": mq,
                    "ratio": mq / mp, "pairs": pairs, "burst": burst,
                    "plain_all": t[0], "protected_all": t[1]}
             print(json.dumps(rec), flush=True)

@@ -227,7 +227,7 @@ EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmu
     blasft_cublas_call c = {.stat = &stat, .handle = (cublasHandle_t)lightHandle, .lt = 1,
                             .lt_stream = stream, .batch = 1};
     /* cuBLAS's own calls (and the engine's) come here too: those are not read */
-    if (!blasft_cublas_guarded() && lt.desc_get && lt.layout_get)
+    if (!blasft_cublas_untouched() && lt.desc_get && lt.layout_get)
         describe(&c, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc);
     /* descriptors that cannot be read or do not fit together leave m = 0: the call is recorded,
      * not counted as a GEMM, and the real one reports the problem */
