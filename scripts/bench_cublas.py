@@ -253,6 +253,28 @@ def run_checks(name):
             dp = s1.protected_gemms - s0.protected_gemms
             check(ok, f"torch graph replay (warm stream {warm}): error {q:.3g} x bound")
             check(dp == (2 if warm else 0), f"torch graph replay (warm stream {warm}): {dp} protected")
+        # a linear layer with a bias (cublasLtMatmul) captured on a warmed side stream
+        x = fw.rand((256, 192), np.float32, 51)
+        w = fw.rand((320, 192), np.float32, 52)
+        bias = fw.rand((320,), np.float32, 53)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                y = torch.nn.functional.linear(x, w, bias)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            y = torch.nn.functional.linear(x, w, bias)
+        s0 = stats(lib, fw)
+        x.copy_(fw.rand((256, 192), np.float32, 54))
+        g.replay()
+        g.replay()
+        s1 = stats(lib, fw)
+        ok, q = linear_within_bound(fw, x, w, bias, y, "float32")
+        dp = s1.protected_gemms - s0.protected_gemms
+        check(ok, f"torch graph replay of linear + bias: error {q:.3g} x bound")
+        check(dp == 2, f"torch graph replay of linear + bias: {dp} protected")
 
 
 def timed(fw, f, burst):
