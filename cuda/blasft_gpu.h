@@ -49,6 +49,8 @@ int blasft_gpu_available(void);
  * device: two cuBLAS handles, a helper stream, events, pinned counters, the workspace (empty until
  * the first GEMM or blasft_gpu_reserve). NULL if no GPU is usable. */
 blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream);
+/* Waits for the device (not for the context's stream, which the application may have destroyed
+ * already), then frees everything. */
 void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx);
 void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream);
 
