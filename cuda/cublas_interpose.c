@@ -280,8 +280,7 @@ static char op_letter(cublasOperation_t t)
     return t == CUBLAS_OP_N ? 'N' : t == CUBLAS_OP_C ? 'C' : 'T';
 }
 
-/* beta in host memory is zero (every part): the old C does not enter */
-static int host_beta_zero(blasft_type t, const void *beta)
+int blasft_cublas_host_zero(blasft_type t, const void *beta)
 {
     switch (t) {
     case BLASFT_TYPE_S: return *(const float *)beta == 0.0f;
@@ -375,7 +374,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
-        int keep_old = (on_dev || !host_beta_zero(c->type, beta)) &&
+        int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) &&
                        p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
         if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
             slot->rkeep < keep_old) {
@@ -400,7 +399,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
                                  c->c_in ? c->c_in : c->c, c->c_in ? c->ldc_in : c->ldc, c->c,
                                  c->ldc, stream))
             return 0;
-    } else if (c->c_in && (on_dev || !host_beta_zero(c->type, c->beta))) {
+    } else if (c->c_in && (on_dev || !blasft_cublas_host_zero(c->type, c->beta))) {
         if (cudaMemcpy2DAsync(c->c, ts * (size_t)c->ldc, c->c_in, ts * (size_t)c->ldc_in,
                               ts * (size_t)c->m, (size_t)c->n, cudaMemcpyDeviceToDevice,
                               stream) != cudaSuccess)

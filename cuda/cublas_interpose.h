@@ -79,6 +79,9 @@ typedef struct blasft_cublas_call {
  * call the real function between blasft_cublas_pass_begin and blasft_cublas_pass_end). */
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status);
 
+/* A scalar of type t in host memory is zero (every part): beta = 0, the old C does not enter. */
+int blasft_cublas_host_zero(blasft_type t, const void *x);
+
 /* Nonzero where a call goes straight to the real library without being looked at: inside the
  * re-entry guard (a call from cuBLAS itself or from the engine), with BLASFT_CUBLAS=off, or
  * during the benchmark bypass. */

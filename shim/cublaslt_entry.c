@@ -56,25 +56,21 @@ static int widen(uint64_t x, size_t written, int64_t *v)
         return -1;
     return 0;
 }
-/* cublasLt wants the attribute's exact size: asked first with no buffer */
-static int desc_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, int64_t *v)
-{
-    uint64_t x = 0;
-    size_t w = 0, w2 = 0;
-    if (lt.desc_get(d, a, NULL, 0, &w) != CUBLAS_STATUS_SUCCESS || w > sizeof x ||
-        lt.desc_get(d, a, &x, w, &w2) != CUBLAS_STATUS_SUCCESS)
-        return -1;
-    return widen(x, w, v);
-}
-static int layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, int64_t *v)
-{
-    uint64_t x = 0;
-    size_t w = 0, w2 = 0;
-    if (lt.layout_get(l, a, NULL, 0, &w) != CUBLAS_STATUS_SUCCESS || w > sizeof x ||
-        lt.layout_get(l, a, &x, w, &w2) != CUBLAS_STATUS_SUCCESS)
-        return -1;
-    return widen(x, w, v);
-}
+/* An attribute's value through getter GET of object type O and attribute type A. cublasLt
+ * wants the attribute's exact size: it is asked first with no buffer. */
+#define ATTR_READER(name, O, A, GET)                                                               \
+    static int name(O obj, A a, int64_t *v)                                                        \
+    {                                                                                              \
+        uint64_t x = 0;                                                                            \
+        size_t w = 0, w2 = 0;                                                                      \
+        if (lt.GET(obj, a, NULL, 0, &w) != CUBLAS_STATUS_SUCCESS || w > sizeof x ||               \
+            lt.GET(obj, a, &x, w, &w2) != CUBLAS_STATUS_SUCCESS)                                   \
+            return -1;                                                                             \
+        return widen(x, w, v);                                                                     \
+    }
+ATTR_READER(desc_attr, cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, desc_get)
+ATTR_READER(layout_attr, cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, layout_get)
+
 /* An attribute that must keep its default (0 or NULL) for the call to be a plain GEMM; one the
  * library does not know cannot have been set. */
 static int desc_default(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a)
@@ -127,16 +123,6 @@ static int lt_type(const layout *a, const layout *b, const layout *c, const layo
     else
         return 0;
     return 1;
-}
-
-static int host_zero(blasft_type t, const void *x)
-{
-    switch (t) {
-    case BLASFT_TYPE_S: return *(const float *)x == 0.0f;
-    case BLASFT_TYPE_D: return *(const double *)x == 0.0;
-    case BLASFT_TYPE_C: return ((const float *)x)[0] == 0.0f && ((const float *)x)[1] == 0.0f;
-    default: return ((const double *)x)[0] == 0.0 && ((const double *)x)[1] == 0.0;
-    }
 }
 
 /* The call as a blasft_cublas_call: c->protectable stays 0 (counted unprotected) for anything
@@ -202,7 +188,7 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
     if (epi == CUBLASLT_EPILOGUE_BIAS)
         ok = ok && bias_p && (t == BLASFT_TYPE_S || t == BLASFT_TYPE_D) && !c->lt_on_device &&
              d.batch == 1 && (bias_type == -1 || bias_type == a.type) &&
-             (!c_is_d || (beta && host_zero(t, beta)));
+             (!c_is_d || (beta && blasft_cublas_host_zero(t, beta)));
     else
         ok = ok && epi == CUBLASLT_EPILOGUE_DEFAULT;
     /* a C apart from D: one GEMM */

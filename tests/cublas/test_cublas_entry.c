@@ -8,49 +8,14 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "interpose_test.h"
+
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int checks, failures;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-/* libblas_ft's own API, found in the process (it must be preloaded) */
-typedef struct {
-    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
-        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
-} stats_t;
-static void (*get_stats)(stats_t *);
-static int (*plant_fault)(int, int64_t, int64_t, int);
-
-static stats_t stats_now(void)
-{
-    stats_t s;
-    cudaDeviceSynchronize(); /* the counters arrive by stream host functions */
-    get_stats(&s);
-    return s;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
 
 typedef enum { EP_V2, EP_V2_64, EP_EX, EP_EX_64, EP_STRIDED, EP_STRIDED_64, EP_STRIDED_EX,
                EP_STRIDED_EX_64, EP_COUNT } entry;
@@ -164,20 +129,6 @@ static void make(run *r, const gcase *g)
 static void release(run *r)
 {
     free(r->A); free(r->B); free(r->C0); free(r->ref); free(r->bound);
-}
-
-static void *to_device(const double *x, size_t n, int dbl)
-{
-    size_t es = dbl ? 8 : 4;
-    void *h = malloc(es * (n ? n : 1)), *d = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (dbl) ((double *)h)[i] = x[i];
-        else ((float *)h)[i] = (float)x[i];
-    }
-    cudaMalloc(&d, es * (n ? n : 1));
-    cudaMemcpy(d, h, es * n, cudaMemcpyHostToDevice);
-    free(h);
-    return d;
 }
 
 /* Worst |C - ref| / bound over the batch (> 1: wrong). Also checks the padding is untouched. */
@@ -622,18 +573,10 @@ static void zunprotected(cublasHandle_t h)
 
 int main(int argc, char **argv)
 {
-    int expect_off = argc > 1 && strcmp(argv[1], "--expect-off") == 0;
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
-        fprintf(stderr, "no GPU: skipped\n");
-        return 77;
-    }
-    get_stats = (void (*)(stats_t *))dlsym(RTLD_DEFAULT, "blasft_get_stats");
-    plant_fault = (int (*)(int, int64_t, int64_t, int))dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault");
-    if (!get_stats || !plant_fault) {
-        fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD)\n");
-        return 1;
-    }
+    int expect_off = 0;
+    const int start = test_start(argc, argv, &expect_off);
+    if (start)
+        return start;
     cublasHandle_t h;
     if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasCreate failed\n");

@@ -13,6 +13,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "interpose_test.h"
+
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <math.h>
@@ -22,42 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int checks, failures;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
-
-typedef struct {
-    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
-        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
-} stats_t;
-static void (*get_stats)(stats_t *);
-static int (*plant_fault)(int, int64_t, int64_t, int);
-
-static stats_t stats_now(void)
-{
-    stats_t s;
-    cudaDeviceSynchronize();
-    get_stats(&s);
-    return s;
-}
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
 
 typedef enum { PLAIN, BIAS, RELU_BIAS } epi_t;
 
@@ -143,20 +109,6 @@ static void make(ldata *r, const lcase *g)
 static void release(ldata *r)
 {
     free(r->A); free(r->B); free(r->C); free(r->bias); free(r->ref); free(r->bound);
-}
-
-static void *to_device(const double *x, size_t n, int dbl)
-{
-    size_t es = dbl ? 8 : 4;
-    void *h = malloc(es * (n ? n : 1)), *d = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (dbl) ((double *)h)[i] = x[i];
-        else ((float *)h)[i] = (float)x[i];
-    }
-    cudaMalloc(&d, es * (n ? n : 1));
-    cudaMemcpy(d, h, es * n, cudaMemcpyHostToDevice);
-    free(h);
-    return d;
 }
 
 /* worst |D - ref| / bound over the batch, every part */
@@ -314,21 +266,10 @@ static void on_segv(int sig)
 int main(int argc, char **argv)
 {
     signal(SIGSEGV, on_segv);
-    const int expect_off = argc > 1 && !strcmp(argv[1], "--expect-off");
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no GPU: skipped\n");
-        return 77;
-    }
-    union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
-    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
-        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
-    if (!gs.p || !pf.p) {
-        fprintf(stderr, "libblas_ft is not preloaded\n");
-        return 1;
-    }
-    get_stats = gs.f;
-    plant_fault = pf.f;
+    int expect_off = 0;
+    const int start = test_start(argc, argv, &expect_off);
+    if (start)
+        return start;
     cublasLtHandle_t lh;
     if (cublasLtCreate(&lh) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");

@@ -1,0 +1,95 @@
+/* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c): the
+ * check counter, libblas_ft's counters and fault planting found in the process (it must be
+ * preloaded), random data and its upload. Header-only: each program is one translation unit. */
+#ifndef BLASFT_INTERPOSE_TEST_H
+#define BLASFT_INTERPOSE_TEST_H
+
+#include <cuda_runtime.h>
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int checks, failures;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* libblas_ft's own API, found in the process */
+typedef struct {
+    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
+        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
+} stats_t;
+static void (*get_stats)(stats_t *);
+static int (*plant_fault)(int, int64_t, int64_t, int);
+
+/* 0 once both are found, else -1 (named on stderr) */
+static int find_blasft(void)
+{
+    union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
+    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
+        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
+    get_stats = gs.f;
+    plant_fault = pf.f;
+    if (get_stats && plant_fault)
+        return 0;
+    fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD)\n");
+    return -1;
+}
+
+/* The common start: --expect-off (every GEMM must pass through, BLASFT_MODE=off) into
+ * *expect_off. Returns 0 to go on, else the exit status: 77 without a GPU, 1 without libblas_ft
+ * preloaded. */
+static int test_start(int argc, char **argv, int *expect_off)
+{
+    *expect_off = argc > 1 && strcmp(argv[1], "--expect-off") == 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        fprintf(stderr, "no GPU: skipped\n");
+        return 77;
+    }
+    return find_blasft() ? 1 : 0;
+}
+
+static stats_t stats_now(void)
+{
+    stats_t s;
+    cudaDeviceSynchronize(); /* the counters arrive by stream host functions */
+    get_stats(&s);
+    return s;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* n values to the device as double (dbl) or float */
+static void *to_device(const double *x, size_t n, int dbl)
+{
+    size_t es = dbl ? 8 : 4;
+    void *h = malloc(es * (n ? n : 1)), *d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (dbl) ((double *)h)[i] = x[i];
+        else ((float *)h)[i] = (float)x[i];
+    }
+    cudaMalloc(&d, es * (n ? n : 1));
+    cudaMemcpy(d, h, es * n, cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+#endif
