@@ -191,8 +191,9 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
              (!c_is_d || (beta && blasft_cublas_host_zero(t, beta)));
     else
         ok = ok && epi == CUBLASLT_EPILOGUE_DEFAULT;
-    /* a C apart from D: one GEMM */
-    ok = ok && (c_is_d || d.batch == 1);
+    /* a C apart from D: one GEMM, a valid ld, and not D itself in another layout (cublasLt
+     * reports what it makes of those) */
+    ok = ok && (c_is_d || (d.batch == 1 && C != D && cl.ld >= (m > 1 ? m : 1)));
     c->bias = epi == CUBLASLT_EPILOGUE_BIAS ? (const void *)(uintptr_t)bias_p : NULL;
     c->type = t;
     c->protectable = ok;
