@@ -296,15 +296,12 @@ static int once_math, once_capture_ctx, once_capture_ws, once_reserve, once_larg
 
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
 {
-    c->nested = guard > 0;
+    /* nested, or switched off: not even recorded */
+    c->nested = blasft_cublas_untouched();
     c->counted = 0;
     c->t0 = 0;
     if (c->nested)
         return 0;
-    if (!interposer_enabled() || __atomic_load_n(&bypass, __ATOMIC_RELAXED)) {
-        c->nested = 1; /* switched off: not even recorded */
-        return 0;
-    }
     c->t0 = blasft_timing_enabled() ? blasft_now_ns() : 0;
     if (!valid_call(c) || c->m == 0 || c->n == 0 || c->batch == 0)
         return 0;
