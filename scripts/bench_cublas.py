@@ -102,27 +102,20 @@ def stats(lib, fw):
     return s
 
 
-def within_bound(fw, a, b, c, dtype):
-    """|c - a b| <= 2 (k+3) u |a||b| elementwise (complex: 2 (k+5) u, moduli), reference in
-    float64 / complex128 on the host."""
+def within_bound(fw, a, b, c, dtype, bias=None):
+    """|c - (a b + bias)| <= 2 (k+3) u (|a||b| + |bias|) elementwise (complex: 2 (k+5) u, moduli;
+    a bias, added to each column, counts as two more roundings too), reference in float64 /
+    complex128 on the host."""
     import numpy as np
     A, B, C = fw.host(a), fw.host(b), fw.host(c)
     ref = np.matmul(A, B)
     mag = np.matmul(np.abs(A), np.abs(B))
-    u = 2.0 ** -24 if dtype in ("float32", "complex64") else 2.0 ** -53
     k = A.shape[-1] + (2 if dtype.startswith("complex") else 0)
+    if bias is not None:
+        v = fw.host(bias)
+        ref, mag, k = ref + v, mag + np.abs(v), k + 2
+    u = 2.0 ** -24 if dtype in ("float32", "complex64") else 2.0 ** -53
     q = np.max(np.abs(C - ref) / (2 * (k + 3) * u * mag + 1e-300)) if C.size else 0.0
-    return q <= 1.0, q
-
-
-def linear_within_bound(fw, x, w, bias, y, dtype):
-    """|y - (x w^T + bias)| <= 2 (k+5) u (|x||w|^T + |bias|) elementwise, reference in float64."""
-    import numpy as np
-    X, W, b, Y = fw.host(x), fw.host(w), fw.host(bias), fw.host(y)
-    ref = X @ W.T + b
-    mag = np.abs(X) @ np.abs(W).T + np.abs(b)
-    u = 2.0 ** -24 if dtype == "float32" else 2.0 ** -53
-    q = np.max(np.abs(Y - ref) / (2 * (X.shape[1] + 5) * u * mag + 1e-300))
     return q <= 1.0, q
 
 
@@ -213,7 +206,7 @@ def run_checks(name):
                 s0 = stats(lib, fw)
                 y = torch.nn.functional.linear(x, w, bias)
                 s1 = stats(lib, fw)
-                ok, q = linear_within_bound(fw, x, w, bias, y, dtype)
+                ok, q = within_bound(fw, x, w.t(), y, dtype, bias)
                 dp = s1.protected_gemms - s0.protected_gemms
                 du = s1.unprotected_gemms - s0.unprotected_gemms
                 check(ok, f"torch linear+bias {dtype} {m}x{n}x{k}: error {q:.3g} x bound")
@@ -226,7 +219,7 @@ def run_checks(name):
             lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype == "float32" else 61)
             y = torch.nn.functional.linear(x, w, bias)
             s1 = stats(lib, fw)
-            ok, q = linear_within_bound(fw, x, w, bias, y, dtype)
+            ok, q = within_bound(fw, x, w.t(), y, dtype, bias)
             check(s1.errors_detected > s0.errors_detected and
                   s1.errors_corrected + s1.blocks_recomputed > s0.errors_corrected + s0.blocks_recomputed,
                   f"torch linear+bias {dtype}: planted fault detected and corrected")
@@ -271,7 +264,7 @@ def run_checks(name):
         g.replay()
         g.replay()
         s1 = stats(lib, fw)
-        ok, q = linear_within_bound(fw, x, w, bias, y, "float32")
+        ok, q = within_bound(fw, x, w.t(), y, "float32", bias)
         dp = s1.protected_gemms - s0.protected_gemms
         check(ok, f"torch graph replay of linear + bias: error {q:.3g} x bound")
         check(dp == 2, f"torch graph replay of linear + bias: {dp} protected")
