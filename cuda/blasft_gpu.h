@@ -112,6 +112,12 @@ typedef struct blasft_gpu_gemm {
      * on demand); made with the same parameters as this call's and from the same, unchanged
      * data: the engine trusts the caller on both. */
     const void *prep_a, *prep_b;
+    /* Or NULL: the old C is this vector of m elements (device memory, C's type, S and D only)
+     * in every column, C's content on entry is not read (cublasLt's bias: C = alpha op(A) op(B)
+     * + beta c_vector 1^T). The engine writes the repeated vector into C before the GEMM and
+     * takes the old C's checksums and its recomputations from the vector, which must stay
+     * unchanged until the GEMM's work on the stream is done. */
+    const void *c_vector;
 } blasft_gpu_gemm;
 
 /* Prepared operands: the context-independent preprocessing of an operand that stays unchanged

@@ -351,17 +351,19 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
     const size_t ts = (size_t)blasft_type_size(c->type);
     const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
-    /* cublasLt's bias: the GEMM adds to the prepared D with beta 1 (host memory: the shim
-     * protects a bias only with host scalars) */
+    /* cublasLt's bias (the shim protects one only with host scalars): with beta 0 the engine
+     * takes it as the old C repeated over the columns (c_vector), with beta 1; otherwise the
+     * GEMM adds with beta 1 to D prepared as bias + beta C */
     static const float one_f = 1.0f;
     static const double one_d = 1.0;
+    const int bias_vector = c->bias && c->beta && blasft_cublas_host_zero(c->type, c->beta);
     const void *beta = c->bias ? (c->type == BLASFT_TYPE_S ? (const void *)&one_f : (const void *)&one_d)
                                : c->beta;
     blasft_gpu_gemm g = {.type = c->type, .transa = op_letter(c->transa),
                          .transb = op_letter(c->transb), .m = c->m, .n = c->n, .k = c->k,
                          .alpha = c->alpha, .a = c->a, .lda = c->lda, .b = c->b, .ldb = c->ldb,
                          .beta = beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
-                         .routine = c->stat->name};
+                         .routine = c->stat->name, .c_vector = bias_vector ? c->bias : NULL};
     if (capturing) {
         if (blasft_gpu_gemm_would_sync(ctx, &g, &p, c->batch)) {
             PASS_ONCE(once_capture_ws, "cuBLAS interposer: a GEMM captured on a stream whose "
@@ -371,7 +373,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
-        int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) &&
+        int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
                        p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
         if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
             slot->rkeep < keep_old) {
@@ -388,10 +390,10 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
             slot->rkeep = keep_old;
         }
     }
-    /* cublasLt: D prepared from C (and the bias). Should the engine refuse the call below, the
-     * real cublasLtMatmul still computes the right D: it reads C, which this leaves unchanged
-     * unless C is D with beta 0 (then C is not read) or with no bias (then nothing is done). */
-    if (c->bias) {
+    /* cublasLt: D prepared from C (and a bias with beta != 0). Should the engine refuse the call
+     * below, the real cublasLtMatmul still computes the right D: it reads C, which this leaves
+     * unchanged unless C is D with no bias (then nothing is done). */
+    if (c->bias && !bias_vector) {
         if (blasft_gpu_bias_into(c->type, c->m, c->n, c->bias, c->beta,
                                  c->c_in ? c->c_in : c->c, c->c_in ? c->ldc_in : c->ldc, c->c,
                                  c->ldc, stream))

@@ -415,6 +415,9 @@ template <typename T> int plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
 {
     if (set_mode(ctx, g->scalars_on_device))
         return -2;
+    if (g->c_vector && blasft_gpu_bias_into(g->type, g->m, g->n, g->c_vector, nullptr, nullptr, 0,
+                                            g->c, g->ldc, ctx->s0))
+        return -2;
     return blas_ok(xgemm<T>(ctx->h0, op_of(g->transa), op_of(g->transb), g->m, g->n, g->k,
                             (const T *)g->alpha, (const T *)g->a, g->lda, (const T *)g->b, g->ldb,
                             (const T *)g->beta, (T *)g->c, g->ldc),
@@ -439,7 +442,9 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (!on_dev)
         beta_h = *(const T *)g->beta;
     const bool need_cold = on_dev || !is_zero_h(beta_h);
-    const bool keep_old = need_cold && p->mode == BLASFT_MODE_CORRECT &&
+    /* the old C as a vector (g->c_vector): read from there, nothing to copy */
+    const T *cvec = (const T *)g->c_vector;
+    const bool keep_old = need_cold && !cvec && p->mode == BLASFT_MODE_CORRECT &&
                           p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
     /* 'N', 'T', and for complex data 'C' (for real data 'C' is 'T') */
     auto norm = [](char t) {
@@ -481,8 +486,8 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         kg.alpha_v = *(const T *)g->alpha;
         kg.beta_v = beta_h;
     }
-    kg.Cold = keep_old ? (const T *)ctx->old_c : nullptr;
-    kg.ldcold = m;
+    kg.Cold = keep_old ? (const T *)ctx->old_c : need_cold ? cvec : nullptr;
+    kg.ldcold = cvec ? 0 : m; /* a vector repeated: leading dimension 0 */
     kg.bs = bs; kg.r = r; kg.wscheme = p->weights; kg.p = pp; kg.omega = p->omega;
     kg.block_lists = p->pea_block_lists != 0;
     kg.correct = p->mode == BLASFT_MODE_CORRECT;
@@ -503,6 +508,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
     const bool lazy = p->rows_on_demand && !kg.block_lists;
     kg.rows_on_demand = lazy;
+    kg.cold_rows = lazy && kg.Cold;
     /* prepared operands (blasft_gpu_prepare): their buffers stand in for this call's passes */
     const bool prep_a = g->prep_a && ta == 'N', prep_b = g->prep_b && tb == 'N' && lazy;
     if (prep_a) {
@@ -621,21 +627,38 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         mark(3, sp);
     }
 
-    /* the old C's checksums (and copy) must be taken before the GEMM overwrites C */
+    /* the old C's checksums (and copy) must be taken before the GEMM overwrites C. Its row
+     * checksums wait for a flag where the old C stays at hand (cold_rows). A vector repeated
+     * over the columns has the same column checksums in every column: those of column 0,
+     * repeated. */
     if (need_cold) {
-        gk_encode<T, T>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Ccs_ref, r * mb, 1,
+        const T *oc = cvec ? cvec : kg.C;
+        const int64_t ocl = cvec ? 0 : g->ldc, ocn = cvec ? 1 : n;
+        gk_encode<T, T>(oc, ocl, 1, m, ocn, bs, r, ws, kg.Ccs_ref, r * mb, 1,
                         gk_aux{GK_AUX_SQ, kg.Ccs_sq, mb, 1}, kg.cnt, s0);
-        gk_encode<T, T>(kg.C, g->ldc, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m,
-                        gk_aux{GK_AUX_SQ, kg.Crs_sq, 1, m}, kg.cnt, s0);
+        if (!kg.cold_rows)
+            gk_encode<T, T>(oc, ocl, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m,
+                            gk_aux{GK_AUX_SQ, kg.Crs_sq, 1, m}, kg.cnt, s0);
         /* PROJ's reference is double: the old C's column checksums once more, unrounded */
         if constexpr (P == 1)
             if (kg.Pold)
-                gk_encode<T, double>(kg.C, g->ldc, 1, m, n, bs, r, ws, kg.Pold, r * mb, 1,
+                gk_encode<T, double>(oc, ocl, 1, m, ocn, bs, r, ws, kg.Pold, r * mb, 1,
                                      gk_aux{GK_AUX_NONE, nullptr, 0, 0}, kg.cnt, s0);
+        if (cvec) {
+            gk_repeat<T>(kg.Ccs_ref, r * mb, n, s0);
+            gk_repeat<double>(kg.Ccs_sq, mb, n, s0);
+            if constexpr (P == 1)
+                if (kg.Pold)
+                    gk_repeat<double>(kg.Pold, r * mb, n, s0);
+        }
         if (keep_old)
             cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
                               cudaMemcpyDeviceToDevice, s0);
     }
+    /* the GEMM adds to the repeated vector */
+    if (cvec && need_cold && blasft_gpu_bias_into(sizeof(T) == 4 ? BLASFT_TYPE_S : BLASFT_TYPE_D, m, n, cvec,
+                                     nullptr, nullptr, 0, kg.C, g->ldc, s0))
+        return -2;
     /* the reference GEMMs need the encodings and the old C's checksums on their stream */
     if (!ref_serial && (need_cold || pre_serial)) {
         cudaEventRecord(ctx->ev_cold, s0);
@@ -813,7 +836,8 @@ struct promo_plan {
     bool on;
     int64_t tm, tn, kc;
     bool keep_old;          /* the engine keeps each tile's old C (8 P tm tn bytes, its old_c) */
-    size_t a, b, c, s, end; /* the buffer: panel of op(A), panel of op(B), tile of C, scalars */
+    size_t a, b, c, s, v, end; /* the buffer: panel of op(A), panel of op(B), tile of C,
+                                  scalars, a tile's part of the old C as a vector (c_vector) */
     /* prepared panels (blasft_gpu_prepare), where a panel serves several tiles (k in one chunk,
      * op N): every panel of op(A) prepared once (pa_each bytes apart) and reused by each column
      * of tiles; the panel of op(B) prepared once per column of tiles. 0: none. Checksums and
@@ -850,6 +874,7 @@ promo_plan plan_promotion(blasft_type t, char ta, char tb, int64_t m, int64_t n,
         L.b = c.take(8 * P * (size_t)(kc * tn));
         L.c = c.take(8 * P * (size_t)(tm * tn));
         L.s = c.take(8 * 3 * P);
+        L.v = c.take(8 * P * (size_t)tm);
         L.end = c.o;
         L.keep_old = recompute && (cold || kc < k);
         if (L.end + (L.keep_old ? gk_align(8 * P * (size_t)(tm * tn)) : 0) <= cap)
@@ -890,7 +915,8 @@ promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const b
 {
     if (ctx->no_promo)
         return promo_plan{};
-    const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
+    /* the old C is copied where it is read, unless it is a vector */
+    const bool cold = (g->scalars_on_device || beta_nonzero(g->type, g->beta)) && !g->c_vector;
     const promo_plan L = plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
     /* under graph capture every part needs a report slot of its own (nothing is delivered while
      * capturing): a GEMM of more parts than slots runs natively there */
@@ -919,7 +945,9 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
     const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
     const float *ga = (const float *)g->a, *gb = (const float *)g->b;
     float *gc = (float *)g->c;
+    const float *gv = (const float *)g->c_vector;
     double *dA = (double *)(w + L.a), *dB = (double *)(w + L.b), *dC = (double *)(w + L.c);
+    double *dV = (double *)(w + L.v);
     /* alpha, beta and one, in device memory where the caller's are */
     double hs[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     const double *sc = hs;
@@ -969,8 +997,13 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                 }
                 /* with beta = 0 in host memory the old C is never read (it may hold NaN); with
                  * device scalars the engine skips it where beta turns out 0 */
-                if (k0 == 0 && cold)
-                    gk_promote(gc + P * (i0 + j0 * g->ldc), P * g->ldc, P * tm, tn, dC, s0);
+                if (k0 == 0 && cold) {
+                    if (gv) /* the tile's rows of the vector: the engine repeats them */
+                        gk_promote(gv + P * i0, P * tm, P * tm, 1, dV, s0);
+                    else
+                        gk_promote(gc + P * (i0 + j0 * g->ldc), P * g->ldc, P * tm, tn, dC, s0);
+                }
+                d.c_vector = k0 == 0 && gv ? dV : nullptr;
                 d.m = tm;
                 d.n = tn;
                 d.k = kc;
@@ -1017,6 +1050,8 @@ int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
         g->ldc < (g->m > 1 ? g->m : 1))
         return -1;
     if (p && (p->block_size < 2 || p->block_size > 1024 || p->checksums < 1 || p->checksums > 2))
+        return -1;
+    if (g->c_vector && g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D)
         return -1;
     return 0;
 }
@@ -1330,7 +1365,7 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
         return 1;
     const bool need_cold =
         L.on ? L.keep_old
-             : (g->scalars_on_device || beta_nonzero(g->type, g->beta)) &&
+             : (g->scalars_on_device || beta_nonzero(g->type, g->beta)) && !g->c_vector &&
                    p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
     if (need_cold && ts * m * n > ctx->old_bytes)
         return 1;

@@ -1757,6 +1757,16 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
                 }
                 if (g.a_lists_on_demand)
                     reg_store<P>(g.tA, i, la, g.p);
+                /* cold_rows: the old C's row checksums of this block from the kept old C, in
+                 * double (compensated), instead of a pass over C before the GEMM */
+                blasft_csum oacc[2][2] = {};
+                if (g.cold_rows && !is_zero(beta)) {
+                    double osq = 0.0;
+                    for (int q = 0; q < cols_t; q++)
+                        take<T>(oacc, osq, GK_AUX_SQ, g.Cold[i + (j0 + q) * g.ldcold], r,
+                                g.wscheme, q, bs);
+                    g.Crs_sq[i + J * g.m] = osq;
+                }
                 for (int w = 0; w < r; w++) {
                     const int64_t e = i + (J * r + w) * g.m;
                     const double xr = part_of(alpha, 0), xi = im_of(alpha);
@@ -1765,10 +1775,13 @@ __global__ void __launch_bounds__(kThreads) rows_on_demand(gk_gemm<T> g)
                      * encodes the old C before beta is known: skip it where beta is 0, it may be
                      * NaN) */
                     if (g.Crs_sq && !is_zero(beta)) {
-                        const T o = g.Crs_ref[e];
+                        const double o0 = g.cold_rows ? blasft_csum_value(&oacc[w][0])
+                                                      : part_of(g.Crs_ref[e], 0);
+                        const double o1 = g.cold_rows ? blasft_csum_value(&oacc[w][1])
+                                                      : im_of(g.Crs_ref[e]);
                         const double yr = part_of(beta, 0), yi = im_of(beta);
-                        cr += yr * part_of(o, 0) - yi * im_of(o);
-                        ci += yr * im_of(o) + yi * part_of(o, 0);
+                        cr += yr * o0 - yi * o1;
+                        ci += yr * o1 + yi * o0;
                     }
                     g.Crs_ref[e] = make_el<T>(cr, ci);
                     checksum_eps(g, 1, e);
@@ -1844,6 +1857,23 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
     else
         encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 4), (unsigned int)nblk), kThreads, 0,
                                st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt, conj);
+}
+
+template <typename T> __global__ void repeat_kernel(T *x, int64_t len, int64_t count)
+{
+    const int64_t total = len * count;
+    for (int64_t e = len + (int64_t)blockIdx.x * kThreads + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * kThreads)
+        x[e] = x[e % len];
+}
+
+template <typename T> void gk_repeat(T *x, int64_t len, int64_t count, cudaStream_t st)
+{
+    if (len <= 0 || count <= 1)
+        return;
+    const int64_t blocks = (len * (count - 1) + kThreads - 1) / kThreads;
+    repeat_kernel<T><<<(unsigned int)(blocks < 4096 ? blocks : 4096), kThreads, 0, st>>>(x, len,
+                                                                                         count);
 }
 
 /* Chunks along l so that about `want` threads (strided: one per vector and chunk) or warps
@@ -2068,6 +2098,7 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
                                  gk_topp, cudaStream_t);                                           \
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
     template void gk_compare_sums<T>(const gk_gemm<T> &, cudaStream_t);                           \
+    template void gk_repeat<T>(T *, int64_t, int64_t, cudaStream_t);                               \
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
     template bool gk_encode_topp<T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,  \
                                     int64_t, int64_t, gk_aux, int, gk_topp, gk_topp, gk_counters *, \

@@ -130,6 +130,9 @@ template <typename T> struct gk_gemm {
      * flagged block, before locating; 0: every checksum in the check pass. Not with block_lists
      * (the column thresholds would need every block's envelope of op(B)) */
     int rows_on_demand;
+    /* 1 (rows on demand with Cold): the old C's row checksums and Crs_sq are taken from Cold
+     * where a block flags, not encoded before the GEMM */
+    int cold_rows;
     /* 1 (PROJ, rows on demand, FP64): no pass over op(A) before the GEMM, as PROJ's column
      * thresholds use none of it; rows_on_demand builds tA for the flagged blocks' rows */
     int a_lists_on_demand;
@@ -177,6 +180,10 @@ template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
                cudaStream_t st, int conj = 0);
+
+/* x[len, count * len) = count - 1 more copies of x[0, len): checksums of a matrix whose columns
+ * are all equal, made from its first column. */
+template <typename T> void gk_repeat(T *x, int64_t len, int64_t count, cudaStream_t st);
 
 /* Top-p of |x| (complex: max(|re|, |im|), which bounds every real product of a part) of V vectors of length L: vector v's element l is X[l + v*ld] (contiguous) or
  * X[v + l*ld] (strided, uses part/part_pos as scratch of gk_topp_scratch elements). */

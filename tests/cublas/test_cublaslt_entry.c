@@ -288,6 +288,7 @@ int main(int argc, char **argv)
         /* nn.Linear: D = x W^T + bias, C in place, beta 0 */
         {0, 0, T, N, 768, 512, 1024, 0, 1, 1.0, 0.0, 0, 0, BIAS, 0, 1},
         {1, 0, T, N, 257, 129, 300, 0, 1, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+        {0, 0, N, T, 90, 70, 50, 1, 1, 1.5, 0.0, 1, 0, BIAS, 0, 1}, /* C apart, not read */
         {0, 0, N, N, 100, 70, 90, 2, 1, -0.5, 0.75, 1, 0, BIAS, 0, 1},
         {1, 0, N, T, 45, 91, 33, 1, 1, 2.0, -1.0, 1, 0, BIAS, 0, 1},
         /* strided batches, C in place */

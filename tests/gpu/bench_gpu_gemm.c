@@ -103,11 +103,28 @@ int main(int argc, char **argv)
             g.transb = trans && trans[0] && trans[1] == 'T' ? 'T' : 'N';
             g.m = m; g.n = n; g.k = k;
             g.alpha = is_float ? (void *)one_f : (void *)one_d;
-            g.beta = is_float ? (void *)zero_f : (void *)zero_d;
+            /* BENCH_BETA: a beta in host memory (the old C read); default 0 */
+            const double beta_v = getenv("BENCH_BETA") ? atof(getenv("BENCH_BETA")) : 0.0;
+            float beta_f[2] = {(float)beta_v, 0.0f};
+            double beta_d[2] = {beta_v, 0.0};
+            g.beta = beta_v == 0.0 ? (is_float ? (void *)zero_f : (void *)zero_d)
+                                   : (is_float ? (void *)beta_f : (void *)beta_d);
             g.a = A; g.lda = g.transa == 'N' ? m : k;
             g.b = B; g.ldb = g.transb == 'N' ? k : n;
             g.c = C; g.ldc = m;
             g.routine = "bench";
+            /* BENCH_CVEC=1: the old C is a vector repeated over the columns (cublasLt's bias),
+             * with beta 1 unless BENCH_BETA says otherwise; the plain baseline is the GEMM with
+             * beta 0, which is what cublasLt's bias epilogue costs about */
+            const int cvec = getenv("BENCH_CVEC") && atoi(getenv("BENCH_CVEC"));
+            void *V = cvec ? random_device((size_t)m, is_float, 4) : NULL;
+            blasft_gpu_gemm gp = g;
+            if (cvec) {
+                g.c_vector = V;
+                if (!getenv("BENCH_BETA"))
+                    g.beta = is_float ? (void *)one_f : (void *)one_d;
+                gp.beta = is_float ? (void *)zero_f : (void *)zero_d;
+            }
             snprintf(blocks, sizeof blocks, "%s", argv[3]);
             char *bs_save = NULL;
             for (char *bs = strtok_r(blocks, ",", &bs_save); bs; bs = strtok_r(NULL, ",", &bs_save)) {
@@ -153,7 +170,7 @@ int main(int argc, char **argv)
                 for (int it = -2; it < reps; it++) {
                     /* interleaved, so drift in clocks hits both alike */
                     ck(cudaEventRecord(e0, NULL), "record");
-                    if (blasft_gpu_gemm_plain(ctx, &g))
+                    if (blasft_gpu_gemm_plain(ctx, &gp))
                         return 1;
                     ck(cudaEventRecord(e1, NULL), "record");
                     ck(cudaEventSynchronize(e1), "sync");
@@ -179,7 +196,7 @@ int main(int argc, char **argv)
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
                        "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
-                       "\"promote_mem\":%llu,\"gemms\":%llu}\n",
+                       "\"promote_mem\":%llu,\"gemms\":%llu,\"beta\":%g,\"cvec\":%d}\n",
                        ty[0], g.transa, g.transb, m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
@@ -188,7 +205,9 @@ int main(int argc, char **argv)
                        p.pea_block_lists ? "block" : "vector", p.rows_on_demand ? "flagged" : "all",
                        p.proj ? "proj" : "pea", p.promote, blasft_gpu_promotes(g.type, m, n, k, &p),
                        (unsigned long long)p.promote_mem,
-                       (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+                       (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+                       cvec ? (is_float ? (double)*(float *)g.beta : *(double *)g.beta) : beta_v,
+                       cvec);
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;
@@ -215,6 +234,8 @@ int main(int argc, char **argv)
             ck(cudaFree(A), "free");
             ck(cudaFree(B), "free");
             ck(cudaFree(C), "free");
+            if (V)
+                ck(cudaFree(V), "free");
             (void)ts;
         }
     }

@@ -179,6 +179,9 @@ void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series)
         for (int64_t i = 0; i < nb; i++) d->B[i] = (float)d->B[i];
         for (int64_t i = 0; i < nc; i++) d->C0[i] = (float)d->C0[i];
     }
+    if (c->c_vector)
+        for (int64_t j = 1; j < c->n; j++)
+            memcpy(d->C0 + j * c->ldc, d->C0, 8 * (size_t)c->m);
     size_t ts = c->t == BLASFT_TYPE_S ? 4 : 8;
     d->hA = gh_typed_copy(d->A, na, c->t == BLASFT_TYPE_S);
     d->hB = gh_typed_copy(d->B, nb, c->t == BLASFT_TYPE_S);
@@ -186,6 +189,10 @@ void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series)
     d->dA = gh_upload(d->hA, ts * na);
     d->dB = gh_upload(d->hB, ts * nb);
     d->dC = gh_upload(d->hC0, ts * nc);
+    if (c->c_vector) {
+        d->dV = gh_upload(d->hC0, ts * (size_t)c->m);
+        gh_reset_c(d);
+    }
     float af = (float)c->alpha, bf = (float)c->beta;
     d->dalpha = gh_upload(c->t == BLASFT_TYPE_S ? (void *)&af : (void *)&c->alpha, ts);
     d->dbeta = gh_upload(c->t == BLASFT_TYPE_S ? (void *)&bf : (void *)&c->beta, ts);
@@ -217,12 +224,17 @@ void gh_free(gh_data *d)
     free(d->ref); free(d->bound);
     cudaFree(d->dA); cudaFree(d->dB); cudaFree(d->dC);
     cudaFree(d->dalpha); cudaFree(d->dbeta);
+    cudaFree(d->dV);
 }
 
 void gh_reset_c(gh_data *d)
 {
     size_t ts = d->c.t == BLASFT_TYPE_S ? 4 : 8;
-    die_cuda(cudaMemcpy(d->dC, d->hC0, ts * d->c.ldc * d->c.n, cudaMemcpyHostToDevice), "reset");
+    if (d->c.c_vector)
+        die_cuda(cudaMemset(d->dC, 0xff, ts * d->c.ldc * d->c.n), "reset");
+    else
+        die_cuda(cudaMemcpy(d->dC, d->hC0, ts * d->c.ldc * d->c.n, cudaMemcpyHostToDevice),
+                 "reset");
 }
 
 blasft_gpu_gemm gh_desc(const gh_data *d)
@@ -251,6 +263,7 @@ blasft_gpu_gemm gh_desc(const gh_data *d)
         g.beta = &d->c.beta;
     }
     g.routine = "test_gpu";
+    g.c_vector = d->dV;
     return g;
 }
 

@@ -27,6 +27,9 @@ typedef struct gh_case {
     int64_t m, n, k, lda, ldb, ldc;
     double alpha, beta;
     int device_scalars;
+    /* 1: the old C's columns all equal its first, which the engine gets as c_vector (the
+     * device C then holds NaN: the engine must not read it) */
+    int c_vector;
 } gh_case;
 
 /* A GEMM's data: host copies in double (values exactly those of the typed data), device copies
@@ -38,6 +41,7 @@ typedef struct gh_data {
     void *hA, *hB, *hC0;    /* host, typed */
     void *dA, *dB, *dC;     /* device, typed */
     void *dalpha, *dbeta;   /* device scalars */
+    void *dV;               /* device, typed: the old C's first column (c_vector) or NULL */
     double *ref, *bound;    /* m x n, ld m */
 } gh_data;
 
@@ -59,7 +63,7 @@ void gh_make(gh_data *d, const gh_case *c, uint64_t seed);
  * k where op is N) instead of T_full. */
 void gh_make_series(gh_data *d, const gh_case *c, uint64_t seed, int series);
 void gh_free(gh_data *d);
-/* Restores the device C to the old C. */
+/* Restores the device C to the old C (c_vector: to NaN). */
 void gh_reset_c(gh_data *d);
 blasft_gpu_gemm gh_desc(const gh_data *d);
 /* Downloads C into out (m x n, ld m, double). */

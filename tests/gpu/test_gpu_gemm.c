@@ -65,15 +65,20 @@ static const char *desc(const gh_case *c, const blasft_gpu_params *p)
              (long long)c->k, (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha,
              c->beta, c->device_scalars, p->block_size, p->checksums,
              p->pea_block_lists ? "block" : "vector");
-    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " rows=%s",
-             p->rows_on_demand ? "flagged" : "all");
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " rows=%s%s",
+             p->rows_on_demand ? "flagged" : "all", c->c_vector ? " c_vector" : "");
     return buf;
 }
+
+/* 1: make_case's old C is a vector repeated over the columns (blasft_gpu_gemm.c_vector) */
+static int vector_c;
 
 static gh_case make_case(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k, int pad,
                          double alpha, double beta, int dev)
 {
     gh_case c;
+    memset(&c, 0, sizeof c);
+    c.c_vector = vector_c;
     c.t = t; c.ta = ta; c.tb = tb; c.m = m; c.n = n; c.k = k;
     int64_t ar = ta == 'N' ? m : k, br = tb == 'N' ? k : n;
     c.lda = (ar > 1 ? ar : 1) + pad;
@@ -252,6 +257,9 @@ static void faults(void)
             blasft_stats st;
             run(&d, &p, &pl, &st, out);
             const char *ty = od ? (t ? "D rows on demand" : "S rows on demand") : t ? "D" : "S";
+            if (vector_c)
+                ty = od ? (t ? "D rows on demand, C a vector" : "S rows on demand, C a vector")
+                        : t ? "D, C a vector" : "S, C a vector";
             /* planted elements: corrected ones carry the checksum's rounding error, a few times
              * the element's own; the others must be untouched by the correction */
             int planted_right = 0, planted_kept = 0;
@@ -342,7 +350,7 @@ static void rows_on_demand_agrees(void)
             const int64_t fi = m * 2 / 3, fj = n / 2, I = fi / bs, J = fj / bs;
             const int rows_t = (int)(m - I * bs < bs ? m - I * bs : bs);
             const double u = t ? ldexp(1.0, -53) : ldexp(1.0, -24);
-            double *buf[2][4], *hA = NULL, *hB = NULL, *hC = NULL;
+            double *buf[2][4], *hA = NULL, *hB = NULL, *hC = NULL, *hC0 = NULL;
             blasft_stats st[2];
             const char *ty = t ? "D" : "S";
             for (int od = 0; od < 2; od++) {
@@ -383,6 +391,8 @@ static void rows_on_demand_agrees(void)
                             hB[l + j * k] = c.tb == 'N' ? d.B[l + j * c.ldb] : d.B[j + l * c.ldb];
                     hC = out;
                     hC[fi + fj * m] = pl.value[0];
+                    hC0 = malloc(8 * (size_t)(c.ldc * n));
+                    memcpy(hC0, d.C0, 8 * (size_t)(c.ldc * n));
                     out = NULL;
                 }
                 cudaFreeHost(pl.pinned);
@@ -422,7 +432,13 @@ static void rows_on_demand_agrees(void)
                     double mass = 0.0;
                     for (int64_t l = 0; l < k; l++)
                         mass += fabs(hA[i + l * m] * buf[0][0][l + (J * r + w) * k]);
-                    const double tol = 2.0 * (double)(k + 2) * u * 1.5 * mass + 4.0 * u * fabs(buf[0][1][e]);
+                    /* the old C's part: eager, its checksum rounded to the type before beta;
+                     * on demand, in double from the kept old C */
+                    double omag = 0.0;
+                    for (int64_t j = J * bs; j < n && j < (J + 1) * bs && c.beta != 0.0; j++)
+                        omag += fabs(wt(w, (int)(j - J * bs), bs) * hC0[i + j * c.ldc]);
+                    const double tol = 2.0 * (double)(k + 2) * u * 1.5 * mass + 4.0 * u * fabs(buf[0][1][e]) +
+                                       2.0 * u * fabs(c.beta) * omag;
                     const double dr = fabs(buf[0][1][e] - buf[1][1][e]) / tol;
                     worst_ref = dr > worst_ref || dr != dr ? dr : worst_ref;
                     bad_ref += !(dr <= 1.0);
@@ -446,6 +462,7 @@ static void rows_on_demand_agrees(void)
             free(hA);
             free(hB);
             free(hC);
+            free(hC0);
         }
 }
 
@@ -838,6 +855,12 @@ int main(void)
     blasft_gpu_set_ref_parts_mn(ctx, 0);
     nan_c_beta_on_device();
     faults();
+    /* the old C as a vector repeated over the columns (cublasLt's bias): the engine reads the
+     * vector, never C, and recomputes from it */
+    vector_c = 1;
+    clean_sweep();
+    faults();
+    vector_c = 0;
     blasft_gpu_set_schedule(ctx, BLASFT_GPU_SCHED_AUTO);
     rows_on_demand_agrees();
     prepared_operands();

@@ -244,13 +244,18 @@ int main(void)
     static const char trans[][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
     static const int series[] = {DG_FULL, DG_POS, DG_HEAVY, DG_CANCEL};
     uint64_t seed = 11;
+    /* cv 1: again where beta != 0, with the old C a vector repeated over the columns */
+    for (int cv = 0; cv < 2; cv++)
     for (int t = 0; t < 2; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int v = 0; v < 4; v++) {
                 const int tr = (int)(s + v) % 4, pad = (int)(s + v + t) % 3;
                 const double alpha = v == 1 ? -0.75 : v == 2 ? 2.5 : 1.0;
                 const double beta = v == 0 ? 0.0 : v == 1 ? 0.5 : v == 2 ? -1.0 : 0.0;
+                if (cv && beta == 0.0)
+                    continue;
                 gh_case c;
+                memset(&c, 0, sizeof c);
                 c.t = t ? BLASFT_TYPE_D : BLASFT_TYPE_S;
                 c.ta = trans[tr][0];
                 c.tb = trans[tr][1];
@@ -264,6 +269,7 @@ int main(void)
                 c.alpha = alpha;
                 c.beta = beta;
                 c.device_scalars = v == 3;
+                c.c_vector = cv;
                 blasft_gpu_params p;
                 gh_params(&p, v == 0 ? 32 : v == 1 ? 50 : v == 2 ? 128 : 37, 1 + (int)(s + v) % 2);
                 p.rows_on_demand = (int)(s + t) % 2;

@@ -75,10 +75,10 @@ static void on_event(const blasft_event *ev, void *user)
 static const char *desc(const gh_case *c, const blasft_gpu_params *p)
 {
     static char buf[200];
-    snprintf(buf, sizeof buf, "S%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d",
+    snprintf(buf, sizeof buf, "S%c%c m=%lld n=%lld k=%lld ld=%lld/%lld/%lld a=%g b=%g dev=%d bs=%d r=%d%s",
              c->ta, c->tb, (long long)c->m, (long long)c->n, (long long)c->k, (long long)c->lda,
              (long long)c->ldb, (long long)c->ldc, c->alpha, c->beta, c->device_scalars,
-             p->block_size, p->checksums);
+             p->block_size, p->checksums, c->c_vector ? " c_vector" : "");
     return buf;
 }
 
@@ -313,6 +313,9 @@ static void tiles(void)
     static const int64_t shapes[][3] = {{300, 260, 1500}, {517, 83, 2049}, {70, 600, 900},
                                         {600, 500, 200}};
     uint64_t seed = 500;
+    /* cv 1: again where beta != 0, with the old C a vector repeated over the columns (the
+     * first chunk of k reads the vector, later ones the engine's copy of the tile) */
+    for (int cv = 0; cv < 2; cv++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int tr = 0; tr < 4; tr++)
             for (int faulty = 0; faulty < 2; faulty++) {
@@ -320,6 +323,9 @@ static void tiles(void)
                 gh_case c = make_case(trans[tr][0], trans[tr][1], shapes[s][0], shapes[s][1],
                                       shapes[s][2], v % 3, v % 2 ? -1.5 : 1.0, v % 3 ? 0.5 : 0.0,
                                       v % 4 == 1);
+                if (cv && c.beta == 0.0)
+                    continue;
+                c.c_vector = cv;
                 blasft_gpu_params p = promoted_params(32, 1 + v % 2);
                 p.promote_mem = (uint64_t)2 << 20;
                 gh_data d;
