@@ -634,8 +634,13 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (need_cold) {
         const T *oc = cvec ? cvec : kg.C;
         const int64_t ocl = cvec ? 0 : g->ldc, ocn = cvec ? 1 : n;
-        gk_encode<T, T>(oc, ocl, 1, m, ocn, bs, r, ws, kg.Ccs_ref, r * mb, 1,
-                        gk_aux{GK_AUX_SQ, kg.Ccs_sq, mb, 1}, kg.cnt, s0);
+        const gk_aux sq{GK_AUX_SQ, kg.Ccs_sq, mb, 1};
+        /* the copy from the column checksums' read where their kernel allows */
+        const bool copied = keep_old && gk_encode_copy<T>(oc, ocl, m, ocn, bs, r, ws, kg.Ccs_ref,
+                                                          r * mb, 1, sq, kg.cnt,
+                                                          (T *)ctx->old_c, m, s0);
+        if (!copied)
+            gk_encode<T, T>(oc, ocl, 1, m, ocn, bs, r, ws, kg.Ccs_ref, r * mb, 1, sq, kg.cnt, s0);
         if (!kg.cold_rows)
             gk_encode<T, T>(oc, ocl, 0, n, m, bs, r, ws, kg.Crs_ref, 1, m,
                             gk_aux{GK_AUX_SQ, kg.Crs_sq, 1, m}, kg.cnt, s0);
@@ -651,7 +656,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                 if (kg.Pold)
                     gk_repeat<double>(kg.Pold, r * mb, n, s0);
         }
-        if (keep_old)
+        if (keep_old && !copied)
             cudaMemcpy2DAsync(ctx->old_c, sizeof(T) * m, g->c, sizeof(T) * g->ldc, sizeof(T) * m, n,
                               cudaMemcpyDeviceToDevice, s0);
     }

@@ -212,7 +212,7 @@ encode_contig(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int w
 template <typename T, typename O>
 __global__ void __launch_bounds__(kThreads, 3)
 encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
-             int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt)
+             int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt, T *copy, int64_t ldcopy)
 {
     __shared__ double sub[32][33];
     __shared__ blasft_csum part[4][64][2];
@@ -234,8 +234,13 @@ encode_tiled(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int ws
     };
     auto step = [&](T (&x)[4], int ps) {
 #pragma unroll
-        for (int u = 0; u < 4; u++)
+        for (int u = 0; u < 4; u++) {
             sub[(tid >> 5) + 8 * u][lane] = (double)x[u];
+            /* the copy (an old C kept for recomputation) from the same read */
+            const int c = (tid >> 5) + 8 * u;
+            if (copy && ps + lane < len && l0 + c < L)
+                copy[(s0 + ps + lane) + (l0 + c) * ldcopy] = x[u];
+        }
         __syncthreads();
         if (ps + 64 < len)
             load(x, ps + 64);
@@ -1847,7 +1852,8 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
     if constexpr (gk_el<T>::P == 1) {
         if (tiled) {
             encode_tiled<T, O><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads,
-                                 0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt);
+                                 0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt,
+                                          nullptr, 0);
             return;
         }
     }
@@ -1874,6 +1880,23 @@ template <typename T> void gk_repeat(T *x, int64_t len, int64_t count, cudaStrea
     const int64_t blocks = (len * (count - 1) + kThreads - 1) / kThreads;
     repeat_kernel<T><<<(unsigned int)(blocks < 4096 ? blocks : 4096), kThreads, 0, st>>>(x, len,
                                                                                          count);
+}
+
+template <typename T>
+bool gk_encode_copy(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                    T *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt, T *copy,
+                    int64_t ldcopy, cudaStream_t st)
+{
+    const int64_t nblk = (S + bs - 1) / bs;
+    if constexpr (gk_el<T>::P == 1) {
+        if (nblk > 0 && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535) {
+            encode_tiled<T, T><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads,
+                                 0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt,
+                                          copy, ldcopy);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Chunks along l so that about `want` threads (strided: one per vector and chunk) or warps
@@ -2099,6 +2122,9 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
     template void gk_compare_sums<T>(const gk_gemm<T> &, cudaStream_t);                           \
     template void gk_repeat<T>(T *, int64_t, int64_t, cudaStream_t);                               \
+    template bool gk_encode_copy<T>(const T *, int64_t, int64_t, int64_t, int, int, int, T *,      \
+                                    int64_t, int64_t, gk_aux, gk_counters *, T *, int64_t,         \
+                                    cudaStream_t);                                                 \
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
     template bool gk_encode_topp<T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,  \
                                     int64_t, int64_t, gk_aux, int, gk_topp, gk_topp, gk_counters *, \

@@ -181,6 +181,14 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
                int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
                cudaStream_t st, int conj = 0);
 
+/* gk_encode of contiguous real data (element (s, l) is X[s + l*ld]) that also copies X into
+ * copy (leading dimension ldcopy) from the same read. Returns false, launching nothing, where
+ * its kernel does not apply (complex data, L < 64, grids too large): then encode and copy apart. */
+template <typename T>
+bool gk_encode_copy(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme,
+                    T *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt, T *copy,
+                    int64_t ldcopy, cudaStream_t st);
+
 /* x[len, count * len) = count - 1 more copies of x[0, len): checksums of a matrix whose columns
  * are all equal, made from its first column. */
 template <typename T> void gk_repeat(T *x, int64_t len, int64_t count, cudaStream_t st);
