@@ -53,27 +53,8 @@ static void resolve_real(void)
     real.get_pointer_mode = gp.f;
     real.get_math_mode = gm.f;
     static const struct { size_t off; const char *name; } syms[] = {
-#define SYM(field, name) {offsetof(blasft_cublas_real, field), name}
-        SYM(sgemm_v2, "cublasSgemm_v2"), SYM(dgemm_v2, "cublasDgemm_v2"),
-        SYM(cgemm_v2, "cublasCgemm_v2"), SYM(zgemm_v2, "cublasZgemm_v2"),
-        SYM(sgemm_v2_64, "cublasSgemm_v2_64"), SYM(dgemm_v2_64, "cublasDgemm_v2_64"),
-        SYM(cgemm_v2_64, "cublasCgemm_v2_64"), SYM(zgemm_v2_64, "cublasZgemm_v2_64"),
-        SYM(cgemm3m, "cublasCgemm3m"), SYM(zgemm3m, "cublasZgemm3m"),
-        SYM(cgemm3m_64, "cublasCgemm3m_64"), SYM(zgemm3m_64, "cublasZgemm3m_64"),
-        SYM(gemm_ex, "cublasGemmEx"), SYM(gemm_ex_64, "cublasGemmEx_64"),
-        SYM(sgemm_strided, "cublasSgemmStridedBatched"),
-        SYM(dgemm_strided, "cublasDgemmStridedBatched"),
-        SYM(cgemm_strided, "cublasCgemmStridedBatched"),
-        SYM(zgemm_strided, "cublasZgemmStridedBatched"),
-        SYM(sgemm_strided_64, "cublasSgemmStridedBatched_64"),
-        SYM(dgemm_strided_64, "cublasDgemmStridedBatched_64"),
-        SYM(cgemm_strided_64, "cublasCgemmStridedBatched_64"),
-        SYM(zgemm_strided_64, "cublasZgemmStridedBatched_64"),
-        SYM(cgemm3m_strided, "cublasCgemm3mStridedBatched"),
-        SYM(cgemm3m_strided_64, "cublasCgemm3mStridedBatched_64"),
-        SYM(gemm_strided_ex, "cublasGemmStridedBatchedEx"),
-        SYM(gemm_strided_ex_64, "cublasGemmStridedBatchedEx_64"),
-        SYM(sgemm_legacy, "cublasSgemm"), SYM(dgemm_legacy, "cublasDgemm"),
+#define SYM(field, sym) {offsetof(blasft_cublas_real, field), #sym},
+        BLASFT_CUBLAS_GEMMS(SYM)
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
@@ -292,7 +273,25 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 
 /* Logs once per reason why calls pass through unprotected (info level: they are counted). */
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
-static int once_math, once_capture_ctx, once_capture_ws, once_reserve, once_large;
+static int once_math, once_capture_ctx, once_capture_ws, once_reserve, once_large, once_arrays;
+
+/* The addresses of a batch given by device arrays of pointers, read back on the host (waits for
+ * the stream, which may still be writing them): A's, then B's, then C's; NULL on failure. */
+static const void **read_arrays(const blasft_cublas_call *c, cudaStream_t stream)
+{
+    const size_t b = (size_t)c->batch, bytes = b * sizeof(void *);
+    const void **p = malloc(3 * bytes);
+    if (!p)
+        return NULL;
+    if (cudaMemcpyAsync(p, c->a_arr, bytes, cudaMemcpyDefault, stream) != cudaSuccess ||
+        cudaMemcpyAsync(p + b, c->b_arr, bytes, cudaMemcpyDefault, stream) != cudaSuccess ||
+        cudaMemcpyAsync(p + 2 * b, c->c_arr, bytes, cudaMemcpyDefault, stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
 
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
 {
@@ -338,6 +337,13 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (cudaGetDevice(&device) != cudaSuccess || cudaStreamIsCapturing(stream, &cs) != cudaSuccess)
         return 0;
     const int capturing = cs != cudaStreamCaptureStatusNone;
+    /* arrays of pointers: their addresses must be read back, which a capture cannot do */
+    if (c->arrays && (capturing || !c->a_arr || !c->b_arr || !c->c_arr)) {
+        if (capturing)
+            PASS_ONCE(once_arrays, "cuBLAS interposer: batched GEMMs by arrays of pointers pass "
+                      "through unprotected while a stream is captured");
+        return 0;
+    }
     ctx_slot *slot = context_for(device, stream, capturing);
     if (!slot) {
         if (capturing)
@@ -404,14 +410,23 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
                               stream) != cudaSuccess)
             return 0;
     }
+    const void **ptrs = NULL;
+    if (c->arrays && !(ptrs = read_arrays(c, stream)))
+        return 0;
     int rc = 0;
     int64_t i = 0;
     guard++; /* the engine has its own table; this keeps any cuBLAS-internal call away too */
     int hooked = 0;
     for (; i < c->batch && !rc; i++) {
-        g.a = (const char *)c->a + ts * (size_t)(i * c->stride_a);
-        g.b = (const char *)c->b + ts * (size_t)(i * c->stride_b);
-        g.c = (char *)c->c + ts * (size_t)(i * c->stride_c);
+        if (ptrs) {
+            g.a = ptrs[i];
+            g.b = ptrs[c->batch + i];
+            g.c = (void *)ptrs[2 * c->batch + i];
+        } else {
+            g.a = (const char *)c->a + ts * (size_t)(i * c->stride_a);
+            g.b = (const char *)c->b + ts * (size_t)(i * c->stride_b);
+            g.c = (char *)c->c + ts * (size_t)(i * c->stride_c);
+        }
         plant *pl = take_plant(ctx, c->m, c->n, part);
         if (pl || hooked)
             blasft_gpu_set_fault_hook(ctx, pl ? plant_hook : NULL, pl);
@@ -421,6 +436,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (hooked)
         blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     guard--;
+    free(ptrs);
     if (rc == -1 && i == 1)
         return 0; /* the engine refused the shape before enqueueing anything */
     blasft_call_record(c->stat, BLASFT_WHERE_GPU, c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);

@@ -18,19 +18,40 @@
 /* The real cuBLAS functions the interposer wraps or asks, taken from the one cuBLAS instance
  * that gpu_cublas.c finds for the GPU engine too (so the engine works on the application's
  * handles' library by construction). */
+/* The wrapped functions: X(field, cuBLAS symbol), one list for the table and its lookup. */
+#define BLASFT_CUBLAS_GEMMS(X)                                                                     \
+    X(sgemm_v2, cublasSgemm_v2) X(dgemm_v2, cublasDgemm_v2)                                        \
+    X(cgemm_v2, cublasCgemm_v2) X(zgemm_v2, cublasZgemm_v2)                                        \
+    X(sgemm_v2_64, cublasSgemm_v2_64) X(dgemm_v2_64, cublasDgemm_v2_64)                            \
+    X(cgemm_v2_64, cublasCgemm_v2_64) X(zgemm_v2_64, cublasZgemm_v2_64)                            \
+    X(cgemm3m, cublasCgemm3m) X(zgemm3m, cublasZgemm3m)                                            \
+    X(cgemm3m_64, cublasCgemm3m_64) X(zgemm3m_64, cublasZgemm3m_64)                                \
+    X(gemm_ex, cublasGemmEx) X(gemm_ex_64, cublasGemmEx_64)                                        \
+    X(sgemm_strided, cublasSgemmStridedBatched) X(dgemm_strided, cublasDgemmStridedBatched)        \
+    X(cgemm_strided, cublasCgemmStridedBatched) X(zgemm_strided, cublasZgemmStridedBatched)        \
+    X(sgemm_strided_64, cublasSgemmStridedBatched_64)                                              \
+    X(dgemm_strided_64, cublasDgemmStridedBatched_64)                                              \
+    X(cgemm_strided_64, cublasCgemmStridedBatched_64)                                              \
+    X(zgemm_strided_64, cublasZgemmStridedBatched_64)                                              \
+    X(cgemm3m_strided, cublasCgemm3mStridedBatched)                                                \
+    X(cgemm3m_strided_64, cublasCgemm3mStridedBatched_64)                                          \
+    X(gemm_strided_ex, cublasGemmStridedBatchedEx)                                                 \
+    X(gemm_strided_ex_64, cublasGemmStridedBatchedEx_64)                                           \
+    X(sgemm_batched, cublasSgemmBatched) X(dgemm_batched, cublasDgemmBatched)                      \
+    X(cgemm_batched, cublasCgemmBatched) X(zgemm_batched, cublasZgemmBatched)                      \
+    X(sgemm_batched_64, cublasSgemmBatched_64) X(dgemm_batched_64, cublasDgemmBatched_64)          \
+    X(cgemm_batched_64, cublasCgemmBatched_64) X(zgemm_batched_64, cublasZgemmBatched_64)          \
+    X(cgemm3m_batched, cublasCgemm3mBatched) X(cgemm3m_batched_64, cublasCgemm3mBatched_64)        \
+    X(gemm_batched_ex, cublasGemmBatchedEx) X(gemm_batched_ex_64, cublasGemmBatchedEx_64)          \
+    X(sgemm_legacy, cublasSgemm) X(dgemm_legacy, cublasDgemm)
+
 typedef struct blasft_cublas_real {
     cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t *);
     cublasStatus_t (*get_pointer_mode)(cublasHandle_t, cublasPointerMode_t *);
     cublasStatus_t (*get_math_mode)(cublasHandle_t, cublasMath_t *);
-    void *sgemm_v2, *dgemm_v2, *cgemm_v2, *zgemm_v2;
-    void *sgemm_v2_64, *dgemm_v2_64, *cgemm_v2_64, *zgemm_v2_64;
-    void *cgemm3m, *zgemm3m, *cgemm3m_64, *zgemm3m_64;
-    void *gemm_ex, *gemm_ex_64;
-    void *sgemm_strided, *dgemm_strided, *cgemm_strided, *zgemm_strided;
-    void *sgemm_strided_64, *dgemm_strided_64, *cgemm_strided_64, *zgemm_strided_64;
-    void *cgemm3m_strided, *cgemm3m_strided_64;
-    void *gemm_strided_ex, *gemm_strided_ex_64;
-    void *sgemm_legacy, *dgemm_legacy;
+#define BLASFT_CUBLAS_FIELD_(field, sym) void *field;
+    BLASFT_CUBLAS_GEMMS(BLASFT_CUBLAS_FIELD_)
+#undef BLASFT_CUBLAS_FIELD_
 } blasft_cublas_real;
 
 /* The real cuBLAS (gpu_cublas.c: dlsym(RTLD_NEXT) first, then a cuBLAS already loaded under its
@@ -45,7 +66,8 @@ const blasft_cublas_real *blasft_cublas_real_api(void);
         u_.f;                                                                                      \
     })
 
-/* One interposed call: a column-major GEMM, or a strided batch of them. */
+/* One interposed call: a column-major GEMM, or a strided batch of them, or a batch given by
+ * device arrays of pointers. */
 typedef struct blasft_cublas_call {
     blasft_call_stat *stat;
     cublasHandle_t handle;
@@ -59,6 +81,12 @@ typedef struct blasft_cublas_call {
     int64_t lda, ldb, ldc;
     int64_t stride_a, stride_b, stride_c; /* elements */
     int64_t batch;            /* 1 for a single GEMM */
+    /* cublas?gemmBatched (arrays 1): the matrices' addresses in device arrays of batch
+     * pointers (a, b, c and the strides unused). They are read back on the host before the
+     * protected GEMMs, which waits for the stream; while it is captured they pass through. */
+    int arrays;
+    const void *const *a_arr, *const *b_arr;
+    void *const *c_arr;
     /* cublasLt (shim/cublaslt_entry.c): the stream and the pointer mode come with the call (no
      * handle to ask). c is D; where C is another matrix (c_in) or a bias vector is added, D is
      * prepared on the stream first (D = C, or D = bias 1^T + beta C and then beta 1), and the

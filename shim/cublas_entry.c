@@ -95,7 +95,44 @@ GEMM_STRIDED(cublasCgemm3mStridedBatched, cgemm3m_strided, cuComplex, BLASFT_TYP
 GEMM_STRIDED(cublasCgemm3mStridedBatched_64, cgemm3m_strided_64, cuComplex, BLASFT_TYPE_C,
              int64_t, 0)
 
-/* ---- cublasGemmEx, cublasGemmStridedBatchedEx and _64 ---- */
+/* ---- cublas?gemmBatched and _64: device arrays of pointers ---- */
+
+#define GEMM_PTRS(sym, field, S, TYPE, I, PROT)                                                     \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const S *, const S *const[], I, const S *const[], I,           \
+                                    const S *, S *const[], I, I);                                  \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const S *alpha,             \
+                              const S *const Aarray[], I lda, const S *const Barray[], I ldb,      \
+                              const S *beta, S *const Carray[], I ldc, I batchCount)               \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE,                     \
+                                .protectable = PROT, .transa = transa, .transb = transb, .m = m,   \
+                                .n = n, .k = k, .alpha = alpha, .lda = lda, .ldb = ldb,            \
+                                .beta = beta, .ldc = ldc, .batch = batchCount, .arrays = 1,        \
+                                .a_arr = (const void *const *)Aarray,                              \
+                                .b_arr = (const void *const *)Barray,                              \
+                                .c_arr = (void *const *)Carray};                                   \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray,   \
+             ldb, beta, Carray, ldc, batchCount);                                                  \
+    }
+
+GEMM_PTRS(cublasSgemmBatched, sgemm_batched, float, BLASFT_TYPE_S, int, 1)
+GEMM_PTRS(cublasDgemmBatched, dgemm_batched, double, BLASFT_TYPE_D, int, 1)
+GEMM_PTRS(cublasCgemmBatched, cgemm_batched, cuComplex, BLASFT_TYPE_C, int, 1)
+GEMM_PTRS(cublasZgemmBatched, zgemm_batched, cuDoubleComplex, BLASFT_TYPE_Z, int, 1)
+GEMM_PTRS(cublasSgemmBatched_64, sgemm_batched_64, float, BLASFT_TYPE_S, int64_t, 1)
+GEMM_PTRS(cublasDgemmBatched_64, dgemm_batched_64, double, BLASFT_TYPE_D, int64_t, 1)
+GEMM_PTRS(cublasCgemmBatched_64, cgemm_batched_64, cuComplex, BLASFT_TYPE_C, int64_t, 1)
+GEMM_PTRS(cublasZgemmBatched_64, zgemm_batched_64, cuDoubleComplex, BLASFT_TYPE_Z, int64_t, 1)
+GEMM_PTRS(cublasCgemm3mBatched, cgemm3m_batched, cuComplex, BLASFT_TYPE_C, int, 0)
+GEMM_PTRS(cublasCgemm3mBatched_64, cgemm3m_batched_64, cuComplex, BLASFT_TYPE_C, int64_t, 0)
+
+/* ---- cublasGemmEx, cublasGemmStridedBatchedEx, cublasGemmBatchedEx and _64 ---- */
 
 /* Protected: IEEE real or complex float / double data with a compute type of the same
  * precision (the thresholds' model); everything else (half, bf16, int8, TF32, 16F or emulated
@@ -181,6 +218,38 @@ GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
 
 GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, gemm_strided_ex, int)
 GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, gemm_strided_ex_64, int64_t)
+
+#define GEMM_PTRS_EX(sym, field, I)                                                                \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const void *, const void *const[], cudaDataType, I,            \
+                                    const void *const[], cudaDataType, I, const void *,            \
+                                    void *const[], cudaDataType, I, I, cublasComputeType_t,        \
+                                    cublasGemmAlgo_t);                                             \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const void *alpha,          \
+                              const void *const Aarray[], cudaDataType Atype, I lda,               \
+                              const void *const Barray[], cudaDataType Btype, I ldb,               \
+                              const void *beta, void *const Carray[], cudaDataType Ctype, I ldc,   \
+                              I batchCount, cublasComputeType_t computeType,                       \
+                              cublasGemmAlgo_t algo)                                               \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_type t = BLASFT_TYPE_S;                                                             \
+        int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t, .protectable = ok,     \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .lda = lda, .ldb = ldb, .beta = beta, .ldc = ldc,  \
+                                .batch = batchCount, .arrays = 1, .a_arr = Aarray,                 \
+                                .b_arr = Barray, .c_arr = Carray};                                 \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,    \
+             Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);         \
+    }
+
+GEMM_PTRS_EX(cublasGemmBatchedEx, gemm_batched_ex, int)
+GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
 
 /* ---- the legacy API (cublas.h: no handle, the stream set by cublasSetKernelStream, which
  * cannot be read back): passed through, counted unprotected ---- */
