@@ -53,6 +53,21 @@ static ptr_arrays make_arrays(const void *A, long long sa, const void *B, long l
     return p;
 }
 
+/* cublasGemmBatchedEx and _64 on the arrays (any data type dt) */
+static cublasStatus_t ptrs_ex(cublasHandle_t h, entry e, cublasOperation_t ta, cublasOperation_t tb,
+                              int m, int n, int k, const void *alpha, const ptr_arrays *p,
+                              cudaDataType dt, int lda, int ldb, const void *beta, int ldc, int b,
+                              cublasComputeType_t ct)
+{
+    if (e == EP_PTRS_EX)
+        return cublasGemmBatchedEx(h, ta, tb, m, n, k, alpha, p->a, dt, lda, p->b, dt, ldb, beta,
+                                   p->c, dt, ldc, b, ct, CUBLAS_GEMM_DEFAULT);
+    if (e == EP_PTRS_EX_64)
+        return cublasGemmBatchedEx_64(h, ta, tb, m, n, k, alpha, p->a, dt, lda, p->b, dt, ldb,
+                                      beta, p->c, dt, ldc, b, ct, CUBLAS_GEMM_DEFAULT);
+    return CUBLAS_STATUS_INVALID_VALUE;
+}
+
 /* after the call: the GEMMs may still read the arrays */
 static cublasStatus_t free_arrays(ptr_arrays *p, cublasStatus_t st)
 {
@@ -128,16 +143,9 @@ static cublasStatus_t call(cublasHandle_t h, entry e, const gcase *g, const void
                                       : cublasSgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
                                                               (cfa)p.a, lda, (cfa)p.b, ldb, beta,
                                                               (float *const *)p.c, ldc, b));
-    case EP_PTRS_EX:
-        return free_arrays(&p, cublasGemmBatchedEx(h, g->ta, g->tb, m, n, k, alpha, p.a, dt, lda,
-                                                   p.b, dt, ldb, beta, p.c, dt, ldc, b, ct,
-                                                   CUBLAS_GEMM_DEFAULT));
-    case EP_PTRS_EX_64:
-        return free_arrays(&p, cublasGemmBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, p.a, dt,
-                                                      lda, p.b, dt, ldb, beta, p.c, dt, ldc, b, ct,
-                                                      CUBLAS_GEMM_DEFAULT));
     default:
-        return free_arrays(&p, CUBLAS_STATUS_INVALID_VALUE);
+        return free_arrays(&p, ptrs_ex(h, e, g->ta, g->tb, m, n, k, alpha, &p, dt, lda, ldb, beta,
+                                       ldc, b, ct));
     }
 }
 
@@ -473,16 +481,9 @@ static cublasStatus_t zcall(cublasHandle_t h, entry e, const zcase *g, const voi
                                       : cublasCgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
                                                               (cfa)p.a, lda, (cfa)p.b, ldb, beta,
                                                               (cf *const *)p.c, ldc, b));
-    case EP_PTRS_EX:
-        return free_arrays(&p, cublasGemmBatchedEx(h, g->ta, g->tb, m, n, k, alpha, p.a, dt, lda,
-                                                   p.b, dt, ldb, beta, p.c, dt, ldc, b, ct,
-                                                   CUBLAS_GEMM_DEFAULT));
-    case EP_PTRS_EX_64:
-        return free_arrays(&p, cublasGemmBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, p.a, dt,
-                                                      lda, p.b, dt, ldb, beta, p.c, dt, ldc, b, ct,
-                                                      CUBLAS_GEMM_DEFAULT));
     default:
-        return free_arrays(&p, CUBLAS_STATUS_INVALID_VALUE);
+        return free_arrays(&p, ptrs_ex(h, e, g->ta, g->tb, m, n, k, alpha, &p, dt, lda, ldb, beta,
+                                       ldc, b, ct));
     }
 }
 
