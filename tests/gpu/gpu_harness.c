@@ -64,6 +64,20 @@ int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_
     return 1;
 }
 
+int64_t gh_thresholds_lost(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
+                           const blasft_gpu_params *p, int64_t *count)
+{
+    const int64_t ne = p->checksums * ((m + p->block_size - 1) / p->block_size) * n;
+    double *eps = malloc(8 * (size_t)(ne > 0 ? ne : 1));
+    const int64_t got = blasft_gpu_debug_fetch(ctx, t, m, n, k, p, BLASFT_GPU_BUF_CCS_EPS, eps);
+    int64_t lost = got == ne ? 0 : -1;
+    for (int64_t e = 0; e < got && lost >= 0; e++)
+        lost += !(eps[e] > 0.0 && isfinite(eps[e]));
+    free(eps);
+    *count = ne;
+    return lost;
+}
+
 blasft_gpu_ctx *gh_start(void)
 {
     if (!gh_gpu_present()) {

@@ -83,6 +83,12 @@ blasft_stats gh_stats_delta(const blasft_stats *before);
 blasft_stats gh_run_counted(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                             const blasft_gpu_params *p, const char *what);
 
+/* The column thresholds of ctx's last protected GEMM of type t (for a promoted S GEMM: D, one
+ * part) that are not positive and finite, or -1 where they cannot be fetched; *count gets how
+ * many there are. On random data none is 0, also after the fault path. */
+int64_t gh_thresholds_lost(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
+                           const blasft_gpu_params *p, int64_t *count);
+
 /* Inside a fault hook (gpu_debug.h): writes v into part q of the caller's element (i, j) in the C
  * that the engine checks, through the pinned double *pin, on `stream`. That C must be of type
  * `want` (a promoted S or C GEMM's double copy: D or Z), else -1 (a failed check). A promoted

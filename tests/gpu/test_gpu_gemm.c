@@ -289,14 +289,12 @@ static void faults(void)
                      (unsigned long long)st.uncorrectable);
             /* the column thresholds, which the correction reads, are all still in place after
              * the fault path (the data are random: none is 0) */
-            const int64_t ne = p.checksums * ((c.m + p.block_size - 1) / p.block_size) * c.n;
-            double *eps = fetch_buf(&c, &p, BLASFT_GPU_BUF_CCS_EPS, 0);
-            int64_t lost = 0;
-            for (int64_t e = 0; e < ne; e++)
-                lost += !(eps[e] > 0.0 && isfinite(eps[e]));
-            GH_CHECK(lost == 0, "%s %s: %lld of %lld column thresholds 0 or not finite after the fault path",
+            int64_t ne = 0;
+            const int64_t lost = gh_thresholds_lost(ctx, c.t, c.m, c.n, c.k, &p, &ne);
+            GH_CHECK(lost == 0,
+                     "%s %s: %lld of %lld column thresholds 0 or not finite after the fault path "
+                     "(-1: not fetched)",
                      ty, x->name, (long long)lost, (long long)ne);
-            free(eps);
             cudaFreeHost(pl.pinned);
             free(out);
             gh_free(&d);
