@@ -661,8 +661,9 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
                               cudaMemcpyDeviceToDevice, s0);
     }
     /* the GEMM adds to the repeated vector */
-    if (cvec && need_cold && blasft_gpu_bias_into(sizeof(T) == 4 ? BLASFT_TYPE_S : BLASFT_TYPE_D, m, n, cvec,
-                                     nullptr, nullptr, 0, kg.C, g->ldc, s0))
+    const blasft_type real_t = sizeof(T) == 4 ? BLASFT_TYPE_S : BLASFT_TYPE_D;
+    if (cvec && need_cold &&
+        blasft_gpu_bias_into(real_t, m, n, cvec, nullptr, nullptr, 0, kg.C, g->ldc, s0))
         return -2;
     /* the reference GEMMs need the encodings and the old C's checksums on their stream */
     if (!ref_serial && (need_cold || pre_serial)) {
@@ -1008,7 +1009,7 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                     else
                         gk_promote(gc + P * (i0 + j0 * g->ldc), P * g->ldc, P * tm, tn, dC, s0);
                 }
-                d.c_vector = k0 == 0 && gv ? dV : nullptr;
+                d.c_vector = k0 == 0 && gv && cold ? dV : nullptr;
                 d.m = tm;
                 d.n = tn;
                 d.k = kc;

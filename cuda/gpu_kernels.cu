@@ -1838,6 +1838,12 @@ bool sliced_check(int bs, int64_t nb) { return bs <= 256 && nb <= 65535; }
 
 } // namespace
 
+/* encode_tiled's grid: blocks along s, 32 indices l per CUDA block; worth it from 64 */
+static bool tiled_fits(int64_t nblk, int64_t L)
+{
+    return L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535;
+}
+
 template <typename T, typename O>
 void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                int wscheme, O *out, int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt,
@@ -1846,7 +1852,7 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
     int64_t nblk = (S + bs - 1) / bs;
     if (nblk == 0 || L == 0)
         return;
-    bool tiled = contiguous && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535;
+    bool tiled = contiguous && tiled_fits(nblk, L);
     /* the tiled kernel is for real data (the throughput the targets are about); complex data
      * takes the warp-per-vector kernel */
     if constexpr (gk_el<T>::P == 1) {
@@ -1889,7 +1895,7 @@ bool gk_encode_copy(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r,
 {
     const int64_t nblk = (S + bs - 1) / bs;
     if constexpr (gk_el<T>::P == 1) {
-        if (nblk > 0 && L >= 64 && nblk <= 65535 && (L + 31) / 32 <= 65535) {
+        if (nblk > 0 && tiled_fits(nblk, L)) {
             encode_tiled<T, T><<<dim3((unsigned int)nblk, (unsigned int)((L + 31) / 32)), kThreads,
                                  0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt,
                                           copy, ldcopy);
