@@ -43,6 +43,13 @@
     X(cgemm_batched_64, cublasCgemmBatched_64) X(zgemm_batched_64, cublasZgemmBatched_64)          \
     X(cgemm3m_batched, cublasCgemm3mBatched) X(cgemm3m_batched_64, cublasCgemm3mBatched_64)        \
     X(gemm_batched_ex, cublasGemmBatchedEx) X(gemm_batched_ex_64, cublasGemmBatchedEx_64)          \
+    X(sgemm_ex, cublasSgemmEx) X(sgemm_ex_64, cublasSgemmEx_64)                                    \
+    X(cgemm_ex, cublasCgemmEx) X(cgemm_ex_64, cublasCgemmEx_64)                                    \
+    X(cgemm3m_ex, cublasCgemm3mEx) X(cgemm3m_ex_64, cublasCgemm3mEx_64)                            \
+    X(hgemm, cublasHgemm) X(hgemm_64, cublasHgemm_64)                                              \
+    X(hgemm_strided, cublasHgemmStridedBatched)                                                    \
+    X(hgemm_strided_64, cublasHgemmStridedBatched_64)                                              \
+    X(hgemm_batched, cublasHgemmBatched) X(hgemm_batched_64, cublasHgemmBatched_64)                \
     X(sgemm_legacy, cublasSgemm) X(dgemm_legacy, cublasDgemm)
 
 typedef struct blasft_cublas_real {

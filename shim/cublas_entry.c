@@ -6,6 +6,7 @@
 #include "cublas_interpose.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -56,6 +57,11 @@ GEMM_V2(cublasCgemm3m, cgemm3m, cuComplex, BLASFT_TYPE_C, int, 0)
 GEMM_V2(cublasZgemm3m, zgemm3m, cuDoubleComplex, BLASFT_TYPE_Z, int, 0)
 GEMM_V2(cublasCgemm3m_64, cgemm3m_64, cuComplex, BLASFT_TYPE_C, int64_t, 0)
 GEMM_V2(cublasZgemm3m_64, zgemm3m_64, cuDoubleComplex, BLASFT_TYPE_Z, int64_t, 0)
+/* half precision (declared by cuBLAS for C++ only; the data are passed by pointer, so 16-bit
+ * words stand in for __half): no thresholds for it, counted unprotected */
+typedef uint16_t half_word;
+GEMM_V2(cublasHgemm, hgemm, half_word, BLASFT_TYPE_S, int, 0)
+GEMM_V2(cublasHgemm_64, hgemm_64, half_word, BLASFT_TYPE_S, int64_t, 0)
 
 /* ---- cublas?gemmStridedBatched and _64 ---- */
 
@@ -91,6 +97,8 @@ GEMM_STRIDED(cublasDgemmStridedBatched_64, dgemm_strided_64, double, BLASFT_TYPE
 GEMM_STRIDED(cublasCgemmStridedBatched_64, cgemm_strided_64, cuComplex, BLASFT_TYPE_C, int64_t, 1)
 GEMM_STRIDED(cublasZgemmStridedBatched_64, zgemm_strided_64, cuDoubleComplex, BLASFT_TYPE_Z,
              int64_t, 1)
+GEMM_STRIDED(cublasHgemmStridedBatched, hgemm_strided, half_word, BLASFT_TYPE_S, int, 0)
+GEMM_STRIDED(cublasHgemmStridedBatched_64, hgemm_strided_64, half_word, BLASFT_TYPE_S, int64_t, 0)
 GEMM_STRIDED(cublasCgemm3mStridedBatched, cgemm3m_strided, cuComplex, BLASFT_TYPE_C, int, 0)
 GEMM_STRIDED(cublasCgemm3mStridedBatched_64, cgemm3m_strided_64, cuComplex, BLASFT_TYPE_C,
              int64_t, 0)
@@ -129,6 +137,8 @@ GEMM_PTRS(cublasSgemmBatched_64, sgemm_batched_64, float, BLASFT_TYPE_S, int64_t
 GEMM_PTRS(cublasDgemmBatched_64, dgemm_batched_64, double, BLASFT_TYPE_D, int64_t, 1)
 GEMM_PTRS(cublasCgemmBatched_64, cgemm_batched_64, cuComplex, BLASFT_TYPE_C, int64_t, 1)
 GEMM_PTRS(cublasZgemmBatched_64, zgemm_batched_64, cuDoubleComplex, BLASFT_TYPE_Z, int64_t, 1)
+GEMM_PTRS(cublasHgemmBatched, hgemm_batched, half_word, BLASFT_TYPE_S, int, 0)
+GEMM_PTRS(cublasHgemmBatched_64, hgemm_batched_64, half_word, BLASFT_TYPE_S, int64_t, 0)
 GEMM_PTRS(cublasCgemm3mBatched, cgemm3m_batched, cuComplex, BLASFT_TYPE_C, int, 0)
 GEMM_PTRS(cublasCgemm3mBatched_64, cgemm3m_batched_64, cuComplex, BLASFT_TYPE_C, int64_t, 0)
 
@@ -185,6 +195,38 @@ static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComp
 
 GEMM_EX(cublasGemmEx, gemm_ex, int)
 GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
+
+/* cublasSgemmEx / cublasCgemmEx: float (complex) compute with the data types given; protected
+ * where A, B and C are all of that type (DT), as cublas{S,C}gemm_v2 */
+#define GEMM_TYPED_EX(sym, field, S, DT, TYPE, I, PROT)                                             \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
+                                    const S *, const void *, cudaDataType, I, const void *,        \
+                                    cudaDataType, I, const S *, void *, cudaDataType, I);          \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, cublasOperation_t transa,                     \
+                              cublasOperation_t transb, I m, I n, I k, const S *alpha,             \
+                              const void *A, cudaDataType Atype, I lda, const void *B,             \
+                              cudaDataType Btype, I ldb, const S *beta, void *C,                   \
+                              cudaDataType Ctype, I ldc)                                           \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE,                     \
+                                .protectable = PROT && Atype == DT && Btype == DT && Ctype == DT,  \
+                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
+                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
+                                .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
+        cublasStatus_t st;                                                                         \
+        if (blasft_cublas_protect(&c, &st))                                                        \
+            return st;                                                                             \
+        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,      \
+             Btype, ldb, beta, C, Ctype, ldc);                                                     \
+    }
+
+GEMM_TYPED_EX(cublasSgemmEx, sgemm_ex, float, CUDA_R_32F, BLASFT_TYPE_S, int, 1)
+GEMM_TYPED_EX(cublasSgemmEx_64, sgemm_ex_64, float, CUDA_R_32F, BLASFT_TYPE_S, int64_t, 1)
+GEMM_TYPED_EX(cublasCgemmEx, cgemm_ex, cuComplex, CUDA_C_32F, BLASFT_TYPE_C, int, 1)
+GEMM_TYPED_EX(cublasCgemmEx_64, cgemm_ex_64, cuComplex, CUDA_C_32F, BLASFT_TYPE_C, int64_t, 1)
+GEMM_TYPED_EX(cublasCgemm3mEx, cgemm3m_ex, cuComplex, CUDA_C_32F, BLASFT_TYPE_C, int, 0)
+GEMM_TYPED_EX(cublasCgemm3mEx_64, cgemm3m_ex_64, cuComplex, CUDA_C_32F, BLASFT_TYPE_C, int64_t, 0)
 
 #define GEMM_STRIDED_EX(sym, field, I)                                                             \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \

@@ -732,6 +732,121 @@ static void zunprotected(cublasHandle_t h)
     zrelease(&r);
 }
 
+/* Declared by cuBLAS for C++ only; 16-bit words stand in for __half (data by pointer). */
+cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                           const uint16_t *, const uint16_t *, int, const uint16_t *, int,
+                           const uint16_t *, uint16_t *, int);
+cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                         int, int, const uint16_t *, const uint16_t *, int,
+                                         long long, const uint16_t *, int, long long,
+                                         const uint16_t *, uint16_t *, int, long long, int);
+cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const uint16_t *, const uint16_t *const[], int,
+                                  const uint16_t *const[], int, const uint16_t *,
+                                  uint16_t *const[], int, int);
+
+/* Unprotected / protected counts since s0 as expected (a failed check named by what). */
+static void counted(const stats_t *s0, uint64_t prot, uint64_t unprot, const char *what)
+{
+    const stats_t s1 = stats_now();
+    CHECK(s1.protected_gemms - s0->protected_gemms == prot &&
+              s1.unprotected_gemms - s0->unprotected_gemms == unprot,
+          "%s: %llu protected, %llu unprotected (expected %llu, %llu)", what,
+          (unsigned long long)(s1.protected_gemms - s0->protected_gemms),
+          (unsigned long long)(s1.unprotected_gemms - s0->unprotected_gemms),
+          (unsigned long long)prot, (unsigned long long)unprot);
+}
+
+/* cublasSgemmEx / cublasCgemmEx (protected where A, B and C are all of their compute type),
+ * cublasCgemm3mEx and the half-precision GEMMs (counted unprotected): results against the
+ * reference, counts. prot 0: everything unprotected (BLASFT_MODE=off). */
+static void typed_ex_and_half(cublasHandle_t h, int prot)
+{
+    /* SgemmEx on float data: as cublasSgemm_v2 */
+    gcase g = {0, CUBLAS_OP_T, CUBLAS_OP_N, 45, 38, 71, 2, 1, 1.5, -0.5};
+    run r;
+    make(&r, &g);
+    void *dA = to_device(r.A, r.na, 0), *dB = to_device(r.B, r.nb, 0), *dC = to_device(r.C0, r.nc, 0);
+    const float a = 1.5f, b = -0.5f;
+    stats_t s0 = stats_now();
+    CHECK(cublasSgemmEx(h, g.ta, g.tb, g.m, g.n, g.k, &a, dA, CUDA_R_32F, r.lda, dB, CUDA_R_32F,
+                        r.ldb, &b, dC, CUDA_R_32F, r.ldc) == CUBLAS_STATUS_SUCCESS, "SgemmEx");
+    counted(&s0, (uint64_t)prot, (uint64_t)!prot, "SgemmEx float");
+    CHECK(compare(&r, &g, dC) <= 1.0, "SgemmEx float result");
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    release(&r);
+
+    /* CgemmEx on complex float data: as cublasCgemm_v2; Cgemm3mEx: 3M, unprotected */
+    zcase z = {0, CUBLAS_OP_N, CUBLAS_OP_C, 33, 41, 57, 1, 1, {1.0, -0.5}, {0.5, 0.25}};
+    zmake(&r, &z);
+    dA = zto_device(r.A, r.na, 0), dB = zto_device(r.B, r.nb, 0), dC = zto_device(r.C0, r.nc, 0);
+    float sf[4];
+    double sd[4];
+    void *dscal;
+    const void *alpha, *beta;
+    zscalars(&z, 0, sf, sd, &dscal, &alpha, &beta);
+    s0 = stats_now();
+    CHECK(cublasCgemmEx(h, z.ta, z.tb, z.m, z.n, z.k, alpha, dA, CUDA_C_32F, r.lda, dB, CUDA_C_32F,
+                        r.ldb, beta, dC, CUDA_C_32F, r.ldc) == CUBLAS_STATUS_SUCCESS, "CgemmEx");
+    counted(&s0, (uint64_t)prot, (uint64_t)!prot, "CgemmEx");
+    CHECK(zcompare(&r, &z, dC) <= 1.0, "CgemmEx result");
+    s0 = stats_now();
+    CHECK(cublasCgemm3mEx(h, z.ta, z.tb, z.m, z.n, z.k, alpha, dA, CUDA_C_32F, r.lda, dB,
+                          CUDA_C_32F, r.ldb, beta, dC, CUDA_C_32F, r.ldc) == CUBLAS_STATUS_SUCCESS,
+          "Cgemm3mEx");
+    counted(&s0, 0, 1, "Cgemm3mEx");
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
+    zrelease(&r);
+
+    /* half data, all ones: C = k exactly (16 in half is 0x4C00); SgemmEx with half A and B
+     * into float C */
+    enum { M = 8, N = 6, K = 16, HB = 2 };
+    uint16_t ones[HB * M * K], hc[HB * M * N];
+    for (int i = 0; i < HB * M * K; i++)
+        ones[i] = 0x3C00; /* 1.0 */
+    const uint16_t one_h = 0x3C00, zero_h = 0;
+    void *dH = NULL, *dHC = NULL, *dF = NULL;
+    cudaMalloc(&dH, sizeof ones);
+    cudaMalloc(&dHC, sizeof hc);
+    cudaMalloc(&dF, sizeof(float) * M * N);
+    cudaMemcpy(dH, ones, sizeof ones, cudaMemcpyHostToDevice);
+    s0 = stats_now();
+    CHECK(cublasHgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, M, N, K, &one_h, dH, M, dH, N, &zero_h, dHC,
+                      M) == CUBLAS_STATUS_SUCCESS, "Hgemm");
+    counted(&s0, 0, 1, "Hgemm");
+    s0 = stats_now();
+    CHECK(cublasHgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, M, N, K, &one_h, dH, M, M * K, dH,
+                                    N, M * K, &zero_h, dHC, M, M * N, HB) == CUBLAS_STATUS_SUCCESS,
+          "HgemmStridedBatched");
+    counted(&s0, 0, HB, "HgemmStridedBatched");
+    ptr_arrays p = make_arrays(dH, M * K, dH, M * K, dHC, M * N, 2, HB);
+    s0 = stats_now();
+    CHECK(cublasHgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, M, N, K, &one_h,
+                             (const uint16_t *const *)p.a, M, (const uint16_t *const *)p.b, N,
+                             &zero_h, (uint16_t *const *)p.c, M, HB) == CUBLAS_STATUS_SUCCESS,
+          "HgemmBatched");
+    free_arrays(&p, CUBLAS_STATUS_SUCCESS);
+    counted(&s0, 0, HB, "HgemmBatched");
+    cudaMemcpy(hc, dHC, sizeof hc, cudaMemcpyDeviceToHost);
+    int wrong = 0;
+    for (int i = 0; i < HB * M * N; i++)
+        wrong += hc[i] != 0x4C00;
+    CHECK(wrong == 0, "half GEMMs: %d of %d elements not 16", wrong, HB * M * N);
+    const float one_f = 1.0f, zero_f = 0.0f;
+    s0 = stats_now();
+    CHECK(cublasSgemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, M, N, K, &one_f, dH, CUDA_R_16F, M, dH,
+                        CUDA_R_16F, N, &zero_f, dF, CUDA_R_32F, M) == CUBLAS_STATUS_SUCCESS,
+          "SgemmEx half");
+    counted(&s0, 0, 1, "SgemmEx half");
+    float hf[M * N];
+    cudaMemcpy(hf, dF, sizeof hf, cudaMemcpyDeviceToHost);
+    wrong = 0;
+    for (int i = 0; i < M * N; i++)
+        wrong += hf[i] != (float)K;
+    CHECK(wrong == 0, "SgemmEx half: %d of %d elements not %d", wrong, M * N, K);
+    cudaFree(dH); cudaFree(dHC); cudaFree(dF);
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = 0;
@@ -760,6 +875,7 @@ int main(int argc, char **argv)
                 zone(h, (entry)e, g, (int)(i == 2), prot);
             }
     zunprotected(h);
+    typed_ex_and_half(h, prot);
 
     /* not protected: TF32 math mode, TF32 compute type, half data */
     cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
