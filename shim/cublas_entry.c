@@ -23,6 +23,15 @@
         return st_;                                                                                \
     } while (0)
 
+/* The call run protected where blasft_cublas_protect takes it, else passed to the real one. */
+#define PROTECT_OR_PASS(T, field, c, ...)                                                          \
+    do {                                                                                           \
+        cublasStatus_t pst_;                                                                       \
+        if (blasft_cublas_protect(c, &pst_))                                                       \
+            return pst_;                                                                           \
+        PASS(T, field, c, __VA_ARGS__);                                                            \
+    } while (0)
+
 /* ---- cublas?gemm_v2 and their _64 variants ---- */
 
 #define GEMM_V2(sym, field, S, TYPE, I, PROT)                                                          \
@@ -37,11 +46,8 @@
                                 .protectable = PROT, .transa = transa, .transb = transb, .m = m,   \
                                 .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda, .b = B,        \
                                 .ldb = ldb, .beta = beta, .c = C, .ldc = ldc, .batch = 1};         \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta,  \
-             C, ldc);                                                                              \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda, B,  \
+                        ldb, beta, C, ldc);                                                        \
     }
 
 GEMM_V2(cublasSgemm_v2, sgemm_v2, float, BLASFT_TYPE_S, int, 1)
@@ -81,11 +87,8 @@ GEMM_V2(cublasHgemm_64, hgemm_64, half_word, BLASFT_TYPE_S, int64_t, 0)
                                 .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda, .b = B,        \
                                 .ldb = ldb, .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA, \
                                 .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda, strideA, B,    \
-             ldb, strideB, beta, C, ldc, strideC, batchCount);                                     \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, lda,     \
+                        strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);              \
     }
 
 GEMM_STRIDED(cublasSgemmStridedBatched, sgemm_strided, float, BLASFT_TYPE_S, int, 1)
@@ -122,11 +125,8 @@ GEMM_STRIDED(cublasCgemm3mStridedBatched_64, cgemm3m_strided_64, cuComplex, BLAS
                                 .a_arr = (const void *const *)Aarray,                              \
                                 .b_arr = (const void *const *)Barray,                              \
                                 .c_arr = (void *const *)Carray};                                   \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray,   \
-             ldb, beta, Carray, ldc, batchCount);                                                  \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray,     \
+                        lda, Barray, ldb, beta, Carray, ldc, batchCount);                          \
     }
 
 GEMM_PTRS(cublasSgemmBatched, sgemm_batched, float, BLASFT_TYPE_S, int, 1)
@@ -186,11 +186,8 @@ static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComp
                                 .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
                                 .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
                                 .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,      \
-             Btype, ldb, beta, C, Ctype, ldc, computeType, algo);                                  \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype,   \
+                        lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);               \
     }
 
 GEMM_EX(cublasGemmEx, gemm_ex, int)
@@ -214,11 +211,8 @@ GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
                                 .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
                                 .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
                                 .beta = beta, .c = C, .ldc = ldc, .batch = 1};                     \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,      \
-             Btype, ldb, beta, C, Ctype, ldc);                                                     \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype,   \
+                        lda, B, Btype, ldb, beta, C, Ctype, ldc);                                  \
     }
 
 GEMM_TYPED_EX(cublasSgemmEx, sgemm_ex, float, CUDA_R_32F, BLASFT_TYPE_S, int, 1)
@@ -250,12 +244,9 @@ GEMM_TYPED_EX(cublasCgemm3mEx_64, cgemm3m_ex_64, cuComplex, CUDA_C_32F, BLASFT_T
                                 .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
                                 .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA,             \
                                 .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype, lda,         \
-             strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,            \
-             computeType, algo);                                                                   \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype,   \
+                        lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC,        \
+                        batchCount, computeType, algo);                                            \
     }
 
 GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, gemm_strided_ex, int)
@@ -283,11 +274,9 @@ GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, gemm_strided_ex_64, int64_t)
                                 .alpha = alpha, .lda = lda, .ldb = ldb, .beta = beta, .ldc = ldc,  \
                                 .batch = batchCount, .arrays = 1, .a_arr = Aarray,                 \
                                 .b_arr = Barray, .c_arr = Carray};                                 \
-        cublasStatus_t st;                                                                         \
-        if (blasft_cublas_protect(&c, &st))                                                        \
-            return st;                                                                             \
-        PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda,    \
-             Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);         \
+        PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray,     \
+                        Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount,      \
+                        computeType, algo);                                                        \
     }
 
 GEMM_PTRS_EX(cublasGemmBatchedEx, gemm_batched_ex, int)
