@@ -246,7 +246,7 @@ static int valid_op(cublasOperation_t t)
 }
 
 /* The checks cuBLAS makes; an invalid call goes to the real cuBLAS for its status code. */
-static int valid_call(const blasft_cublas_call *c)
+int blasft_cublas_valid(const blasft_cublas_call *c)
 {
     int64_t ar = c->transa == CUBLAS_OP_N ? c->m : c->k;
     int64_t br = c->transb == CUBLAS_OP_N ? c->k : c->n;
@@ -259,6 +259,15 @@ static int valid_call(const blasft_cublas_call *c)
 static char op_letter(cublasOperation_t t)
 {
     return t == CUBLAS_OP_N ? 'N' : t == CUBLAS_OP_C ? 'C' : 'T';
+}
+
+int blasft_cublas_host_scalars(cublasHandle_t handle)
+{
+    const blasft_cublas_real *r = blasft_cublas_real_api();
+    cublasPointerMode_t pm = CUBLAS_POINTER_MODE_DEVICE;
+    return r && r->get_pointer_mode && handle &&
+           r->get_pointer_mode(handle, &pm) == CUBLAS_STATUS_SUCCESS &&
+           pm == CUBLAS_POINTER_MODE_HOST;
 }
 
 int blasft_cublas_host_zero(blasft_type t, const void *beta)
@@ -302,7 +311,7 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (c->nested)
         return 0;
     c->t0 = blasft_timing_enabled() ? blasft_now_ns() : 0;
-    if (!valid_call(c) || c->m == 0 || c->n == 0 || c->batch == 0)
+    if (!blasft_cublas_valid(c) || c->m == 0 || c->n == 0 || c->batch == 0)
         return 0;
     c->counted = 1;
     const blasft_config *cfg = blasft_cfg();

@@ -50,6 +50,11 @@
     X(hgemm_strided, cublasHgemmStridedBatched)                                                    \
     X(hgemm_strided_64, cublasHgemmStridedBatched_64)                                              \
     X(hgemm_batched, cublasHgemmBatched) X(hgemm_batched_64, cublasHgemmBatched_64)                \
+    X(sgemm_grouped, cublasSgemmGroupedBatched) X(dgemm_grouped, cublasDgemmGroupedBatched)        \
+    X(sgemm_grouped_64, cublasSgemmGroupedBatched_64)                                              \
+    X(dgemm_grouped_64, cublasDgemmGroupedBatched_64)                                              \
+    X(gemm_grouped_ex, cublasGemmGroupedBatchedEx)                                                 \
+    X(gemm_grouped_ex_64, cublasGemmGroupedBatchedEx_64)                                           \
     X(sgemm_legacy, cublasSgemm) X(dgemm_legacy, cublasDgemm)
 
 typedef struct blasft_cublas_real {
@@ -113,6 +118,13 @@ typedef struct blasft_cublas_call {
 /* Runs the call protected if it can; returns 1 and sets *status then, else 0 (the caller must
  * call the real function between blasft_cublas_pass_begin and blasft_cublas_pass_end). */
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status);
+
+/* The call's arguments pass the checks cuBLAS makes of them (a handle, valid operations,
+ * dimensions, batch count and leading dimensions, scalars given); else cuBLAS reports it. */
+int blasft_cublas_valid(const blasft_cublas_call *c);
+
+/* The handle's pointer mode is host (the grouped batches' scalar arrays live there). */
+int blasft_cublas_host_scalars(cublasHandle_t handle);
 
 /* A scalar of type t in host memory is zero (every part): beta = 0, the old C does not enter. */
 int blasft_cublas_host_zero(blasft_type t, const void *x);

@@ -282,6 +282,143 @@ GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, gemm_strided_ex_64, int64_t)
 GEMM_PTRS_EX(cublasGemmBatchedEx, gemm_batched_ex, int)
 GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
 
+/* ---- grouped batches: cublas{S,D}gemmGroupedBatched, cublasGemmGroupedBatchedEx and _64 ----
+ * Group g is a pointer-array batch of group_size[g] GEMMs whose matrices follow the earlier
+ * groups' in the arrays, with its own shapes and scalars (host arrays). Each group runs protected
+ * as such a batch, or alone through the real function (one call recorded per group). A call
+ * cuBLAS would reject, one with scalars in device memory and (Ex) one of a type the engine has
+ * no thresholds for go to cuBLAS whole (the valid ones counted unprotected). */
+
+/* group g's call; its scalars sc bytes apart in the arrays, its matrices from index off */
+#define GROUP_CALL(g, off, TYPE, PROT, SC)                                                         \
+    ((blasft_cublas_call){.stat = &stat, .handle = handle, .type = TYPE, .protectable = PROT,      \
+                          .transa = transa_array[g], .transb = transb_array[g],                  \
+                          .m = m_array[g], .n = n_array[g], .k = k_array[g],                      \
+                          .alpha = (const char *)alpha_array + (size_t)(g) * (SC),               \
+                          .lda = lda_array[g], .ldb = ldb_array[g],                               \
+                          .beta = (const char *)beta_array + (size_t)(g) * (SC),                 \
+                          .ldc = ldc_array[g], .batch = group_size[g], .arrays = 1,              \
+                          .a_arr = (const void *const *)(Aarray + (off)),                        \
+                          .b_arr = (const void *const *)(Barray + (off)),                        \
+                          .c_arr = (void *const *)(Carray + (off))})
+
+/* valid_: every array given and every group valid; total_: the GEMMs of all groups */
+#define GROUP_CHECK(TYPE, SC)                                                                      \
+    int valid_ = group_count > 0 && transa_array && transb_array && m_array && n_array &&         \
+                 k_array && alpha_array && Aarray && lda_array && Barray && ldb_array &&          \
+                 beta_array && Carray && ldc_array && group_size;                                 \
+    int64_t total_ = 0;                                                                            \
+    for (int64_t g_ = 0; valid_ && g_ < (int64_t)group_count; g_++) {                             \
+        const blasft_cublas_call v_ = GROUP_CALL(g_, 0, TYPE, 0, SC);                              \
+        valid_ = blasft_cublas_valid(&v_);                                                         \
+        total_ += group_size[g_];                                                                  \
+    }
+
+/* the whole call to cuBLAS: WHOLE_ARGS are its arguments */
+#define GROUP_WHOLE(T, field, ...)                                                                 \
+    do {                                                                                           \
+        blasft_cublas_call w_ = {.stat = &stat, .batch = total_, .counted = valid_,               \
+                                 .nested = blasft_cublas_untouched()};                            \
+        PASS(T, field, &w_, __VA_ARGS__);                                                          \
+    } while (0)
+
+#define GEMM_GROUPED(sym, field, S, TYPE, I)                                                       \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, const cublasOperation_t *,                     \
+                                    const cublasOperation_t *, const I *, const I *, const I *,    \
+                                    const S *, const S *const *, const I *, const S *const *,      \
+                                    const I *, const S *, S *const *, const I *, I, const I *);    \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, const cublasOperation_t transa_array[],       \
+                              const cublasOperation_t transb_array[], const I m_array[],           \
+                              const I n_array[], const I k_array[], const S alpha_array[],         \
+                              const S *const Aarray[], const I lda_array[],                        \
+                              const S *const Barray[], const I ldb_array[], const S beta_array[],  \
+                              S *const Carray[], const I ldc_array[], I group_count,               \
+                              const I group_size[])                                                \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        GROUP_CHECK(TYPE, sizeof(S))                                                               \
+        if (!valid_ || blasft_cublas_untouched() || !blasft_cublas_host_scalars(handle))          \
+            GROUP_WHOLE(sym##_fn *, field, handle, transa_array, transb_array, m_array, n_array,   \
+                        k_array, alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array,    \
+                        Carray, ldc_array, group_count, group_size);                               \
+        sym##_fn *real_ = BLASFT_CUBLAS_REAL(sym##_fn *, field);                                   \
+        if (!real_)                                                                                \
+            return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
+        int64_t off_ = 0;                                                                          \
+        for (I g_ = 0; g_ < group_count; off_ += group_size[g_], g_++) {                           \
+            blasft_cublas_call c = GROUP_CALL(g_, off_, TYPE, 1, sizeof(S));                       \
+            cublasStatus_t st_;                                                                    \
+            if (!blasft_cublas_protect(&c, &st_)) {                                                \
+                blasft_cublas_pass_begin();                                                        \
+                st_ = real_(handle, transa_array + g_, transb_array + g_, m_array + g_,            \
+                            n_array + g_, k_array + g_, alpha_array + g_, Aarray + off_,           \
+                            lda_array + g_, Barray + off_, ldb_array + g_, beta_array + g_,        \
+                            Carray + off_, ldc_array + g_, 1, group_size + g_);                    \
+                blasft_cublas_pass_end(&c);                                                        \
+            }                                                                                      \
+            if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
+                return st_;                                                                        \
+        }                                                                                          \
+        return CUBLAS_STATUS_SUCCESS;                                                              \
+    }
+
+GEMM_GROUPED(cublasSgemmGroupedBatched, sgemm_grouped, float, BLASFT_TYPE_S, int)
+GEMM_GROUPED(cublasDgemmGroupedBatched, dgemm_grouped, double, BLASFT_TYPE_D, int)
+GEMM_GROUPED(cublasSgemmGroupedBatched_64, sgemm_grouped_64, float, BLASFT_TYPE_S, int64_t)
+GEMM_GROUPED(cublasDgemmGroupedBatched_64, dgemm_grouped_64, double, BLASFT_TYPE_D, int64_t)
+
+#define GEMM_GROUPED_EX(sym, field, I)                                                             \
+    typedef cublasStatus_t sym##_fn(cublasHandle_t, const cublasOperation_t *,                     \
+                                    const cublasOperation_t *, const I *, const I *, const I *,    \
+                                    const void *, const void *const *, cudaDataType_t, const I *,  \
+                                    const void *const *, cudaDataType_t, const I *, const void *,  \
+                                    void *const *, cudaDataType_t, const I *, I, const I *,        \
+                                    cublasComputeType_t);                                          \
+    EXPORT cublasStatus_t sym(cublasHandle_t handle, const cublasOperation_t transa_array[],       \
+                              const cublasOperation_t transb_array[], const I m_array[],           \
+                              const I n_array[], const I k_array[], const void *alpha_array,       \
+                              const void *const Aarray[], cudaDataType_t Atype,                    \
+                              const I lda_array[], const void *const Barray[],                     \
+                              cudaDataType_t Btype, const I ldb_array[], const void *beta_array,   \
+                              void *const Carray[], cudaDataType_t Ctype, const I ldc_array[],     \
+                              I group_count, const I group_size[],                                 \
+                              cublasComputeType_t computeType)                                     \
+    {                                                                                              \
+        static blasft_call_stat stat = {.name = #sym};                                             \
+        blasft_type t = BLASFT_TYPE_S;                                                             \
+        const int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                              \
+        const size_t sc = ok ? (size_t)blasft_type_size(t) : 0;                                    \
+        GROUP_CHECK(t, sc)                                                                         \
+        if (!ok || !valid_ || blasft_cublas_untouched() || !blasft_cublas_host_scalars(handle))   \
+            GROUP_WHOLE(sym##_fn *, field, handle, transa_array, transb_array, m_array, n_array,   \
+                        k_array, alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array,  \
+                        beta_array, Carray, Ctype, ldc_array, group_count, group_size,             \
+                        computeType);                                                              \
+        sym##_fn *real_ = BLASFT_CUBLAS_REAL(sym##_fn *, field);                                   \
+        if (!real_)                                                                                \
+            return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
+        int64_t off_ = 0;                                                                          \
+        for (I g_ = 0; g_ < group_count; off_ += group_size[g_], g_++) {                           \
+            blasft_cublas_call c = GROUP_CALL(g_, off_, t, 1, sc);                                 \
+            cublasStatus_t st_;                                                                    \
+            if (!blasft_cublas_protect(&c, &st_)) {                                                \
+                blasft_cublas_pass_begin();                                                        \
+                st_ = real_(handle, transa_array + g_, transb_array + g_, m_array + g_,            \
+                            n_array + g_, k_array + g_, (const char *)alpha_array + g_ * sc,       \
+                            Aarray + off_, Atype, lda_array + g_, Barray + off_, Btype,            \
+                            ldb_array + g_, (const char *)beta_array + g_ * sc, Carray + off_,     \
+                            Ctype, ldc_array + g_, 1, group_size + g_, computeType);               \
+                blasft_cublas_pass_end(&c);                                                        \
+            }                                                                                      \
+            if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
+                return st_;                                                                        \
+        }                                                                                          \
+        return CUBLAS_STATUS_SUCCESS;                                                              \
+    }
+
+GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx, gemm_grouped_ex, int)
+GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx_64, gemm_grouped_ex_64, int64_t)
+
 /* ---- the legacy API (cublas.h: no handle, the stream set by cublasSetKernelStream, which
  * cannot be read back): passed through, counted unprotected ---- */
 
