@@ -322,6 +322,23 @@ GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
         PASS(T, field, &w_, __VA_ARGS__);                                                          \
     } while (0)
 
+/* every group: protected, else that group alone through real_ (REAL: the call, arguments of
+ * group g_ whose matrices start at off_) */
+#define GROUP_EACH(TYPE, SC, I, REAL)                                                              \
+    int64_t off_ = 0;                                                                              \
+    for (I g_ = 0; g_ < group_count; off_ += group_size[g_], g_++) {                               \
+        blasft_cublas_call c = GROUP_CALL(g_, off_, TYPE, 1, SC);                                  \
+        cublasStatus_t st_;                                                                        \
+        if (!blasft_cublas_protect(&c, &st_)) {                                                    \
+            blasft_cublas_pass_begin();                                                            \
+            st_ = REAL;                                                                            \
+            blasft_cublas_pass_end(&c);                                                            \
+        }                                                                                          \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                          \
+            return st_;                                                                            \
+    }                                                                                              \
+    return CUBLAS_STATUS_SUCCESS;
+
 #define GEMM_GROUPED(sym, field, S, TYPE, I)                                                       \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, const cublasOperation_t *,                     \
                                     const cublasOperation_t *, const I *, const I *, const I *,    \
@@ -344,22 +361,11 @@ GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
         sym##_fn *real_ = BLASFT_CUBLAS_REAL(sym##_fn *, field);                                   \
         if (!real_)                                                                                \
             return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
-        int64_t off_ = 0;                                                                          \
-        for (I g_ = 0; g_ < group_count; off_ += group_size[g_], g_++) {                           \
-            blasft_cublas_call c = GROUP_CALL(g_, off_, TYPE, 1, sizeof(S));                       \
-            cublasStatus_t st_;                                                                    \
-            if (!blasft_cublas_protect(&c, &st_)) {                                                \
-                blasft_cublas_pass_begin();                                                        \
-                st_ = real_(handle, transa_array + g_, transb_array + g_, m_array + g_,            \
-                            n_array + g_, k_array + g_, alpha_array + g_, Aarray + off_,           \
-                            lda_array + g_, Barray + off_, ldb_array + g_, beta_array + g_,        \
-                            Carray + off_, ldc_array + g_, 1, group_size + g_);                    \
-                blasft_cublas_pass_end(&c);                                                        \
-            }                                                                                      \
-            if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
-                return st_;                                                                        \
-        }                                                                                          \
-        return CUBLAS_STATUS_SUCCESS;                                                              \
+        GROUP_EACH(TYPE, sizeof(S), I,                                                             \
+                   real_(handle, transa_array + g_, transb_array + g_, m_array + g_, n_array + g_, \
+                         k_array + g_, alpha_array + g_, Aarray + off_, lda_array + g_,            \
+                         Barray + off_, ldb_array + g_, beta_array + g_, Carray + off_,            \
+                         ldc_array + g_, 1, group_size + g_))                                      \
     }
 
 GEMM_GROUPED(cublasSgemmGroupedBatched, sgemm_grouped, float, BLASFT_TYPE_S, int)
@@ -397,23 +403,12 @@ GEMM_GROUPED(cublasDgemmGroupedBatched_64, dgemm_grouped_64, double, BLASFT_TYPE
         sym##_fn *real_ = BLASFT_CUBLAS_REAL(sym##_fn *, field);                                   \
         if (!real_)                                                                                \
             return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
-        int64_t off_ = 0;                                                                          \
-        for (I g_ = 0; g_ < group_count; off_ += group_size[g_], g_++) {                           \
-            blasft_cublas_call c = GROUP_CALL(g_, off_, t, 1, sc);                                 \
-            cublasStatus_t st_;                                                                    \
-            if (!blasft_cublas_protect(&c, &st_)) {                                                \
-                blasft_cublas_pass_begin();                                                        \
-                st_ = real_(handle, transa_array + g_, transb_array + g_, m_array + g_,            \
-                            n_array + g_, k_array + g_, (const char *)alpha_array + g_ * sc,       \
-                            Aarray + off_, Atype, lda_array + g_, Barray + off_, Btype,            \
-                            ldb_array + g_, (const char *)beta_array + g_ * sc, Carray + off_,     \
-                            Ctype, ldc_array + g_, 1, group_size + g_, computeType);               \
-                blasft_cublas_pass_end(&c);                                                        \
-            }                                                                                      \
-            if (st_ != CUBLAS_STATUS_SUCCESS)                                                      \
-                return st_;                                                                        \
-        }                                                                                          \
-        return CUBLAS_STATUS_SUCCESS;                                                              \
+        GROUP_EACH(t, sc, I,                                                                       \
+                   real_(handle, transa_array + g_, transb_array + g_, m_array + g_, n_array + g_, \
+                         k_array + g_, (const char *)alpha_array + g_ * sc, Aarray + off_, Atype,  \
+                         lda_array + g_, Barray + off_, Btype, ldb_array + g_,                     \
+                         (const char *)beta_array + g_ * sc, Carray + off_, Ctype,                 \
+                         ldc_array + g_, 1, group_size + g_, computeType))                         \
     }
 
 GEMM_GROUPED_EX(cublasGemmGroupedBatchedEx, gemm_grouped_ex, int)
