@@ -286,8 +286,9 @@ GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
  * Group g is a pointer-array batch of group_size[g] GEMMs whose matrices follow the earlier
  * groups' in the arrays, with its own shapes and scalars (host arrays). Each group runs protected
  * as such a batch, or alone through the real function (one call recorded per group). A call
- * cuBLAS would reject, one with scalars in device memory and (Ex) one of a type the engine has
- * no thresholds for go to cuBLAS whole (the valid ones counted unprotected). */
+ * cuBLAS would reject, one with scalars in device memory and (Ex) one of data other than real
+ * float or double go to cuBLAS whole (the valid ones counted unprotected). A group cuBLAS
+ * refuses on its own (an unsupported combination) stops the call there with cuBLAS's answer. */
 
 /* group g's call; its scalars sc bytes apart in the arrays, its matrices from index off */
 #define GROUP_CALL(g, off, TYPE, PROT, SC)                                                         \
@@ -314,7 +315,7 @@ GEMM_PTRS_EX(cublasGemmBatchedEx_64, gemm_batched_ex_64, int64_t)
         total_ += group_size[g_];                                                                  \
     }
 
-/* the whole call to cuBLAS: WHOLE_ARGS are its arguments */
+/* the whole call to cuBLAS, its arguments following T and field */
 #define GROUP_WHOLE(T, field, ...)                                                                 \
     do {                                                                                           \
         blasft_cublas_call w_ = {.stat = &stat, .batch = total_, .counted = valid_,               \
@@ -392,7 +393,9 @@ GEMM_GROUPED(cublasDgemmGroupedBatched_64, dgemm_grouped_64, double, BLASFT_TYPE
     {                                                                                              \
         static blasft_call_stat stat = {.name = #sym};                                             \
         blasft_type t = BLASFT_TYPE_S;                                                             \
-        const int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                              \
+        /* real data only (as tested); complex data get cuBLAS's own handling */                 \
+        const int ok = ex_type(Atype, Btype, Ctype, computeType, &t) &&                            \
+                       (t == BLASFT_TYPE_S || t == BLASFT_TYPE_D);                                 \
         const size_t sc = ok ? (size_t)blasft_type_size(t) : 0;                                    \
         GROUP_CHECK(t, sc)                                                                         \
         if (!ok || !valid_ || blasft_cublas_untouched() || !blasft_cublas_host_scalars(handle))   \
