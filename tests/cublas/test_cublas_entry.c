@@ -25,6 +25,18 @@ static const char *const entry_names[] = {"gemm_v2", "gemm_v2_64", "GemmEx", "Ge
                                           "gemmBatched", "gemmBatched_64", "GemmBatchedEx",
                                           "GemmBatchedEx_64"};
 
+/* Unprotected / protected counts since s0 as expected (a failed check named by what). */
+static void counted(const stats_t *s0, uint64_t prot, uint64_t unprot, const char *what)
+{
+    const stats_t s1 = stats_now();
+    CHECK(s1.protected_gemms - s0->protected_gemms == prot &&
+              s1.unprotected_gemms - s0->unprotected_gemms == unprot,
+          "%s: %llu protected, %llu unprotected (expected %llu, %llu)", what,
+          (unsigned long long)(s1.protected_gemms - s0->protected_gemms),
+          (unsigned long long)(s1.unprotected_gemms - s0->unprotected_gemms),
+          (unsigned long long)prot, (unsigned long long)unprot);
+}
+
 /* The batched entry points that take device arrays of pointers: the arrays of a strided batch's
  * addresses (base + i stride, elements of es bytes) for A, B and C in one device buffer. */
 typedef struct ptr_arrays {
@@ -383,14 +395,9 @@ static void captured_arrays(cublasHandle_t h)
                                            (const double *const *)p.b, r.ldb, &b,
                                            (double *const *)p.c, r.ldc, g.batch);
     cudaError_t ce = cudaStreamEndCapture(s, &graph);
-    stats_t s1 = stats_now();
+    counted(&s0, 0, (uint64_t)g.batch, "captured gemmBatched");
     CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured gemmBatched: %d %s", (int)st,
           cudaGetErrorString(ce));
-    CHECK(s1.protected_gemms == s0.protected_gemms &&
-              s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)g.batch,
-          "captured gemmBatched: %llu protected, %llu unprotected",
-          (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
     if (ce == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
         /* one replay from the old C (beta != 0 reads it) */
         CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "launch");
@@ -690,7 +697,8 @@ static void zunprotected(cublasHandle_t h)
     stats_t s0 = stats_now();
     CHECK(cublasCgemm3m(h, g.ta, g.tb, g.m, g.n, g.k, alpha, dA, r.lda, dB, r.ldb, beta, dC,
                         r.ldc) == CUBLAS_STATUS_SUCCESS, "Cgemm3m");
-    stats_t s1 = stats_now();
+    counted(&s0, 0, 1, "Cgemm3m");
+    const stats_t s1 = stats_now();
     /* 3M: other rounding; a loose absolute bound still catches a wrong product */
     double worst = 0;
     {
@@ -707,15 +715,8 @@ static void zunprotected(cublasHandle_t h)
     CHECK(cublasGemmEx(h, g.ta, g.tb, g.m, g.n, g.k, alpha, dA, CUDA_C_32F, r.lda, dB, CUDA_C_32F,
                        r.ldb, beta, dC, CUDA_C_32F, r.ldc, CUBLAS_COMPUTE_32F_FAST_TF32,
                        CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS, "GemmEx C TF32");
-    stats_t s2 = stats_now();
-    CHECK(s1.protected_gemms == s0.protected_gemms && s1.unprotected_gemms - s0.unprotected_gemms == 1,
-          "Cgemm3m: %llu protected, %llu unprotected",
-          (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
-    CHECK(s2.protected_gemms == s1.protected_gemms && s2.unprotected_gemms - s1.unprotected_gemms == 1,
-          "GemmEx C TF32: %llu protected, %llu unprotected",
-          (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
-          (unsigned long long)(s2.unprotected_gemms - s1.unprotected_gemms));
+    counted(&s1, 0, 1, "GemmEx C TF32");
+    const stats_t s2 = stats_now();
     /* 3M by arrays of pointers: two GEMMs, counted unprotected */
     ptr_arrays p = make_arrays(dA, 0, dB, 0, dC, 0, 8, 2);
     CHECK(cublasCgemm3mBatched(h, g.ta, g.tb, g.m, g.n, g.k, alpha, (const cuComplex *const *)p.a,
@@ -723,11 +724,7 @@ static void zunprotected(cublasHandle_t h)
                                (cuComplex *const *)p.c, r.ldc, 2) == CUBLAS_STATUS_SUCCESS,
           "Cgemm3mBatched");
     free_arrays(&p, CUBLAS_STATUS_SUCCESS);
-    stats_t s3 = stats_now();
-    CHECK(s3.protected_gemms == s2.protected_gemms && s3.unprotected_gemms - s2.unprotected_gemms == 2,
-          "Cgemm3mBatched: %llu protected, %llu unprotected",
-          (unsigned long long)(s3.protected_gemms - s2.protected_gemms),
-          (unsigned long long)(s3.unprotected_gemms - s2.unprotected_gemms));
+    counted(&s2, 0, 2, "Cgemm3mBatched");
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
     zrelease(&r);
 }
@@ -744,18 +741,6 @@ cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOpera
                                   int, const uint16_t *, const uint16_t *const[], int,
                                   const uint16_t *const[], int, const uint16_t *,
                                   uint16_t *const[], int, int);
-
-/* Unprotected / protected counts since s0 as expected (a failed check named by what). */
-static void counted(const stats_t *s0, uint64_t prot, uint64_t unprot, const char *what)
-{
-    const stats_t s1 = stats_now();
-    CHECK(s1.protected_gemms - s0->protected_gemms == prot &&
-              s1.unprotected_gemms - s0->unprotected_gemms == unprot,
-          "%s: %llu protected, %llu unprotected (expected %llu, %llu)", what,
-          (unsigned long long)(s1.protected_gemms - s0->protected_gemms),
-          (unsigned long long)(s1.unprotected_gemms - s0->unprotected_gemms),
-          (unsigned long long)prot, (unsigned long long)unprot);
-}
 
 /* cublasSgemmEx / cublasCgemmEx (protected where A, B and C are all of their compute type),
  * cublasCgemm3mEx and the half-precision GEMMs (counted unprotected): results against the
@@ -1004,11 +989,7 @@ int main(int argc, char **argv)
                            CUDA_R_32F, r.ldb, &b, dC, CUDA_R_32F, r.ldc,
                            CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS,
               "TF32 GemmEx");
-        stats_t s1 = stats_now();
-        CHECK(s1.protected_gemms == s0.protected_gemms && s1.unprotected_gemms - s0.unprotected_gemms == 2,
-              "TF32 calls: %llu protected, %llu unprotected",
-              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
+        counted(&s0, 0, 2, "TF32 calls");
         /* TF32 keeps about 10 bits: a loose bound */
         void *hc = malloc(sizeof(float) * r.nc);
         cudaMemcpy(hc, dC, sizeof(float) * r.nc, cudaMemcpyDeviceToHost);
