@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Plots of the device side of the threshold campaign (tests/gpu/gpu_campaign.c) for
-docs/thresholds.md: detection per flipped bit and the distribution of q = threshold / |syndrome|.
+docs/thresholds.md: detection per flipped bit, the distribution of q = threshold / |syndrome|, and
+FP64 err_prob detection against n at the thesis's sizes.
 
 Usage: /usr/bin/python3 scripts/gpu_campaign_plot.py [--jsonl docs/thresholds-gpu.jsonl]
-           [--promote docs/promote-gpu.jsonl] [--out docs]
-Writes OUT/thresholds-gpu-bits.png and OUT/thresholds-gpu-q.png (matplotlib from Debian's
-python3-matplotlib). The runs plotted are named below; each curve pools the run's
-configurations of one type (flips: m = n = 256, k 256 and 4096, BS 32-256)."""
+           [--promote docs/promote-gpu.jsonl] [--sizes docs/thresholds-gpu-n.jsonl] [--out docs]
+Writes OUT/thresholds-gpu-bits.png, OUT/thresholds-gpu-q.png and OUT/thresholds-gpu-n.png
+(matplotlib from Debian's python3-matplotlib). The runs plotted are named below; the first two
+figures' curves pool the run's configurations of one type (flips: m = n = 256, k 256 and 4096,
+BS 32-256); the third has one point per configuration (square n, one BS, one data series)."""
 import argparse
 import json
 import os
@@ -23,6 +25,9 @@ FLIP_RUNS = [
 ]
 # (label, run) of the q curves: per-type lines where the run has them
 Q_RUNS = [("PROJ (gpu11-fp)", "gpu11-fp")]
+# the run of the sizes figure, and its data series
+SIZES_RUN = "gpu17-flips-n"
+SIZES_SERIES = [("full", "T_full, [-1, 1]"), ("orth65536", "T_orth, kappa 65536"), ("pos", "T_pos, [0, 1]")]
 
 
 def lines(path):
@@ -63,9 +68,11 @@ def main():
     docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs")
     ap.add_argument("--jsonl", default=os.path.join(docs, "thresholds-gpu.jsonl"))
     ap.add_argument("--promote", default=os.path.join(docs, "promote-gpu.jsonl"))
+    ap.add_argument("--sizes", default=os.path.join(docs, "thresholds-gpu-n.jsonl"))
     ap.add_argument("--out", default=docs)
     a = ap.parse_args()
-    rows = {"thresholds": list(lines(a.jsonl)), "promote": list(lines(a.promote))}
+    rows = {"thresholds": list(lines(a.jsonl)), "promote": list(lines(a.promote)),
+            "sizes": list(lines(a.sizes))}
 
     import matplotlib
     matplotlib.use("Agg")
@@ -99,6 +106,29 @@ def main():
         q_frame(ax, f"GPU, {'FP32' if t == 'S' else 'FP64'}: threshold over the true syndrome")
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "thresholds-gpu-q.png"), dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), sharey=True)
+    for ax, (series, title) in zip(axes, SIZES_SERIES):
+        for bs, style in ((32, "-"), (256, "--")):
+            curves = [("PROJ", "proj", "err_prob", "C0"), ("PEA", "pea", "err_prob", "C1"),
+                      ("oracle threshold", "proj", "err_prob_oracle", "C2")]
+            for label, method, key, color in curves:
+                pts = sorted((r["n"], r[key] if key != "err_prob" else r[key][0], r["err_prob"][1])
+                             for r in rows["sizes"] if r.get("run") == SIZES_RUN and r.get("series") == series
+                             and r.get("method") == method and r.get("bs") == bs and key in r)
+                if pts:
+                    ax.plot([p[0] for p in pts], [100.0 * p[1] / p[2] for p in pts], style, color=color,
+                            marker="o", ms=3, label=f"{label}, BS {bs}")
+        ax.axhline(99, color="k", lw=0.8, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("m = n = k")
+        ax.set_title(f"GPU, FP64, {title}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("err_prob-significant flips detected (%)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "thresholds-gpu-n.png"), dpi=110)
     plt.close(fig)
 
 

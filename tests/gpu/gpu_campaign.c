@@ -9,13 +9,15 @@
  *     (the syndrome of PROJ's double reference is the GEMM's whole rounding error on the
  *     checksum). One JSON line per (type, series) and a total.
  *
- *   gpu_campaign flips TYPE K BS NFLIPS METHOD SEED [promote|auto]
- *     m = n = 256, data uniform in [-1, 1], alpha 1, beta 0: one bit of a random element of C
- *     flipped after the GEMM (NFLIPS GEMMs, the bit cycling over every position). A flip is
- *     detected when the first tier flags (the engine then corrects, recomputes or counts a false
- *     alarm). Per bit and per significance class of docs/campaign-host.md (err_abs: the
- *     element's own rounding error against the exact product; err_prob: its PEA sigma).
- *     promote: S computed in double; auto: where BLASFT_PROMOTE=auto would.
+ *   gpu_campaign flips TYPE [MxNx]K BS NFLIPS METHOD SEED [promote|auto] [full|pos|orthKAPPA]
+ *     m = n = 256 unless given, data uniform in [-1, 1] (full, the default; pos: [0, 1); orth:
+ *     T_orth of that kappa), alpha 1, beta 0: one bit of a random element of C flipped after
+ *     the GEMM (NFLIPS GEMMs, the bit cycling over every position). A flip is detected when the
+ *     first tier flags (the engine then corrects, recomputes or counts a false alarm). Per bit
+ *     and per significance class of docs/campaign-host.md (err_abs: the element's own rounding
+ *     error against the exact product; err_prob: its PEA sigma), the exact product computed for
+ *     the flipped elements only. promote: S computed in double; auto: where
+ *     BLASFT_PROMOTE=auto would.
  *
  * METHOD: pea or proj. Data come from pools generated on the host once (windows at random
  * offsets serve as fresh matrices). */
@@ -536,34 +538,59 @@ static double flip_bit(double x, int single, int bit, void *out)
     return single ? (double)f : x;
 }
 
-static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, int promote,
-                      uint64_t seed)
+/* The data of the flips mode: the pools' full and pos values, or T_orth (dg_fill, 8 reflections
+ * per factor, as the fp mode's). kappa 0: pos; < 0: full. */
+static double *flips_data(int64_t rows, int64_t cols, double kappa, uint64_t seed)
 {
-    const int64_t m = 256, n = 256;
+    if (kappa <= 0)
+        return gen_pool((size_t)(rows * cols), kappa == 0 ? P_POS : P_FULL, seed);
+    dg_rng rng;
+    dg_seed(&rng, seed);
+    dg_params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.series = DG_ORTH;
+    dp.kappa = kappa;
+    dp.reflections = 8;
+    double *x = malloc(8 * (size_t)(rows * cols));
+    dg_fill(&rng, DG_D, &dp, rows, cols, x, rows);
+    return x;
+}
+
+/* The exact product of C(i, j) = A(i, :) B(:, j) (double-double) and its PEA sigma
+ * (eq. 6.7 without omega: the err_prob class's bound). */
+static void exact_element(const double *A, const double *B, int64_t m, int64_t k, int64_t i,
+                          int64_t j, int t, double *exact, double *sig)
+{
+    hp_dd s = hp_from(0.0);
+    double y = 0;
+    for (int64_t l = 0; l < k; l++) {
+        s = hp_add_prod(s, A[i + l * m], B[l + j * k]);
+        y = fmax(y, fabs(A[i + l * m] * B[l + j * k]));
+    }
+    *exact = hp_to_double(s);
+    const double kk = (double)k;
+    *sig = sqrt(kk * (kk + 1) * (kk + 0.5) / 24.0) * y * ldexp(1.0, -t);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int mode_flips(int single, int64_t m, int64_t n, int64_t k, int bs, int nflips, int proj,
+                      int promote, double kappa, uint64_t seed)
+{
     const size_t ts = single ? 4 : 8;
     const int bits = single ? 32 : 64, t = single ? BLASFT_T_FLOAT : BLASFT_T_DOUBLE;
-    double *A = gen_pool((size_t)(m * k), P_FULL, seed * 3 + 1);
-    double *B = gen_pool((size_t)(k * n), P_FULL, seed * 3 + 2);
+    double *A = flips_data(m, k, kappa, seed * 3 + 1);
+    double *B = flips_data(k, n, kappa, seed * 3 + 2);
     if (single)
         for (int64_t i = 0; i < m * k || i < k * n; i++) {
             if (i < m * k) A[i] = (float)A[i];
             if (i < k * n) B[i] = (float)B[i];
         }
     dpool pa = upload_pool(A, (size_t)(m * k)), pb = upload_pool(B, (size_t)(k * n));
-    /* the exact product and the PEA sigma of every element */
-    double *exact = malloc(8 * (size_t)(m * n)), *sig = malloc(8 * (size_t)(m * n));
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < m; i++) {
-            hp_dd s = hp_from(0.0);
-            double y = 0;
-            for (int64_t l = 0; l < k; l++) {
-                s = hp_add_prod(s, A[i + l * m], B[l + j * k]);
-                y = fmax(y, fabs(A[i + l * m] * B[l + j * k]));
-            }
-            exact[i + j * m] = hp_to_double(s);
-            const double kk = (double)k;
-            sig[i + j * m] = sqrt(kk * (kk + 1) * (kk + 0.5) / 24.0) * y * ldexp(1.0, -t);
-        }
     blasft_gpu_ctx *ctx = blasft_gpu_ctx_create(NULL);
     if (!ctx)
         return 77;
@@ -598,6 +625,35 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, int p
         cff[i] = single ? ((float *)h)[i] : ((double *)h)[i];
     int det_bit[64] = {0}, n_bit[64] = {0};
     int abs_n = 0, abs_d = 0, prob_n = 0, prob_d = 0, se_n = 0, se_d = 0;
+    /* PROJ: the fault-free syndromes against its double reference (the true error of each
+     * column check), for two what-ifs per flip: PROJ's thresholds scaled by 1 (which must agree
+     * with the engine's flags), 1/2, 1/4 and 1/8; and an oracle threshold ORACLE_Z times the
+     * syndromes' RMS over this GEMM, one that knows the noise exactly and allows a 1e-12
+     * false-alarm rate per check if the noise is Gaussian */
+    enum { NWHAT = 5 };
+    static const double ORACLE_Z = 7.13;
+    const int64_t mb = (m + bs - 1) / bs, ne = mb * n;
+    double *eps = NULL, *syn = NULL, rms = 0, eps_med = 0;
+    int what_d[NWHAT] = {0};
+    if (proj) {
+        const blasft_type ct = single && blasft_gpu_promotes(g.type, m, n, k, &p) ? BLASFT_TYPE_D : g.type;
+        double *ref = malloc(8 * (size_t)ne);
+        eps = malloc(8 * (size_t)ne), syn = malloc(8 * (size_t)ne);
+        if (!fetch_col_checks(ctx, ct, m, n, k, &p, ne, eps, ref, syn))
+            return 1;
+        double *ratio = malloc(8 * (size_t)ne);
+        for (int64_t e = 0; e < ne; e++) {
+            syn[e] = ref[e] - syn[e];
+            rms += syn[e] * syn[e];
+        }
+        rms = sqrt(rms / (double)ne);
+        for (int64_t e = 0; e < ne; e++)
+            ratio[e] = eps[e] / rms;
+        qsort(ratio, (size_t)ne, sizeof *ratio, cmp_double);
+        eps_med = ratio[ne / 2];
+        free(ref);
+        free(ratio);
+    }
     flip f = {ctx, 0, m, 0, single, pinned};
     for (int q = 0; q < nflips; q++) {
         const uint64_t r = mix(seed * 0x9e37 + (uint64_t)q);
@@ -622,24 +678,51 @@ static int mode_flips(int single, int64_t k, int bs, int nflips, int proj, int p
             se_d += det;
             continue;
         }
-        if (effect > fabs(cff[f.idx] - exact[f.idx])) {
+        double exact, sig;
+        exact_element(A, B, m, k, f.idx % m, f.idx / m, t, &exact, &sig);
+        if (effect > fabs(cff[f.idx] - exact)) {
             abs_n++;
             abs_d += det;
         }
-        if (effect > sig[f.idx]) {
+        if (effect > sig) {
             prob_n++;
             prob_d += det;
+            if (proj) { /* the flip adds (flipped - fault-free) to C and so to the recomputed sum */
+                const int64_t e = (f.idx % m) / bs + mb * (f.idx / m);
+                const double fs = fabs(syn[e] - (flipped - cff[f.idx]));
+                for (int w = 0; w < NWHAT - 1; w++)
+                    what_d[w] += fs > ldexp(eps[e], -w);
+                what_d[NWHAT - 1] += fs > ORACLE_Z * rms;
+            }
         }
     }
-    printf("{\"mode\":\"flips\",\"method\":\"%s\",\"promote\":%d,\"type\":\"%c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-           "\"bs\":%d,\"flips\":%d,\"fault_free_flags\":%llu,\"err_abs\":[%d,%d],\"err_prob\":[%d,%d],"
+    char series[32];
+    if (kappa > 0)
+        snprintf(series, sizeof series, "orth%g", kappa);
+    else
+        snprintf(series, sizeof series, "%s", kappa == 0 ? "pos" : "full");
+    printf("{\"mode\":\"flips\",\"method\":\"%s\",\"promote\":%d,\"type\":\"%c\",\"series\":\"%s\","
+           "\"m\":%lld,\"n\":%lld,\"k\":%lld,\"bs\":%d,\"flips\":%d,\"fault_free_flags\":%llu,\"err_abs\":[%d,%d],\"err_prob\":[%d,%d],"
            "\"sign_exponent\":[%d,%d],\"per_bit\":[",
-           proj ? "proj" : "pea", promote, single ? 'S' : 'D', (long long)m, (long long)n, (long long)k, bs,
+           proj ? "proj" : "pea", promote, single ? 'S' : 'D', series, (long long)m, (long long)n, (long long)k, bs,
            nflips, (unsigned long long)ff_flags, abs_d, abs_n, prob_d, prob_n, se_d, se_n);
     for (int b = 0; b < bits; b++)
         printf("%s[%d,%d]", b ? "," : "", det_bit[b], n_bit[b]);
-    printf("]}\n");
+    printf("]");
+    if (proj) /* err_prob-significant flips detected by the what-ifs, of err_prob[1] */
+        printf(",\"syn_rms\":%.4g,\"median_threshold_over_rms\":%.3f,\"err_prob_f_one\":%d,"
+               "\"err_prob_f_half\":%d,\"err_prob_f_quarter\":%d,\"err_prob_f_eighth\":%d,"
+               "\"err_prob_oracle\":%d,\"oracle_z\":%.2f",
+               rms, eps_med, what_d[0], what_d[1], what_d[2], what_d[3], what_d[4], ORACLE_Z);
+    printf("}\n");
+    free(eps);
+    free(syn);
+    fflush(stdout);
     blasft_gpu_ctx_destroy(ctx);
+    free(A);
+    free(B);
+    free(cff);
+    free(h);
     return 0;
 }
 
@@ -652,13 +735,29 @@ int main(int argc, char **argv)
     if (argc >= 6 && !strcmp(argv[1], "fp"))
         return mode_fp(atof(argv[2]), !strcmp(argv[3], "proj"), strtoull(argv[4], NULL, 10), argv[5],
                        argc >= 7 && !strcmp(argv[6], "auto") ? 2 : 0);
-    if (argc >= 8 && !strcmp(argv[1], "flips"))
-        return mode_flips(argv[2][0] == 'S', atoll(argv[3]), atoi(argv[4]), atoi(argv[5]),
-                          !strcmp(argv[6], "proj"),
-                          argc < 9 ? 0 : !strcmp(argv[8], "promote") ? 1 : !strcmp(argv[8], "auto") ? 2 : 0,
-                          strtoull(argv[7], NULL, 10));
+    if (argc >= 8 && !strcmp(argv[1], "flips")) {
+        long long m = 256, n = 256, k;
+        if (sscanf(argv[3], "%lldx%lldx%lld", &m, &n, &k) != 3)
+            k = atoll(argv[3]);
+        int promote = 0, bad = m < 1 || n < 1 || k < 1;
+        double kappa = -1; /* full */
+        for (int a = 8; a < argc; a++) {
+            if (!strcmp(argv[a], "promote") || !strcmp(argv[a], "auto"))
+                promote = argv[a][0] == 'p' ? 1 : 2;
+            else if (!strcmp(argv[a], "pos"))
+                kappa = 0;
+            else if (!strncmp(argv[a], "orth", 4) && atof(argv[a] + 4) >= 1)
+                kappa = atof(argv[a] + 4);
+            else if (strcmp(argv[a], "full"))
+                bad = 1;
+        }
+        if (!bad)
+            return mode_flips(argv[2][0] == 'S', m, n, k, atoi(argv[4]), atoi(argv[5]),
+                              !strcmp(argv[6], "proj"), promote, kappa, strtoull(argv[7], NULL, 10));
+    }
     fprintf(stderr, "usage: %s fp SECONDS pea|proj SEED NLIST [auto]\n"
-                    "       %s flips S|D K BS NFLIPS pea|proj SEED [promote|auto]\n",
+                    "       %s flips S|D [MxNx]K BS NFLIPS pea|proj SEED [promote|auto] "
+                    "[full|pos|orthKAPPA]\n",
             argv[0], argv[0]);
     return 2;
 }
