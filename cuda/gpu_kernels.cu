@@ -897,7 +897,7 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
 
 __device__ __forceinline__ bool over(double ref, double rec, double eps)
 {
-    return !(fabs(ref - rec) <= eps); /* NaN flags too */
+    return blasft_over(ref - rec, eps); /* NaN flags too */
 }
 
 /* Checksum element e's reference (type T) against its recomputed parts: any part over eps flags
@@ -1405,10 +1405,11 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
             const T v = recompute_element(g, i, j, &mass);
             bool apart = !within_rounding(g, i, j, g.C[i + j * g.ldc], v, mass);
             if constexpr (gk_el<T>::P == 1)
-                if (g.Pref && !apart)
+                if (g.Pref && !apart && blasft_squares_in_range(abs1(alpha_of(g)) * mass))
                     /* PROJ flags errors far below the worst-case bound: apart where the
                      * difference is half the flagged column checksum's threshold (one element's
-                     * rounding is far below it: the threshold bounds a block's) */
+                     * rounding is far below it: the threshold bounds a block's); where the
+                     * threshold's squares left the range, the worst-case bound alone decides */
                     apart = fabs((double)g.C[i + j * g.ldc] - (double)v) >= 0.5 * rc->threshold;
             if (apart)
                 atomicAdd(&rc->apart, 1u);

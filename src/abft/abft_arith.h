@@ -112,6 +112,25 @@ static inline BLASFT_HD double blasft_element_rounding(double gam, double u, dou
     return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c);
 }
 
+/* Whether the statistical thresholds' squares (u^2 times squared sums of magnitude^2) stay normal
+ * doubles for an element or checksum of this magnitude (|alpha| sum |a b| + |beta| |c_old|):
+ * from 2^-400 to 2^400 they do, with room for the weights and k^3. 0 is in range (an exactly
+ * zero element has a zero threshold). Outside, the worst-case bounds, linear in the data,
+ * decide. */
+static inline BLASFT_HD int blasft_squares_in_range(double magnitude)
+{
+    return magnitude == 0.0 || (magnitude >= 0x1p-400 && magnitude <= 0x1p400);
+}
+
+/* The first tier's test of one checksum: |syndrome| over its threshold. A NaN syndrome flags, and so
+ * does a threshold that is not finite: the thresholds' sums of squares overflow for data of
+ * magnitude around 2^270 and more, and an infinite threshold must not wave a block through (the
+ * second tier's worst-case bounds are linear in the data and decide instead). */
+static inline BLASFT_HD int blasft_over(double syndrome, double eps)
+{
+    return !(fabs(syndrome) <= eps) || !(eps < HUGE_VAL);
+}
+
 /* PEA: standard deviation bound of the rounding error of a dot product of length n whose summands
  * are all bounded by y, data with t mantissa bits: eq. 5.41 (without FMA, the +2n term) and 6.7
  * (with FMA). */

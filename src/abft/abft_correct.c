@@ -29,6 +29,8 @@ typedef struct outcome {
 /* Largest |syndrome| over the parts of element e and whether it is over the threshold. A flagged
  * element is confirmed against a refined (compensated) reference before it counts. */
 static int flag_once(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr);
+static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c);
+static double element_magnitude(const abft_ctx *x, int64_t i, int64_t j);
 static int flag_of(abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
 {
     int f = flag_once(x, row_side, e, syn, thr);
@@ -47,7 +49,7 @@ static int flag_once(const abft_ctx *x, int row_side, int64_t e, double *syn, do
     int flagged = 0;
     for (int part = 0; part < x->P; part++) {
         double d = fabs(ref[part] - rec[part]);
-        if (!(d <= t)) /* NaN compares false: flagged */
+        if (blasft_over(d, t))
             flagged = 1;
         if (!(d <= s))
             s = d;
@@ -360,6 +362,13 @@ static int confirm_element(abft_ctx *x, const blockview *b, int64_t i, int64_t j
         thr = abft_threshold_element(x, i, j);
         exact_element(x, i, j, v);
     }
+    /* where the threshold's squares leave the floating-point range, the worst-case bound, linear
+     * in the data, decides instead */
+    double vmax = 0;
+    for (int part = 0; part < x->P; part++)
+        vmax = fmax(vmax, fabs(v[part]));
+    if (!(thr < HUGE_VAL) || !blasft_squares_in_range(element_magnitude(x, i, j)))
+        thr = 2.0 * element_worst(x, i, j, vmax);
     int bad = 0;
     for (int part = 0; part < x->P; part++) {
         double d = fabs(abft_ld(g->c, g->type, i + j * g->ldc, part) - v[part]);
@@ -467,6 +476,29 @@ static void restore_block(abft_ctx *x, const blockview *b, const void *saved)
                (const char *)saved + sz * (size_t)(j * b->il), sz * (size_t)b->il);
 }
 
+/* A Euclidean norm without overflow or underflow of its squares: scale * sqrt(ssq), with scale the
+ * largest |v| so far (the second opinion must hold for data of any magnitude). */
+typedef struct norm2 {
+    double scale, ssq;
+} norm2;
+
+static void norm2_add(norm2 *s, double v)
+{
+    const double a = fabs(v);
+    if (a > s->scale) {
+        const double r = s->scale / a;
+        s->ssq = 1.0 + s->ssq * r * r;
+        s->scale = a;
+    } else if (a > 0) {
+        const double r = a / s->scale;
+        s->ssq += r * r;
+    } else if (a != a) {
+        s->scale = a; /* NaN: the norm is NaN */
+    }
+}
+
+static double norm2_value(const norm2 *s) { return s->scale * sqrt(s->ssq); }
+
 /* A second opinion on a flagged block, without the thresholds' assumption of independent
  * roundings (structured data, constant or repeated rows and columns, gives the elements of a block
  * the same rounding, and the checksums' syndromes then add up linearly and flag blocks that hold
@@ -490,22 +522,18 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
     double *nb = na + il, *rowe = nb + jl, *cole = rowe + R * il;
     memset(rowe, 0, sizeof(double) * (size_t)(R * (il + jl)));
     for (int64_t r = 0; r < il; r++) {
-        double s = 0;
+        norm2 s = {0, 1};
         for (int64_t l = 0; l < k; l++)
-            for (int part = 0; part < x->P; part++) {
-                double v = abft_opa(x, b->i0 + r, l, part);
-                s += v * v;
-            }
-        na[r] = sqrt(s);
+            for (int part = 0; part < x->P; part++)
+                norm2_add(&s, abft_opa(x, b->i0 + r, l, part));
+        na[r] = norm2_value(&s);
     }
     for (int64_t q = 0; q < jl; q++) {
-        double s = 0;
+        norm2 s = {0, 1};
         for (int64_t l = 0; l < k; l++)
-            for (int part = 0; part < x->P; part++) {
-                double v = abft_opb(x, l, b->j0 + q, part);
-                s += v * v;
-            }
-        nb[q] = sqrt(s);
+            for (int part = 0; part < x->P; part++)
+                norm2_add(&s, abft_opb(x, l, b->j0 + q, part));
+        nb[q] = norm2_value(&s);
     }
     if (recompute)
         recompute_block(x, b);
@@ -638,6 +666,18 @@ static double element_mass(const abft_ctx *x, int64_t i, int64_t j, double *larg
     }
     *largest = top;
     return sab;
+}
+
+/* |alpha| sum |a b| + |beta| |c_old| of C(i, j): the magnitude its rounding scales with. */
+static double element_magnitude(const abft_ctx *x, int64_t i, int64_t j)
+{
+    const blasft_gemm *g = x->g;
+    double top, co = 0;
+    const double sab = element_mass(x, i, j, &top);
+    if (!x->beta_zero)
+        for (int part = 0; part < x->P; part++)
+            co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
+    return (fabs(g->alpha[0]) + fabs(g->alpha[1])) * sab + (fabs(g->beta[0]) + fabs(g->beta[1])) * co;
 }
 
 static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
@@ -967,7 +1007,7 @@ int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
                     c->reference = (side ? x->refr : x->refc)[e * x->P + part];
                     c->recomputed = (side ? x->recr : x->recc)[e * x->P + part];
                     c->threshold = t;
-                    c->flagged = !(fabs(c->reference - c->recomputed) <= t);
+                    c->flagged = (uint8_t)blasft_over(c->reference - c->recomputed, t);
                 }
             }
         diag->count = q;

@@ -21,7 +21,7 @@ typedef struct blasft_abft_check {
     uint8_t side;     /* 0: column checksum (row block over rows, one per column j), 1: row checksum */
     uint8_t weighted; /* 0: unweighted, 1: weighted (cfg->weights) */
     uint8_t part;     /* 0: real part, 1: imaginary part (complex types only) */
-    uint8_t flagged;  /* |reference - recomputed| > threshold (or not comparable: NaN) */
+    uint8_t flagged;  /* blasft_over: |reference - recomputed| > threshold, NaN, or no finite threshold */
     int64_t block_row, block_col; /* block of C */
     int64_t index;    /* column j of C (side 0) or row i of C (side 1), 0-based */
     double reference; /* alpha * (checksum product) + beta * (checksum of old C) */

@@ -1038,6 +1038,53 @@ static void test_abort_on_uncorrectable(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Data of extreme magnitude (operands around 2^-280, 2^300, 2^450): the thresholds' sums of
+ * squares leave the double range (infinite from about 2^270 on, zero from about 2^-250 down), so
+ * the first tier flags such blocks and the worst-case bounds decide. Every method: a planted error
+ * is corrected, and a clean GEMM is left within rounding with no error reported. */
+static void test_extreme_magnitudes(void **state)
+{
+    (void)state;
+    static const blasft_threshold methods[] = {BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_PROJ,
+                                               BLASFT_THRESHOLD_NORM, BLASFT_THRESHOLD_SEA};
+    static const int scales[] = {-280, 300, 450};
+    for (size_t mi = 0; mi < sizeof methods / sizeof methods[0]; mi++)
+        for (int t = BLASFT_TYPE_D; t <= BLASFT_TYPE_Z; t += 2)
+            for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++)
+                for (int planted = 0; planted < 2; planted++) {
+                    tgemm x = make((blasft_type)t, 'N', 'T', 48, 33, 50, 1, 1.0, 0.0,
+                                   ldexp(0.5, scales[si]), ldexp(1.0, scales[si]));
+                    blasft_config cfg = abft_t_cfg(16, 1);
+                    cfg.threshold = methods[mi];
+                    plant p = one(9, 20, 0, 1.001);
+                    if (planted)
+                        blasft_abft_set_plant_hook(plant_fn, &p);
+                    blasft_abft_diag d;
+                    assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+                    blasft_abft_set_plant_hook(NULL, NULL);
+                    const int off = compare_oracle(&x, 2.0 * 16);
+                    if (off || (planted ? d.detected < 1 || d.corrected + d.blocks_recomputed < 1
+                                        : d.detected || d.corrected || d.blocks_recomputed))
+                        fprintf(stderr, "method %d type %d 2^%d planted %d: off %d detected %llu "
+                                "corrected %llu recomputed %llu false alarms %llu\n",
+                                (int)methods[mi], t, scales[si], planted, off,
+                                (unsigned long long)d.detected, (unsigned long long)d.corrected,
+                                (unsigned long long)d.blocks_recomputed,
+                                (unsigned long long)d.false_alarms);
+                    assert_int_equal(off, 0);
+                    if (planted) {
+                        assert_true(d.detected >= 1);
+                        assert_true(d.corrected + d.blocks_recomputed >= 1);
+                    } else {
+                        assert_int_equal(d.detected, 0);
+                        assert_int_equal(d.corrected, 0);
+                        assert_int_equal(d.blocks_recomputed, 0);
+                    }
+                    blasft_abft_diag_free(&d);
+                    drop(&x);
+                }
+}
+
 static void test_nonfinite_inputs_unprotected(void **state)
 {
     (void)state;
@@ -1216,6 +1263,7 @@ int main(void)
         cmocka_unit_test(test_one_sided_error_located_by_its_line),
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_abort_on_uncorrectable),
+        cmocka_unit_test(test_extreme_magnitudes),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
         cmocka_unit_test(test_injection_sites),

@@ -5,6 +5,7 @@
 #include "abft/abft_arith.h"
 #include "gpu_debug.h"
 #include "gpu_harness.h"
+#include "hpref.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -736,6 +737,105 @@ static void near_constant(void)
     }
 }
 
+/* FP64 data of extreme magnitude (2^-280 .. 2^450 per operand): the thresholds' sums of squares
+ * leave the double range there (an infinite threshold from about 2^270 on, a zero one from about
+ * 2^-250 down). Such a block must still be decided by the worst-case bounds: a planted error
+ * detected and fixed, a clean GEMM's result left within rounding and nothing reported as an
+ * error (blocks flagged this way count as false alarms). PEA and PROJ, both row modes. */
+static void extreme_magnitudes(void)
+{
+    const int64_t n = 256;
+    static const int scales[] = {-280, -200, 0, 300, 450};
+    double *a = malloc(8 * (size_t)(n * n)), *b = malloc(8 * (size_t)(n * n));
+    double *hc = malloc(8 * (size_t)(n * n)), *ref = malloc(8 * (size_t)(n * n));
+    double *mass = malloc(8 * (size_t)(n * n));
+    void *dA, *dB, *dC, *pinned;
+    cudaMalloc(&dA, 8 * (size_t)(n * n));
+    cudaMalloc(&dB, 8 * (size_t)(n * n));
+    cudaMalloc(&dC, 8 * (size_t)(n * n));
+    cudaMallocHost(&pinned, 8);
+    for (size_t sc = 0; sc < sizeof scales / sizeof scales[0]; sc++) {
+        dg_rng rng;
+        dg_seed(&rng, 500 + (uint64_t)sc);
+        for (int64_t e = 0; e < n * n; e++) {
+            a[e] = ldexp(dg_range(&rng, -1.0, 1.0), scales[sc]);
+            b[e] = ldexp(dg_range(&rng, -1.0, 1.0), scales[sc]);
+        }
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < n; i++) {
+                hp_dd s = hp_from(0.0);
+                double m = 0;
+                for (int64_t l = 0; l < n; l++) {
+                    s = hp_add_prod(s, a[i + l * n], b[l + j * n]);
+                    m += fabs(a[i + l * n] * b[l + j * n]);
+                }
+                ref[i + j * n] = hp_to_double(s);
+                mass[i + j * n] = m;
+            }
+        cudaMemcpy(dA, a, 8 * (size_t)(n * n), cudaMemcpyHostToDevice);
+        cudaMemcpy(dB, b, 8 * (size_t)(n * n), cudaMemcpyHostToDevice);
+        for (int v = 0; v < 8; v++) {
+            const int proj = v & 1, od = (v >> 1) & 1, planted = v >> 2;
+            blasft_gpu_gemm g = square_nn(1, n, dA, dB, dC, "extreme_magnitudes");
+            blasft_gpu_params p;
+            gh_params(&p, 64, 1);
+            p.proj = proj;
+            p.rows_on_demand = od;
+            /* the planted error: C(37, 101) off by 1 % of its magnitude */
+            const int64_t pe = 37 + 101 * n;
+            plant pl;
+            memset(&pl, 0, sizeof pl);
+            pl.n = 1;
+            pl.i[0] = 37;
+            pl.j[0] = 101;
+            pl.value[0] = ref[pe] + 0.01 * mass[pe];
+            pl.pinned = pinned;
+            gh_data d; /* plant_hook reads the type, ldc and device C from it */
+            memset(&d, 0, sizeof d);
+            d.c.t = BLASFT_TYPE_D;
+            d.c.ldc = n;
+            d.dC = dC;
+            pl.d = &d;
+            if (planted)
+                blasft_gpu_set_fault_hook(ctx, plant_hook, &pl);
+            blasft_stats dl = gh_run_counted(ctx, &g, &p, "extreme-magnitude run");
+            blasft_gpu_set_fault_hook(ctx, NULL, NULL);
+            download_doubles(hc, dC, n * n, 1);
+            int64_t bad = 0;
+            for (int64_t e = 0; e < n * n; e++)
+                bad += !(fabs(hc[e] - ref[e]) <= 2.0 * (n + 2) * 0x1p-53 * mass[e]);
+            const char *what = planted ? "planted" : "clean";
+            GH_CHECK(bad == 0, "extreme magnitudes 2^%d %s %s rows %s: %lld elements off", scales[sc],
+                     proj ? "proj" : "pea", what, od ? "flagged" : "all", (long long)bad);
+            if (planted)
+                GH_CHECK(dl.errors_detected >= 1 && dl.errors_corrected + dl.blocks_recomputed >= 1,
+                         "extreme magnitudes 2^%d %s planted rows %s: detected %llu corrected %llu "
+                         "recomputed %llu",
+                         scales[sc], proj ? "proj" : "pea", od ? "flagged" : "all",
+                         (unsigned long long)dl.errors_detected, (unsigned long long)dl.errors_corrected,
+                         (unsigned long long)dl.blocks_recomputed);
+            else
+                GH_CHECK(dl.errors_detected == 0 && dl.errors_corrected == 0 &&
+                             dl.blocks_recomputed == 0 && dl.uncorrectable == 0,
+                         "extreme magnitudes 2^%d %s clean rows %s: detected %llu corrected %llu "
+                         "recomputed %llu uncorrectable %llu (false alarms %llu)",
+                         scales[sc], proj ? "proj" : "pea", od ? "flagged" : "all",
+                         (unsigned long long)dl.errors_detected, (unsigned long long)dl.errors_corrected,
+                         (unsigned long long)dl.blocks_recomputed, (unsigned long long)dl.uncorrectable,
+                         (unsigned long long)dl.false_alarms);
+            if (!planted && (scales[sc] == 0 || scales[sc] == -200))
+                GH_CHECK(dl.false_alarms == 0, "extreme magnitudes 2^%d %s clean rows %s: %llu false alarms",
+                         scales[sc], proj ? "proj" : "pea", od ? "flagged" : "all",
+                         (unsigned long long)dl.false_alarms);
+        }
+    }
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    cudaFreeHost(pinned);
+    free(a); free(b); free(hc); free(ref); free(mass);
+}
+
 static void structured(void)
 {
     const int64_t n = 512;
@@ -866,6 +966,7 @@ int main(void)
     host_entry();
     structured();
     near_constant();
+    extreme_magnitudes();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
     return gh_finish(ctx);
