@@ -25,8 +25,14 @@ typedef enum {
     BLASFT_GPU_BUF_PROJ_REF, /* double, (R*mb) x n: PROJ's column references (p->proj, S and D) */
 } blasft_gpu_buf;
 
+/* The type and shape the last protected GEMM checked: the caller's, or where it was promoted
+ * the double type, and where it ran in tiles or chunks of k the last one's. -1: none ran. */
+int blasft_gpu_debug_last_run(blasft_gpu_ctx *ctx, blasft_type *t, int64_t *m, int64_t *n,
+                              int64_t *k);
+
 /* Copies buffer `which` of the last protected GEMM (shape and parameters given again) to host
- * memory `out` (synchronises). Returns the number of elements, or -1. */
+ * memory `out` (synchronises). Returns the number of elements, or -1, also where the type, shape,
+ * block size, checksums or PROJ differ from what that GEMM checked (blasft_gpu_debug_last_run). */
 int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
                                int64_t k, const blasft_gpu_params *p, blasft_gpu_buf which,
                                void *out);

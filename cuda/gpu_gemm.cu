@@ -71,6 +71,15 @@ struct blasft_gpu_ctx {
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;
     call_part part; /* what the running protected_gemm is of the caller's GEMM */
+    /* the last protected_gemm's checked type, shape and layout parameters: blasft_gpu_debug_fetch
+     * reads its buffers only with these (a promoted GEMM checks a double copy, a tiled one its
+     * last tile; anything else would read another layout's bytes) */
+    struct {
+        bool valid, proj;
+        blasft_type t;
+        int64_t m, n, k;
+        int bs, r;
+    } last_run;
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
@@ -456,6 +465,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     int rc = ensure_ws(ctx, sizeof(T), P, m, n, k, bs, r, proj);
     if (rc)
         return rc;
+    ctx->last_run = {true, proj, g->type, m, n, k, bs, r};
     if (keep_old && (rc = ensure_old(ctx, sizeof(T) * m * n)))
         return rc;
     if (set_mode(ctx, on_dev))
@@ -1447,6 +1457,18 @@ void *blasft_gpu_debug_checked_element(blasft_gpu_ctx *ctx, int64_t i, int64_t j
            type_size(ctx->checked_type) * (size_t)(r + c * ctx->checked_ldc);
 }
 
+int blasft_gpu_debug_last_run(blasft_gpu_ctx *ctx, blasft_type *t, int64_t *m, int64_t *n,
+                              int64_t *k)
+{
+    if (!ctx->last_run.valid)
+        return -1;
+    *t = ctx->last_run.t;
+    *m = ctx->last_run.m;
+    *n = ctx->last_run.n;
+    *k = ctx->last_run.k;
+    return 0;
+}
+
 int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
                                int64_t k, const blasft_gpu_params *p, blasft_gpu_buf which,
                                void *out)
@@ -1454,8 +1476,13 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     size_t ts = type_size(t);
     const int P = type_parts(t);
     const int bs = p->block_size, r = p->checksums;
+    const bool proj = p->proj && P == 1;
+    const auto &lr = ctx->last_run;
+    if (!lr.valid || lr.t != t || lr.m != m || lr.n != n || lr.k != k || lr.bs != bs || lr.r != r ||
+        lr.proj != proj)
+        return -1;
     int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(ts, P, m, n, k, bs, r, ctx->flag_cap, p->proj != 0);
+    layout L = plan(ts, P, m, n, k, bs, r, ctx->flag_cap, proj);
     size_t off, es;
     int64_t cnt;
     switch (which) {

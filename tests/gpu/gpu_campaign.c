@@ -261,6 +261,18 @@ static void diagnose(const diag_case *c, int64_t e, double eps, double ref, doub
     free(C0);
 }
 
+/* The type the engine checked the GEMM just run in: double where it was promoted. Where it ran in
+ * tiles or chunks of k, its buffers hold the last part's only: then its own type, for which
+ * blasft_gpu_debug_fetch refuses (-1), so nothing is read from another layout. */
+static blasft_type checked_type(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
+{
+    blasft_type t;
+    int64_t m, n, k;
+    if (blasft_gpu_debug_last_run(ctx, &t, &m, &n, &k) || m != g->m || n != g->n || k != g->k)
+        return g->type;
+    return t;
+}
+
 /* The column checks of the GEMM just run, in the checked C's type ct (double where promoted):
  * thresholds, references (PROJ's double ones, or PEA's in ct, widened to double) and the
  * recomputed sums, ne each. 0 where a fetch failed. */
@@ -286,14 +298,15 @@ static void diagnose_flag(blasft_gpu_ctx *ctx, const blasft_gpu_params *p, const
     const int64_t ne = dc->r * ((dc->m + dc->bs - 1) / dc->bs) * dc->n;
     double *eps = malloc(8 * (size_t)ne), *ref = malloc(8 * (size_t)ne), *rec = malloc(8 * (size_t)ne);
     if (fetch_col_checks(ctx, ct, dc->m, dc->n, dc->k, p, ne, eps, ref, rec)) {
-        /* elements whose fetched threshold is 0 are left out: after a flag some read 0 (not
-         * examined further); the GEMM repeated alone (CAMPAIGN_FROM) gave consistent worst
-         * checks this way */
         int64_t we = -1;
         double wr = -1.0;
-        for (int64_t e = 0; e < ne; e++)
-            if (eps[e] > 0.0 && fabs(ref[e] - rec[e]) / eps[e] > wr)
-                wr = fabs(ref[e] - rec[e]) / eps[e], we = e;
+        for (int64_t e = 0; e < ne; e++) {
+            /* a zero threshold under a nonzero syndrome, or a NaN, is the worst */
+            const double syn = fabs(ref[e] - rec[e]);
+            const double ratio = syn == 0.0 ? 0.0 : syn != syn ? INFINITY : syn / eps[e];
+            if (ratio > wr)
+                wr = ratio, we = e;
+        }
         if (we < 0)
             we = 0;
         diagnose(dc, we, eps[we], ref[we], rec[we], series);
@@ -435,9 +448,7 @@ static int mode_fp(double seconds, int proj, uint64_t seed, const char *nlist, i
         T->gemms++;
         T->checks += (uint64_t)ne;
         T->flags += flags_of(&s0, &s1);
-        /* the checked C's type: double where the GEMM was promoted (one part at these shapes) */
-        const blasft_type ct =
-            single && blasft_gpu_promotes(g.type, m, n, k, &p) ? BLASFT_TYPE_D : g.type;
+        const blasft_type ct = checked_type(ctx, &g);
         const diag_case dc = {single, ta, tb, m, n, k, A, lda, B, ldb, C0, sc[0], sc[1], bs, R,
                               single && ct == BLASFT_TYPE_D};
         if (flags_of(&s0, &s1)) { /* which GEMM, and what the engine made of it */
@@ -636,7 +647,7 @@ static int mode_flips(int single, int64_t m, int64_t n, int64_t k, int bs, int n
     double *eps = NULL, *syn = NULL, rms = 0, eps_med = 0;
     int what_d[NWHAT] = {0};
     if (proj) {
-        const blasft_type ct = single && blasft_gpu_promotes(g.type, m, n, k, &p) ? BLASFT_TYPE_D : g.type;
+        const blasft_type ct = checked_type(ctx, &g);
         double *ref = malloc(8 * (size_t)ne);
         eps = malloc(8 * (size_t)ne), syn = malloc(8 * (size_t)ne);
         if (!fetch_col_checks(ctx, ct, m, n, k, &p, ne, eps, ref, syn))

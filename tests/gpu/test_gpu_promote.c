@@ -392,6 +392,50 @@ static void tiles(void)
     cudaFreeHost(pin);
 }
 
+/* The debug fetch reads a promoted GEMM's buffers only as what the engine checked: the double
+ * copy of the whole shape; asked for the caller's S type, or for the caller's shape after a run in
+ * tiles (whose buffers hold the last tile's), it refuses instead of reading another layout. */
+static void debug_fetch_layout(void)
+{
+    for (int tiled = 0; tiled < 2; tiled++) {
+        gh_case c = make_case('N', 'T', tiled ? 300 : 200, tiled ? 260 : 150, tiled ? 1500 : 300,
+                              0, 1.0, 0.0, 0);
+        blasft_gpu_params p = promoted_params(32, 1);
+        if (tiled)
+            p.promote_mem = (uint64_t)2 << 20;
+        gh_data d;
+        gh_make(&d, &c, 77 + (uint64_t)tiled);
+        double *out = malloc(8 * (size_t)(c.m * c.n));
+        run(&d, &p, NULL, out);
+        blasft_type t = BLASFT_TYPE_S;
+        int64_t m = 0, n = 0, k = 0;
+        const int got = blasft_gpu_debug_last_run(ctx, &t, &m, &n, &k);
+        const int whole = m == c.m && n == c.n && k == c.k;
+        GH_CHECK(got == 0 && t == BLASFT_TYPE_D && whole == !tiled,
+                 "%s: last run %d, type %d, %lld x %lld x %lld", tiled ? "tiled" : "whole", got,
+                 (int)t, (long long)m, (long long)n, (long long)k);
+        const int64_t ne = ((c.m + 31) / 32) * c.n;
+        double *eps = malloc(8 * (size_t)ne);
+        GH_CHECK(blasft_gpu_debug_fetch(ctx, BLASFT_TYPE_S, c.m, c.n, c.k, &p, BLASFT_GPU_BUF_CCS_EPS,
+                                        eps) == -1,
+                 "%s: a promoted GEMM's buffers fetched as S", tiled ? "tiled" : "whole");
+        const int64_t as_d =
+            blasft_gpu_debug_fetch(ctx, BLASFT_TYPE_D, c.m, c.n, c.k, &p, BLASFT_GPU_BUF_CCS_EPS, eps);
+        if (tiled) {
+            GH_CHECK(as_d == -1, "tiled: the last tile's buffers fetched as the whole GEMM's");
+        } else {
+            int64_t lost = 0;
+            for (int64_t e = 0; e < (as_d > 0 ? as_d : 0); e++)
+                lost += !(eps[e] > 0.0 && eps[e] < HUGE_VAL);
+            GH_CHECK(as_d == ne && lost == 0, "whole: fetched %lld of %lld thresholds, %lld not positive",
+                     (long long)as_d, (long long)ne, (long long)lost);
+        }
+        free(eps);
+        free(out);
+        gh_free(&d);
+    }
+}
+
 /* promote = 2 (BLASFT_PROMOTE=auto): every S and C GEMM promoted where the device runs FP64 at
  * half the FP32 rate or better, whatever its shape (the native checksums miss FP32 faults at small
  * shapes too); never D or Z, nor an empty GEMM; such a GEMM gives the promoted accuracy. */
@@ -651,6 +695,7 @@ int main(void)
     settings();
     reserve_covers();
     tiles();
+    debug_fetch_layout();
     automatic();
     no_memory();
     capture_many_parts();
