@@ -1038,10 +1038,11 @@ static void test_abort_on_uncorrectable(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* Data of extreme magnitude (operands around 2^-280, 2^300, 2^450): the thresholds' sums of
- * squares leave the double range (infinite from about 2^270 on, zero from about 2^-250 down), so
- * the first tier flags such blocks and the worst-case bounds decide. Every method: a planted error
- * is corrected, and a clean GEMM is left within rounding with no error reported. */
+/* Data of extreme magnitude (operands around 2^-280, 2^300, 2^450; beta 0 and 0.5): the
+ * thresholds' sums of squares leave the double range (infinite from about 2^270 on, zero from
+ * about 2^-250 down), so the first tier flags such blocks and the worst-case bounds decide. Every
+ * method: a planted error is corrected, and a clean GEMM is left within rounding with no error
+ * reported. */
 static void test_extreme_magnitudes(void **state)
 {
     (void)state;
@@ -1051,8 +1052,11 @@ static void test_extreme_magnitudes(void **state)
     for (size_t mi = 0; mi < sizeof methods / sizeof methods[0]; mi++)
         for (int t = BLASFT_TYPE_D; t <= BLASFT_TYPE_Z; t += 2)
             for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++)
-                for (int planted = 0; planted < 2; planted++) {
-                    tgemm x = make((blasft_type)t, 'N', 'T', 48, 33, 50, 1, 1.0, 0.0,
+                for (int v = 0; v < 4; v++) {
+                    /* v & 2: beta 0.5, the old C of the operands' magnitude (far from the
+                     * product's: both parts of the thresholds out of range, or one of them) */
+                    const int planted = v & 1;
+                    tgemm x = make((blasft_type)t, 'N', 'T', 48, 33, 50, 1, 1.0, v & 2 ? 0.5 : 0.0,
                                    ldexp(0.5, scales[si]), ldexp(1.0, scales[si]));
                     blasft_config cfg = abft_t_cfg(16, 1);
                     cfg.threshold = methods[mi];
@@ -1065,9 +1069,9 @@ static void test_extreme_magnitudes(void **state)
                     const int off = compare_oracle(&x, 2.0 * 16);
                     if (off || (planted ? d.detected < 1 || d.corrected + d.blocks_recomputed < 1
                                         : d.detected || d.corrected || d.blocks_recomputed))
-                        fprintf(stderr, "method %d type %d 2^%d planted %d: off %d detected %llu "
+                        fprintf(stderr, "method %d type %d 2^%d case %d: off %d detected %llu "
                                 "corrected %llu recomputed %llu false alarms %llu\n",
-                                (int)methods[mi], t, scales[si], planted, off,
+                                (int)methods[mi], t, scales[si], v, off,
                                 (unsigned long long)d.detected, (unsigned long long)d.corrected,
                                 (unsigned long long)d.blocks_recomputed,
                                 (unsigned long long)d.false_alarms);
