@@ -668,26 +668,31 @@ static double element_mass(const abft_ctx *x, int64_t i, int64_t j, double *larg
     return sab;
 }
 
+/* sum of |c_old| over the parts of C(i, j) (0 where beta is 0) */
+static double element_cold(const abft_ctx *x, int64_t i, int64_t j)
+{
+    double co = 0;
+    if (!x->beta_zero)
+        for (int part = 0; part < x->P; part++)
+            co += fabs(abft_ld(x->cold, x->g->type, i + x->m * j, part));
+    return co;
+}
+
 /* |alpha| sum |a b| + |beta| |c_old| of C(i, j): the magnitude its rounding scales with. */
 static double element_magnitude(const abft_ctx *x, int64_t i, int64_t j)
 {
     const blasft_gemm *g = x->g;
-    double top, co = 0;
+    double top;
     const double sab = element_mass(x, i, j, &top);
-    if (!x->beta_zero)
-        for (int part = 0; part < x->P; part++)
-            co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
-    return (fabs(g->alpha[0]) + fabs(g->alpha[1])) * sab + (fabs(g->beta[0]) + fabs(g->beta[1])) * co;
+    return (fabs(g->alpha[0]) + fabs(g->alpha[1])) * sab +
+           (fabs(g->beta[0]) + fabs(g->beta[1])) * element_cold(x, i, j);
 }
 
 static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
 {
     const blasft_gemm *g = x->g;
-    double top, co = 0;
-    const double sab = element_mass(x, i, j, &top);
-    if (!x->beta_zero)
-        for (int part = 0; part < x->P; part++)
-            co += fabs(abft_ld(x->cold, g->type, i + x->m * j, part));
+    double top;
+    const double sab = element_mass(x, i, j, &top), co = element_cold(x, i, j);
     const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
     return blasft_element_rounding(gam, u, aa, sab, bb, co, abs_c);
