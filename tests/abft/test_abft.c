@@ -1038,17 +1038,17 @@ static void test_abort_on_uncorrectable(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* Data of extreme magnitude (operands around 2^-280, 2^300, 2^450; beta 0 and 0.5): the
- * thresholds' sums of squares leave the double range (infinite from about 2^270 on, zero from
- * about 2^-250 down), so the first tier flags such blocks and the worst-case bounds decide. Every
- * method: a planted error is corrected, and a clean GEMM is left within rounding with no error
- * reported. */
+/* Data of extreme magnitude (operands around 2^-280, 2^300, 2^450, or alpha 2^-700 and 2^700 with
+ * operands in [0.5, 1]; beta 0 and 0.5): the thresholds' sums of squares leave the double range
+ * (infinite from about 2^270 on, zero from about 2^-250 down), so the first tier flags such blocks
+ * and the worst-case bounds decide. Every method: a planted error is corrected, and a clean GEMM
+ * is left within rounding with no error reported. */
 static void test_extreme_magnitudes(void **state)
 {
     (void)state;
     static const blasft_threshold methods[] = {BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_PROJ,
                                                BLASFT_THRESHOLD_NORM, BLASFT_THRESHOLD_SEA};
-    static const int scales[] = {-280, 300, 450};
+    static const int scales[] = {-280, 300, 450, -700, 700};
     for (size_t mi = 0; mi < sizeof methods / sizeof methods[0]; mi++)
         for (int t = BLASFT_TYPE_D; t <= BLASFT_TYPE_Z; t += 2)
             for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++)
@@ -1056,8 +1056,12 @@ static void test_extreme_magnitudes(void **state)
                     /* v & 2: beta 0.5, the old C of the operands' magnitude (far from the
                      * product's: both parts of the thresholds out of range, or one of them) */
                     const int planted = v & 1;
-                    tgemm x = make((blasft_type)t, 'N', 'T', 48, 33, 50, 1, 1.0, v & 2 ? 0.5 : 0.0,
-                                   ldexp(0.5, scales[si]), ldexp(1.0, scales[si]));
+                    /* scale 700: the data in [0.5, 1], alpha 2^+-700 instead */
+                    const int by_alpha = abs(scales[si]) == 700;
+                    const int ds = by_alpha ? 0 : scales[si];
+                    tgemm x = make((blasft_type)t, 'N', 'T', 48, 33, 50, 1,
+                                   by_alpha ? ldexp(1.0, scales[si]) : 1.0, v & 2 ? 0.5 : 0.0,
+                                   ldexp(0.5, ds), ldexp(1.0, ds));
                     blasft_config cfg = abft_t_cfg(16, 1);
                     cfg.threshold = methods[mi];
                     plant p = one(9, 20, 0, 1.001);
