@@ -437,6 +437,14 @@ template <typename T> int plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
 
 /* caller: the type the caller asked for (events and reports name it; it differs from T's where
  * promoted_gemm runs an S or C GEMM as D or Z) */
+/* PROJ's thresholds where asked for, for real data, and where its launches fit (gk_proj_fits);
+ * PEA's otherwise */
+bool proj_used(const blasft_gpu_params *p, int parts, int64_t m, int64_t k)
+{
+    return p->proj && parts == 1 &&
+           gk_proj_fits((int64_t)p->checksums * ((m + p->block_size - 1) / p->block_size), k);
+}
+
 template <typename T>
 int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
                    blasft_type caller)
@@ -461,7 +469,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         return o == CUBLAS_OP_N ? 'N' : o == CUBLAS_OP_C && P == 2 ? 'C' : 'T';
     };
     const char ta = norm(g->transa), tb = norm(g->transb);
-    const bool proj = p->proj && P == 1;
+    const bool proj = proj_used(p, P, m, k);
     int rc = ensure_ws(ctx, sizeof(T), P, m, n, k, bs, r, proj);
     if (rc)
         return rc;
@@ -1065,6 +1073,9 @@ int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
     if (g->lda < (ar > 1 ? ar : 1) || g->ldb < (br > 1 ? br : 1) ||
         g->ldc < (g->m > 1 ? g->m : 1))
         return -1;
+    /* cuBLAS's legacy calls take int leading dimensions */
+    if (g->lda > INT_MAX || g->ldb > INT_MAX || g->ldc > INT_MAX)
+        return -1;
     if (p && (p->block_size < 2 || p->block_size > 1024 || p->checksums < 1 || p->checksums > 2))
         return -1;
     if (g->c_vector && g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D)
@@ -1476,7 +1487,7 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     size_t ts = type_size(t);
     const int P = type_parts(t);
     const int bs = p->block_size, r = p->checksums;
-    const bool proj = p->proj && P == 1;
+    const bool proj = proj_used(p, P, m, k);
     const auto &lr = ctx->last_run;
     if (!lr.valid || lr.t != t || lr.m != m || lr.n != n || lr.k != k || lr.bs != bs || lr.r != r ||
         lr.proj != proj)

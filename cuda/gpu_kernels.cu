@@ -304,48 +304,51 @@ __global__ void __launch_bounds__(kThreads)
 encode_strided(const T *X, int64_t ld, int64_t S, int64_t L, int bs, int r, int wscheme, O *out,
                int64_t out_l, int64_t out_v, gk_aux aux, gk_counters *cnt, int conj)
 {
-    int64_t l = (int64_t)blockIdx.x * (kThreads / 4) + threadIdx.x / 4;
+    const int64_t l = (int64_t)blockIdx.x * (kThreads / 4) + threadIdx.x / 4;
     const int half = (threadIdx.x >> 1) & 1;
-    int64_t b = blockIdx.y;
-    int64_t s0 = b * bs;
-    int len = (int)(S - s0 < bs ? S - s0 : bs);
-    const int mid = (len + 1) / 2, s_end = half ? len : mid;
-    bool live = l < L;
-    blasft_csum acc[2][2] = {{{0.0, 0.0}, {0.0, 0.0}}, {{0.0, 0.0}, {0.0, 0.0}}};
-    double ax = 0.0;
-    if (live) {
-        const T *p = X + l + s0 * ld;
-        int s = half ? mid : 0;
-        /* eight loads in flight before their use (the sums' order is the sequential one) */
-        for (; s + 8 <= s_end; s += 8) {
-            T x[8];
+    /* blocks along y in strides of gridDim.y, which CUDA limits to 65535 (S of 2^24 and more
+     * at BS 256); every thread of a warp takes the same b, so the shuffles below stay uniform */
+    for (int64_t b = blockIdx.y; b * bs < S; b += gridDim.y) {
+        const int64_t s0 = b * bs;
+        int len = (int)(S - s0 < bs ? S - s0 : bs);
+        const int mid = (len + 1) / 2, s_end = half ? len : mid;
+        bool live = l < L;
+        blasft_csum acc[2][2] = {{{0.0, 0.0}, {0.0, 0.0}}, {{0.0, 0.0}, {0.0, 0.0}}};
+        double ax = 0.0;
+        if (live) {
+            const T *p = X + l + s0 * ld;
+            int s = half ? mid : 0;
+            /* eight loads in flight before their use (the sums' order is the sequential one) */
+            for (; s + 8 <= s_end; s += 8) {
+                T x[8];
 #pragma unroll
-            for (int u = 0; u < 8; u++)
-                x[u] = p[(s + u) * ld];
+                for (int u = 0; u < 8; u++)
+                    x[u] = p[(s + u) * ld];
 #pragma unroll
-            for (int u = 0; u < 8; u++)
-                take(acc, ax, aux.kind, x[u], r, wscheme, s + u, bs);
+                for (int u = 0; u < 8; u++)
+                    take(acc, ax, aux.kind, x[u], r, wscheme, s + u, bs);
+            }
+            for (; s < s_end; s++)
+                take(acc, ax, aux.kind, p[s * ld], r, wscheme, s, bs);
         }
-        for (; s < s_end; s++)
-            take(acc, ax, aux.kind, p[s * ld], r, wscheme, s, bs);
+        /* the second half's sums to the first pair (lane ^ 2), added after its own */
+#pragma unroll
+        for (int w = 0; w < 2; w++)
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                blasft_csum o;
+                o.s = __shfl_xor_sync(0xffffffffu, acc[w][q].s, 2);
+                o.c = __shfl_xor_sync(0xffffffffu, acc[w][q].c, 2);
+                if (!half)
+                    csum_merge(&acc[w][q], o);
+            }
+        ax = aux_join(aux.kind, ax, __shfl_xor_sync(0xffffffffu, ax, 2));
+        const bool writer = live && (threadIdx.x & 3) == 0;
+        if (aux.kind && writer)
+            aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
+        for (int w = 0; w < r; w++)
+            finish_pair<T, O>(acc, w, false, writer, conj, out, l * out_l + (b * r + w) * out_v, cnt);
     }
-    /* the second half's sums to the first pair (lane ^ 2), added after its own */
-#pragma unroll
-    for (int w = 0; w < 2; w++)
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            blasft_csum o;
-            o.s = __shfl_xor_sync(0xffffffffu, acc[w][q].s, 2);
-            o.c = __shfl_xor_sync(0xffffffffu, acc[w][q].c, 2);
-            if (!half)
-                csum_merge(&acc[w][q], o);
-        }
-    ax = aux_join(aux.kind, ax, __shfl_xor_sync(0xffffffffu, ax, 2));
-    const bool writer = live && (threadIdx.x & 3) == 0;
-    if (aux.kind && writer)
-        aux.out[l * aux.ld_l + b * aux.ld_b] = ax;
-    for (int w = 0; w < r; w++)
-        finish_pair<T, O>(acc, w, false, writer, conj, out, l * out_l + (b * r + w) * out_v, cnt);
 }
 
 /* A top-p list in registers (P a compile-time bound, the first p entries used): values
@@ -1868,8 +1871,9 @@ void gk_encode(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int
         encode_contig<T, O><<<blocks_for(nblk * L, kThreads / 32), kThreads, 0, st>>>(
             X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, nblk, cnt, conj);
     else
-        encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 4), (unsigned int)nblk), kThreads, 0,
-                               st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v, aux, cnt, conj);
+        encode_strided<T, O><<<dim3(blocks_for(L, kThreads / 4), (unsigned int)(nblk < 65535 ? nblk : 65535)),
+                               kThreads, 0, st>>>(X, ld, S, L, bs, r, wscheme, out, out_l, out_v,
+                                                  aux, cnt, conj);
 }
 
 template <typename T> __global__ void repeat_kernel(T *x, int64_t len, int64_t count)

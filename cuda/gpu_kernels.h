@@ -228,6 +228,9 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
 #define GK_PROJ_EXP_KINDS 10
 /* Bytes of gk_gemm::Ppack for nvec checksum vectors along k. */
 int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k);
+/* Whether gk_proj's launches fit CUDA's grid limits for nvec checksum vectors along k (about
+ * m >= 2^28 or, without the sm_80 kernels, k >= 2^21 do not): elsewhere PEA's thresholds serve. */
+bool gk_proj_fits(int64_t nvec, int64_t k);
 
 /* PROJ thresholds and double references of the column checksums (cuda/gpu_proj.cu): needs A, B,
  * and with beta != 0 Pold and Ccs_sq; writes Pvec, Pref, Ccs_eps. Real types only. */

@@ -978,7 +978,8 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
         cudaMemsetAsync(g.Pexp, 0x80, sizeof(int) * GK_PROJ_EXP_KINDS * nvec, st);
         /* about four groups of kPrepL k indices per CUDA block: its setup (signs, operand) is
          * worth about one */
-        const unsigned int gy = cdiv(cdiv(g.k, kPrepL), 4);
+        /* the kernel strides over y: at most CUDA's 65535 (k of 2^24 and more) */
+        const unsigned int gy = (unsigned int)std::min<int64_t>(cdiv(cdiv(g.k, kPrepL), 4), 65535);
         proj_prep_walk<T><<<dim3((unsigned int)g.mb, gy), kPrepT,
                             prep_walk_smem(g.bs, g.r), st>>>(g);
         const int64_t kpad = walk_kpad(g.k);
@@ -1001,6 +1002,14 @@ template <typename T> void gk_proj(const gk_gemm<T> &g, cudaStream_t st)
         proj_prep<T><<<dim3((unsigned int)g.mb, cdiv(g.k, kPrepK)), kThreads, prep_smem(g.bs, g.r), st>>>(g);
         proj_scan<T><<<dim3(cdiv(g.n, kCols), cdiv(nvec, kVecs)), kCols * kVecs, 0, st>>>(g);
     }
+}
+
+bool gk_proj_fits(int64_t nvec, int64_t k)
+{
+    /* the grids' y extents: the walk's groups of 32 vectors, the scan's vectors and k chunks */
+    if (walk_available())
+        return (nvec + 31) / 32 <= 65535;
+    return cdiv(k, kPrepK) <= 65535 && cdiv(nvec, kVecs) <= 65535;
 }
 
 int64_t gk_proj_pack_bytes(int64_t nvec, int64_t k)

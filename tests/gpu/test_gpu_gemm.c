@@ -836,6 +836,47 @@ static void extreme_magnitudes(void)
     free(a); free(b); free(hc); free(ref); free(mass);
 }
 
+/* More blocks along one side than CUDA's 65535 grid rows (2^24 + 1 rows or columns at BS 256):
+ * op(A) transposed, whose encoding is strided along m; and the old C's row checksums in detect
+ * mode (no copy kept), strided along n. The GEMM runs protected, C right, nothing flagged. PROJ
+ * too for the first (its launches fit at this m). */
+static void tall_shapes(void)
+{
+    const int64_t big = ((int64_t)1 << 24) + 1;
+    static const struct {
+        char ta;
+        int wide, proj;
+        double beta;
+        blasft_mode mode;
+    } cs[] = {{'T', 0, 0, 0.0, BLASFT_MODE_CORRECT},
+              {'T', 0, 1, 0.0, BLASFT_MODE_CORRECT},
+              {'N', 1, 0, 0.5, BLASFT_MODE_DETECT}};
+    for (size_t q = 0; q < sizeof cs / sizeof cs[0]; q++) {
+        const int64_t m = cs[q].wide ? 2 : big, n = cs[q].wide ? big : 2;
+        gh_case c = make_case(BLASFT_TYPE_D, cs[q].ta, 'N', m, n, 3, 0, 1.0, cs[q].beta, 0);
+        blasft_gpu_params p;
+        gh_params(&p, 256, 1);
+        p.rows_on_demand = 1;
+        p.proj = cs[q].proj;
+        p.mode = cs[q].mode;
+        gh_data d;
+        gh_make(&d, &c, 900 + (uint64_t)q);
+        double *out = malloc(8 * (size_t)(m * n));
+        blasft_stats st;
+        run(&d, &p, NULL, &st, out);
+        const int64_t bad = gh_bad_elements(&d, out, NULL, NULL);
+        GH_CHECK(bad == 0 && st.protected_gemms == 1 && st.errors_detected == 0 &&
+                     st.false_alarms == 0 && st.blocks_recomputed == 0,
+                 "tall %s: %lld elements wrong, protected %llu detected %llu false alarms %llu "
+                 "recomputed %llu",
+                 desc(&c, &p), (long long)bad, (unsigned long long)st.protected_gemms,
+                 (unsigned long long)st.errors_detected, (unsigned long long)st.false_alarms,
+                 (unsigned long long)st.blocks_recomputed);
+        free(out);
+        gh_free(&d);
+    }
+}
+
 static void structured(void)
 {
     const int64_t n = 512;
@@ -967,6 +1008,7 @@ int main(void)
     structured();
     near_constant();
     extreme_magnitudes();
+    tall_shapes();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
     return gh_finish(ctx);
