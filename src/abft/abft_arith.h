@@ -103,13 +103,17 @@ static inline BLASFT_HD double blasft_gamma(double n, double u) { return n * u /
 
 /* Worst-case rounding of one computed element c of alpha op(A) op(B) + beta C_old, in any
  * summation order, with or without FMA: gam |alpha| mass + 2u (|beta| |c_old| + |c|), with
- * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||). The host's
- * and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
+ * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||), plus
+ * gradual underflow's absolute error, at most u times the smallest normal number per product and
+ * scaling (gam times it): without it, results in the subnormal range (a subnormal alpha, or
+ * subnormal data) would be apart from their recomputation by one unit of the last place. The
+ * host's and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
 static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
                                                        double mass, double abs_beta,
                                                        double abs_cold, double abs_c)
 {
-    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c);
+    const double smallest_normal = u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
+    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c) + gam * smallest_normal;
 }
 
 /* Whether the statistical thresholds' squares (u^2 times squared sums of magnitude^2) stay normal
@@ -125,7 +129,9 @@ static inline BLASFT_HD int blasft_squares_in_range(double magnitude)
 /* The first tier's test of one checksum: |syndrome| over its threshold. A NaN syndrome flags, and so
  * does a threshold that is not finite: the thresholds' sums of squares overflow for data of
  * magnitude around 2^270 and more, and an infinite threshold must not wave a block through (the
- * second tier's worst-case bounds are linear in the data and decide instead). */
+ * second tier's worst-case bounds are linear in the data and decide instead). Every check of such
+ * a block flags, even an exactly zero syndrome, so that no pattern of a few flags passes rounding
+ * off as one located error. */
 static inline BLASFT_HD int blasft_over(double syndrome, double eps)
 {
     return !(fabs(syndrome) <= eps) || !(eps < HUGE_VAL);
@@ -152,7 +158,9 @@ static inline BLASFT_HD double blasft_blas_var_add(double c_new, int t)
 static inline BLASFT_HD double blasft_pea_eps(double omega, double abs_alpha, double var_d,
                                               double var_add)
 {
-    return omega * sqrt(abs_alpha * abs_alpha * var_d + var_add);
+    /* a product part without variance (zero data) adds nothing, even where alpha^2 overflows
+     * (Inf times 0 would make the threshold NaN and flag a correct block) */
+    return omega * sqrt((var_d > 0.0 ? abs_alpha * abs_alpha * var_d : 0.0) + var_add);
 }
 
 /* SEA (Roy-Chowdhury/Banerjee, eq. 4.9; eq. 4.10 is the same with the roles of A and B swapped):

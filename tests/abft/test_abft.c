@@ -1093,6 +1093,77 @@ static void test_extreme_magnitudes(void **state)
                 }
 }
 
+/* Scalars at the edges: k = 0 or alpha = 0 leave C = beta C, computed as the reference BLAS does
+ * (alpha unused, even NaN; beta 0 gives exact zeros) with nothing reported; a subnormal alpha
+ * (results in the subnormal range, where rounding is absolute) reports no error either. */
+static void test_edge_scalars(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++) {
+        const blasft_type ty = (blasft_type)t;
+        const int P = blasft_type_is_complex(ty) ? 2 : 1;
+        for (int v = 0; v < 3; v++) {
+            /* v 0: k = 0, alpha NaN, beta 0.5; v 1: alpha 0 over huge data, beta 0 (C all
+             * +0); v 2: alpha the smallest subnormal of the type */
+            const double tiny = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C ? 0x1p-149 : 0x1p-1074;
+            tgemm x = make(ty, 'N', 'T', 40, 33, v == 0 ? 0 : 20, 1, v == 0 ? NAN : v == 1 ? 0.0 : tiny,
+                           v == 0 ? 0.5 : 0.0, v == 1 ? 1e30 : 0.5, v == 1 ? 2e30 : 1.0);
+            x.g.alpha[1] = 0.0; /* make() gives complex types an imaginary part */
+            if (v == 1) /* an old C of NaN: beta 0 must not read it */
+                for (int64_t e = 0; e < x.csize * P; e++)
+                    abft_st(x.c, ty, e / P, (int)(e % P), NAN);
+            blasft_config cfg = abft_t_cfg(16, 1);
+            blasft_abft_diag d;
+            assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+            if (d.detected || d.corrected || d.blocks_recomputed || d.uncorrectable)
+                fprintf(stderr, "type %d case %d: detected %llu corrected %llu recomputed %llu "
+                        "uncorrectable %llu\n", t, v, (unsigned long long)d.detected,
+                        (unsigned long long)d.corrected, (unsigned long long)d.blocks_recomputed,
+                        (unsigned long long)d.uncorrectable);
+            assert_int_equal(d.detected + d.corrected + d.blocks_recomputed + d.uncorrectable, 0);
+            if (v == 1) {
+                for (int64_t j = 0; j < x.g.n; j++)
+                    for (int64_t i = 0; i < x.g.m; i++)
+                        for (int part = 0; part < P; part++) {
+                            const double c = abft_ld(x.c, ty, i + j * x.g.ldc, part);
+                            assert_true(c == 0.0 && !signbit(c));
+                        }
+            } else if (v == 0) { /* beta C, whatever alpha is */
+                const double u = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C ? 0x1p-23 : 0x1p-52;
+                const double br = x.g.beta[0], bi = x.g.beta[1];
+                for (int64_t j = 0; j < x.g.n; j++)
+                    for (int64_t i = 0; i < x.g.m; i++) {
+                        const int64_t e = i + j * x.g.ldc;
+                        const double cr = abft_ld(x.c0, ty, e, 0), ci = P == 2 ? abft_ld(x.c0, ty, e, 1) : 0;
+                        const double want[2] = {br * cr - bi * ci, br * ci + bi * cr};
+                        for (int part = 0; part < P; part++)
+                            assert_true(fabs(abft_ld(x.c, ty, e, part) - want[part]) <=
+                                        u * (fabs(br * cr) + fabs(bi * ci) + fabs(br * ci) + fabs(bi * cr)));
+                    }
+            } else { /* results in the subnormal range: rounding is absolute there */
+                for (int64_t j = 0; j < x.g.n; j++)
+                    for (int64_t i = 0; i < x.g.m; i++) {
+                        long double re = 0, im = 0;
+                        for (int64_t kk = 0; kk < x.g.k; kk++) {
+                            const long double ar = opel(x.g.a, ty, 'N', x.g.lda, i, kk, 0);
+                            const long double br = opel(x.g.b, ty, 'T', x.g.ldb, kk, j, 0);
+                            const long double ai = P == 2 ? opel(x.g.a, ty, 'N', x.g.lda, i, kk, 1) : 0;
+                            const long double bi = P == 2 ? opel(x.g.b, ty, 'T', x.g.ldb, kk, j, 1) : 0;
+                            re += ar * br - ai * bi;
+                            im += ar * bi + ai * br;
+                        }
+                        const long double want[2] = {tiny * re, tiny * im};
+                        for (int part = 0; part < P; part++)
+                            assert_true(fabsl(abft_ld(x.c, ty, i + j * x.g.ldc, part) - want[part]) <=
+                                        (x.g.k + 2) * 2 * tiny);
+                    }
+            }
+            blasft_abft_diag_free(&d);
+            drop(&x);
+        }
+    }
+}
+
 static void test_nonfinite_inputs_unprotected(void **state)
 {
     (void)state;
@@ -1272,6 +1343,7 @@ int main(void)
         cmocka_unit_test(test_detect_and_report),
         cmocka_unit_test(test_abort_on_uncorrectable),
         cmocka_unit_test(test_extreme_magnitudes),
+        cmocka_unit_test(test_edge_scalars),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
         cmocka_unit_test(test_injection_sites),
