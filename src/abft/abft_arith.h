@@ -159,8 +159,8 @@ static inline BLASFT_HD double blasft_pea_eps(double omega, double abs_alpha, do
                                               double var_add)
 {
     /* a product part without variance (zero data) adds nothing, even where alpha^2 overflows
-     * (Inf times 0 would make the threshold NaN and flag a correct block) */
-    return omega * sqrt((var_d > 0.0 ? abs_alpha * abs_alpha * var_d : 0.0) + var_add);
+     * (Inf times 0 would make the threshold NaN and flag a correct block); a NaN stays NaN */
+    return omega * sqrt((var_d == 0.0 ? 0.0 : abs_alpha * abs_alpha * var_d) + var_add);
 }
 
 /* SEA (Roy-Chowdhury/Banerjee, eq. 4.9; eq. 4.10 is the same with the roles of A and B swapped):
