@@ -186,7 +186,7 @@ static uint64_t run_gemm(abft_ctx *x)
                                            g->n, x->bs);
 }
 
-/* C = beta C (each product rounded once to the type; complex beta times complex C). */
+/* C = beta C, computed in double and rounded once to the type (complex beta times complex C). */
 static void scale_c(const blasft_gemm *g)
 {
     const int P = blasft_type_is_complex(g->type) ? 2 : 1;
