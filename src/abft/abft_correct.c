@@ -29,8 +29,8 @@ typedef struct outcome {
 /* Largest |syndrome| over the parts of element e and whether it is over the threshold. A flagged
  * element is confirmed against a refined (compensated) reference before it counts. */
 static int flag_once(const abft_ctx *x, int row_side, int64_t e, double *syn, double *thr);
-static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c);
-static double element_magnitude(const abft_ctx *x, int64_t i, int64_t j);
+static double element_worst_at(const abft_ctx *x, int64_t i, int64_t j, double abs_c,
+                               double *magnitude);
 static int flag_of(abft_ctx *x, int row_side, int64_t e, double *syn, double *thr)
 {
     int f = flag_once(x, row_side, e, syn, thr);
@@ -367,8 +367,10 @@ static int confirm_element(abft_ctx *x, const blockview *b, int64_t i, int64_t j
     double vmax = 0;
     for (int part = 0; part < x->P; part++)
         vmax = fmax(vmax, fabs(v[part]));
-    if (!(thr < HUGE_VAL) || !blasft_squares_in_range(element_magnitude(x, i, j)))
-        thr = 2.0 * element_worst(x, i, j, vmax);
+    double magnitude;
+    const double worst = element_worst_at(x, i, j, vmax, &magnitude);
+    if (!(thr < HUGE_VAL) || !blasft_squares_in_range(magnitude))
+        thr = 2.0 * worst;
     int bad = 0;
     for (int part = 0; part < x->P; part++) {
         double d = fabs(abft_ld(g->c, g->type, i + j * g->ldc, part) - v[part]);
@@ -678,24 +680,24 @@ static double element_cold(const abft_ctx *x, int64_t i, int64_t j)
     return co;
 }
 
-/* |alpha| sum |a b| + |beta| |c_old| of C(i, j): the magnitude its rounding scales with. */
-static double element_magnitude(const abft_ctx *x, int64_t i, int64_t j)
-{
-    const blasft_gemm *g = x->g;
-    double top;
-    const double sab = element_mass(x, i, j, &top);
-    return (fabs(g->alpha[0]) + fabs(g->alpha[1])) * sab +
-           (fabs(g->beta[0]) + fabs(g->beta[1])) * element_cold(x, i, j);
-}
-
-static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
+/* element_worst, and where magnitude is given, |alpha| sum |a b| + |beta| |c_old| of C(i, j), the
+ * magnitude its rounding scales with, from the same pass over the element's operands. */
+static double element_worst_at(const abft_ctx *x, int64_t i, int64_t j, double abs_c,
+                               double *magnitude)
 {
     const blasft_gemm *g = x->g;
     double top;
     const double sab = element_mass(x, i, j, &top), co = element_cold(x, i, j);
     const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
+    if (magnitude)
+        *magnitude = aa * sab + bb * co;
     return blasft_element_rounding(gam, u, aa, sab, bb, co, abs_c);
+}
+
+static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)
+{
+    return element_worst_at(x, i, j, abs_c, NULL);
 }
 
 /* PEA's threshold for the element C(i, j) itself (omega sigma of its own dot product, y its largest
