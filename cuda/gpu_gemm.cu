@@ -1238,7 +1238,7 @@ size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
     }
     int64_t mb = (m + p->block_size - 1) / p->block_size, nb = (n + p->block_size - 1) / p->block_size;
     return plan(type_size(e), type_parts(e), m, n, k, p->block_size, p->checksums, mb * nb,
-                p->proj != 0)
+                proj_used(p, type_parts(e), m, k))
                .end +
            (L.on ? L.end : 0);
 }
@@ -1260,7 +1260,7 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
     auto engine = [&](blasft_type e, int64_t mm, int64_t nn, int64_t kk, bool keep) {
         const size_t ts = type_size(e);
         const int rc = ensure_ws(ctx, ts, type_parts(e), mm, nn, kk, p->block_size, p->checksums,
-                                 p->proj != 0);
+                                 proj_used(p, type_parts(e), mm, kk));
         return !rc && keep ? ensure_old(ctx, ts * mm * nn) : rc;
     };
     if (!L.on)
@@ -1386,7 +1386,9 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
     const int64_t bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     if (mb * nb > ctx->flag_cap ||
-        plan(ts, type_parts(e), m, n, k, (int)bs, p->checksums, ctx->flag_cap, p->proj != 0).end >
+        plan(ts, type_parts(e), m, n, k, (int)bs, p->checksums, ctx->flag_cap,
+             proj_used(p, type_parts(e), m, k))
+                .end >
             ctx->ws_bytes ||
         (L.on && L.end > ctx->promo_bytes))
         return 1;
