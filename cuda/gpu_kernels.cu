@@ -895,7 +895,8 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
     double var_add = (blasft_blas_var_add(1.0, t) * sqb + blasft_blas_var_add(1.0, t) * refsq) *
                          (scaled ? 3.0 : 1.0) +
                      ur * ur * 2.0 * refsq + bb * bb * u * u * w2 * osq;
-    return blasft_pea_eps(g.omega, aa, vd, var_add);
+    return blasft_pea_eps(g.omega, aa, vd, var_add) +
+           blasft_underflow_eps(blasft_gamma(nn + 2.0, u), u, sqrt((double)g.bs * w2));
 }
 
 __device__ __forceinline__ bool over(double ref, double rec, double eps)

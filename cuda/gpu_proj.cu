@@ -208,6 +208,15 @@ template <int L> __device__ __forceinline__ void step(walk &s, double x, const d
     s.enc = fma(p, p, s.enc);
 }
 
+/* blasft_underflow_eps for column checksum r of a block (sum |w| <= sqrt(BS sum w^2)) */
+template <typename T>
+__device__ double proj_underflow_eps(const gk_gemm<T> &g, int r, int ragged)
+{
+    const double uu = ldexp(1.0, -gk_el<T>::t);
+    return blasft_underflow_eps(blasft_gamma((double)g.k + 2.0, uu), uu,
+                                sqrt((double)g.bs * g.w2[0][r][ragged]));
+}
+
 template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(gk_gemm<T> g)
 {
     __shared__ double xs[kChunk][kCols + 1];
@@ -285,7 +294,8 @@ template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(
     const double ad = al * (s.dot.s + (s.dot.c + s.lo)), ref = ad + bo;
     g.Pref[e] = ref;
     g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq, s.enc,
-                                   0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
+                                   0.0, fabs(ref) + fabs(ad) + 2.0 * fabs(bo)) +
+                   proj_underflow_eps(g, r, ragged);
 }
 
 #if PROJ_TC
@@ -917,7 +927,8 @@ __global__ void __launch_bounds__(wcfg<G>::kWalkWarps * 32, 1) proj_walk(gk_gemm
         g.Pref[e] = ref;
         g.Ccs_eps[e] = blasft_proj_eps(gk_el<T>::t, (double)g.k, fabs(al), fabs(be), vd, osq,
                                        (TI == 8 ? 528.0 : 36.0) * enc, 0.0,
-                                       fabs(ref) + fabs(ad) + 2.0 * fabs(bo));
+                                       fabs(ref) + fabs(ad) + 2.0 * fabs(bo)) +
+                       proj_underflow_eps(g, r, ragged);
     }
 #else
     __trap(); /* gk_proj launches it only where it was compiled for sm_80 or later */

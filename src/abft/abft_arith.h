@@ -108,12 +108,28 @@ static inline BLASFT_HD double blasft_gamma(double n, double u) { return n * u /
  * scaling (gam times it): without it, results in the subnormal range (a subnormal alpha, or
  * subnormal data) would be apart from their recomputation by one unit of the last place. The
  * host's and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
+static inline BLASFT_HD double blasft_smallest_normal(double u)
+{
+    return u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
+}
+
 static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
                                                        double mass, double abs_beta,
                                                        double abs_cold, double abs_c)
 {
-    const double smallest_normal = u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
-    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c) + gam * smallest_normal;
+    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c) +
+           gam * blasft_smallest_normal(u);
+}
+
+/* Gradual underflow's share of a checksum's syndrome, added to every method's first-tier
+ * threshold: each element of C and the reference may be off by gam times the smallest normal
+ * number absolutely (as in blasft_element_rounding), which no threshold relative to the data
+ * covers; sum_abs_w >= the sum of the checksum's |weights|. Without it, results in the subnormal
+ * range (a subnormal alpha, tiny data) flag blocks that the second tier then finds correct. For
+ * results of normal magnitude it is far below one unit of the threshold's last place. */
+static inline BLASFT_HD double blasft_underflow_eps(double gam, double u, double sum_abs_w)
+{
+    return (sum_abs_w + 1.0) * gam * blasft_smallest_normal(u);
 }
 
 /* Whether the statistical thresholds' squares (u^2 times squared sums of magnitude^2) stay normal

@@ -84,9 +84,12 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
     x->beta_zero = g->beta[0] == 0.0 && g->beta[1] == 0.0;
     x->parallel = g->m * g->n + g->m * g->k + g->k * g->n >= ABFT_PARALLEL_MIN && abft_k_parallel();
     x->threads = x->parallel ? abft_k_threads() : 1;
+    x->wabs[0] = x->wabs[1] = 0.0;
     for (int i = 0; i < x->bs; i++) {
         x->w[0][i] = 1.0;
         x->w[1][i] = blasft_weight(x->scheme, i, x->bs);
+        x->wabs[0] += 1.0;
+        x->wabs[1] += fabs(x->w[1][i]);
     }
     int64_t nc = abft_nc(x), nr = abft_nr(x);
     int ok = 1;

@@ -836,6 +836,121 @@ static void extreme_magnitudes(void)
     free(a); free(b); free(hc); free(ref); free(mass);
 }
 
+/* Scalars at the edges, as the host engine's test_edge_scalars: k = 0 with alpha NaN (C = beta C,
+ * whatever alpha is); alpha 0 over operands whose products overflow, beta 0, an old C of NaN (C
+ * all +0: neither the products nor the old C may be read); alpha the type's smallest subnormal
+ * (a result of subnormals, where rounding is absolute). S native, S promoted and D; PEA and PROJ;
+ * scalars on host and device. A fault-free call reports nothing, not even a false alarm, unless
+ * plain cuBLAS's own result is not finite. */
+static void edge_scalars(void)
+{
+    const int64_t m = 40, n = 33;
+    for (int t = 0; t < 3; t++) {
+        const int dbl = t == 2, promoted = t == 1;
+        const size_t ts = dbl ? 8 : 4;
+        for (int v = 0; v < 3; v++)
+            for (int w = 0; w < 4; w++) {
+                const int proj = w & 1, dev = w >> 1;
+                const int64_t k = v == 0 ? 0 : 20;
+                const double tiny = dbl ? 0x1p-1074 : 0x1p-149;
+                const double alpha = v == 0 ? NAN : v == 1 ? 0.0 : tiny;
+                const double beta = v == 0 ? 0.5 : 0.0;
+                const double scale_a = v == 1 ? 1e30 : 1.0, scale_b = v == 1 ? 2e30 : 1.0;
+                dg_rng rng;
+                dg_seed(&rng, 900 + (uint64_t)(t * 12 + v * 4 + w));
+                const int64_t ka = k > 1 ? k : 1;
+                double *a = malloc(8 * (size_t)(m * ka)), *b = malloc(8 * (size_t)(n * ka));
+                double *c0 = malloc(8 * (size_t)(m * n)), *hc = malloc(8 * (size_t)(m * n));
+                for (int64_t e = 0; e < m * ka; e++)
+                    a[e] = scale_a * dg_range(&rng, -1.0, 1.0);
+                for (int64_t e = 0; e < n * ka; e++) /* op(B) = B^T: n x k, ld n */
+                    b[e] = scale_b * dg_range(&rng, -1.0, 1.0);
+                for (int64_t e = 0; e < m * n; e++)
+                    c0[e] = v == 1 ? NAN : dg_range(&rng, -1.0, 1.0);
+                void *ha = gh_typed_copy(a, m * ka, !dbl), *hb = gh_typed_copy(b, n * ka, !dbl);
+                void *hc0 = gh_typed_copy(c0, m * n, !dbl);
+                void *dA = gh_upload(ha, ts * (size_t)(m * ka)), *dB = gh_upload(hb, ts * (size_t)(n * ka));
+                void *dC = gh_upload(hc0, ts * (size_t)(m * n));
+                const float af = (float)alpha, bf = (float)beta;
+                const void *hal = dbl ? (const void *)&alpha : (const void *)&af;
+                const void *hbe = dbl ? (const void *)&beta : (const void *)&bf;
+                void *dal = gh_upload(hal, ts), *dbe = gh_upload(hbe, ts);
+                blasft_gpu_gemm g;
+                memset(&g, 0, sizeof g);
+                g.type = dbl ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+                g.transa = 'N';
+                g.transb = 'T';
+                g.m = m; g.n = n; g.k = k;
+                g.alpha = dev ? dal : hal;
+                g.beta = dev ? dbe : hbe;
+                g.scalars_on_device = dev;
+                g.a = dA; g.lda = m;
+                g.b = dB; g.ldb = n;
+                g.c = dC; g.ldc = m;
+                g.routine = "edge_scalars";
+                blasft_gpu_params p;
+                gh_params(&p, 16, 1);
+                p.proj = proj;
+                p.promote = promoted;
+                p.rows_on_demand = 1;
+                blasft_stats dl = gh_run_counted(ctx, &g, &p, "edge-scalar run");
+                download_doubles(hc, dC, m * n, dbl);
+                const double u = dbl ? 0x1p-53 : 0x1p-24;
+                int64_t bad = 0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t i = 0; i < m; i++) {
+                        const double got = hc[i + j * m];
+                        if (v == 0) { /* beta C in the type (c0 holds the typed values) */
+                            const double want = beta * (dbl ? c0[i + j * m] : (double)(float)c0[i + j * m]);
+                            bad += !(fabs(got - want) <= u * fabs(want));
+                        } else if (v == 1) { /* +0 as BLAS; -0 where cuBLAS multiplies by a
+                                                * device alpha of 0, as plain cuBLAS does */
+                            bad += !(got == 0.0 && (dev || !signbit(got)));
+                        } else {
+                            long double s = 0;
+                            for (int64_t l = 0; l < k; l++) {
+                                const double al = dbl ? a[i + l * m] : (double)(float)a[i + l * m];
+                                const double bl = dbl ? b[j + l * n] : (double)(float)b[j + l * n];
+                                s += (long double)al * bl;
+                            }
+                            bad += !(fabsl(got - tiny * s) <= (k + 2) * 2 * tiny);
+                        }
+                    }
+                /* plain cuBLAS on the same data: with alpha on the device it multiplies by it,
+                 * so 0 times overflowed products is NaN there, which the engine finds against
+                 * its references and recomputes into the zeros BLAS defines (reported) */
+                int64_t plain_nonfinite = 0;
+                {
+                    double *pc = malloc(8 * (size_t)(m * n));
+                    cudaMemcpy(dC, hc0, ts * (size_t)(m * n), cudaMemcpyHostToDevice);
+                    GH_CHECK(blasft_gpu_gemm_plain(ctx, &g) == 0, "edge scalars: plain GEMM failed");
+                    download_doubles(pc, dC, m * n, dbl);
+                    for (int64_t e = 0; e < m * n; e++)
+                        plain_nonfinite += !isfinite(pc[e]);
+                    free(pc);
+                }
+                const char *what = v == 0 ? "k = 0, alpha NaN" : v == 1 ? "alpha 0 over overflowing products"
+                                                                       : "alpha subnormal";
+                const char *tn = t == 0 ? "S" : t == 1 ? "S promoted" : "D";
+                GH_CHECK(bad == 0, "edge scalars %s %s %s scalars on %s: %lld elements wrong", tn, what,
+                         proj ? "proj" : "pea", dev ? "device" : "host", (long long)bad);
+                GH_CHECK(dl.uncorrectable == 0 &&
+                             (plain_nonfinite > 0 || dl.errors_detected + dl.errors_corrected +
+                                                             dl.blocks_recomputed + dl.false_alarms ==
+                                                         0),
+                         "edge scalars %s %s %s scalars on %s: detected %llu corrected %llu recomputed "
+                         "%llu uncorrectable %llu false alarms %llu",
+                         tn, what, proj ? "proj" : "pea", dev ? "device" : "host",
+                         (unsigned long long)dl.errors_detected, (unsigned long long)dl.errors_corrected,
+                         (unsigned long long)dl.blocks_recomputed, (unsigned long long)dl.uncorrectable,
+                         (unsigned long long)dl.false_alarms);
+                cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dal); cudaFree(dbe);
+                free(ha); free(hb); free(hc0);
+                free(a); free(b); free(c0); free(hc);
+            }
+    }
+}
+
 /* More blocks along one side than CUDA's 65535 grid rows (2^24 + 1 rows or columns at BS 256):
  * op(A) transposed, whose encoding is strided along m; and the old C's row checksums in detect
  * mode (no copy kept), strided along n. The GEMM runs protected, C right, nothing flagged. PROJ
@@ -1008,6 +1123,7 @@ int main(void)
     structured();
     near_constant();
     extreme_magnitudes();
+    edge_scalars();
     tall_shapes();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
