@@ -331,8 +331,8 @@ bool is_zero_h(float x) { return x == 0.0f; }
 bool is_zero_h(double x) { return x == 0.0; }
 bool is_zero_h(float2 x) { return x.x == 0.0f && x.y == 0.0f; }
 bool is_zero_h(double2 x) { return x.x == 0.0 && x.y == 0.0; }
-/* a beta in host memory that is not zero: the old C enters */
-bool beta_nonzero(blasft_type t, const void *beta)
+/* a scalar in host memory that is not zero (beta: the old C enters; alpha: the product does) */
+bool scalar_nonzero(blasft_type t, const void *beta)
 {
     switch (t) {
     case BLASFT_TYPE_S: return !is_zero_h(*(const float *)beta);
@@ -940,7 +940,7 @@ promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const b
     if (ctx->no_promo)
         return promo_plan{};
     /* the old C is copied where it is read, unless it is a vector */
-    const bool cold = (g->scalars_on_device || beta_nonzero(g->type, g->beta)) && !g->c_vector;
+    const bool cold = (g->scalars_on_device || scalar_nonzero(g->type, g->beta)) && !g->c_vector;
     const promo_plan L = plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
     /* under graph capture every part needs a report slot of its own (nothing is delivered while
      * capturing): a GEMM of more parts than slots runs natively there */
@@ -966,7 +966,7 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
     const cudaStream_t s0 = ctx->s0;
     const int64_t m = g->m, n = g->n, k = g->k;
     const bool an = op_of(g->transa) == CUBLAS_OP_N, bn = op_of(g->transb) == CUBLAS_OP_N;
-    const bool cold = g->scalars_on_device || beta_nonzero(g->type, g->beta);
+    const bool cold = g->scalars_on_device || scalar_nonzero(g->type, g->beta);
     const float *ga = (const float *)g->a, *gb = (const float *)g->b;
     float *gc = (float *)g->c;
     const float *gv = (const float *)g->c_vector;
@@ -1289,13 +1289,22 @@ int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
     }
 }
 
+/* k = 0, or alpha 0 in host memory: C = beta C, and BLAS does not read A and B, which may hold
+ * NaN (a program scaling C by a GEMM with alpha 0). cuBLAS computes exactly that with a host
+ * alpha of 0; the checks would multiply 0 by the operands' encodings. A device alpha of 0 is not
+ * known here: the recomputation leaves the product out there (scaled_element). */
+static bool no_product(const blasft_gpu_gemm *g)
+{
+    return g->k == 0 || (!g->scalars_on_device && !scalar_nonzero(g->type, g->alpha));
+}
+
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
     if (check_args(g, p))
         return -1;
     if (g->m == 0 || g->n == 0)
         return 0;
-    if (g->k == 0 || p->mode == BLASFT_MODE_OFF) {
+    if (no_product(g) || p->mode == BLASFT_MODE_OFF) {
         /* nothing to protect (C = beta C) or protection off */
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
@@ -1373,7 +1382,7 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
                                const blasft_gpu_params *p, int64_t count)
 {
     /* mirrors protected_gemm's growth and slot checks (for every part of a promoted GEMM) */
-    if (check_args(g, p) || g->m == 0 || g->n == 0 || g->k == 0 || p->mode == BLASFT_MODE_OFF ||
+    if (check_args(g, p) || g->m == 0 || g->n == 0 || no_product(g) || p->mode == BLASFT_MODE_OFF ||
         count <= 0)
         return 0;
     const promo_plan L = plan_for(ctx, g, p);
@@ -1394,7 +1403,7 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
         return 1;
     const bool need_cold =
         L.on ? L.keep_old
-             : (g->scalars_on_device || beta_nonzero(g->type, g->beta)) && !g->c_vector &&
+             : (g->scalars_on_device || scalar_nonzero(g->type, g->beta)) && !g->c_vector &&
                    p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
     if (need_cold && ts * m * n > ctx->old_bytes)
         return 1;

@@ -1013,13 +1013,18 @@ __device__ __forceinline__ void dot_term(const gk_gemm<T> &g, int64_t i, int64_t
     }
 }
 
-/* alpha (dr + i di) + beta Cold(i, j) */
+/* alpha (dr + i di) + beta Cold(i, j); alpha 0 leaves the product out, as BLAS does (A and B may
+ * hold NaN; a device alpha of 0 reaches the checks, which cuBLAS may have multiplied by it) */
 template <typename T>
 __device__ T scaled_element(const gk_gemm<T> &g, int64_t i, int64_t j, double dr, double di)
 {
     const T alpha = alpha_of(g), beta = beta_of(g);
     double xr = part_of(alpha, 0), xi = im_of(alpha);
-    double cr = xr * dr - xi * di, ci = xr * di + xi * dr;
+    double cr = 0.0, ci = 0.0;
+    if (!is_zero(alpha)) {
+        cr = xr * dr - xi * di;
+        ci = xr * di + xi * dr;
+    }
     if (!is_zero(beta)) {
         const T o = g.Cold[i + j * g.ldcold];
         double yr = part_of(beta, 0), yi = im_of(beta);

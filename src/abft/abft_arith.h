@@ -101,6 +101,12 @@ static inline BLASFT_HD double blasft_csum_value(const blasft_csum *a) { return 
 /* gamma_n = n u / (1 - n u), Higham's worst-case factor for n roundings. */
 static inline BLASFT_HD double blasft_gamma(double n, double u) { return n * u / (1.0 - n * u); }
 
+/* The smallest normal number of the type whose unit roundoff is u */
+static inline BLASFT_HD double blasft_smallest_normal(double u)
+{
+    return u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
+}
+
 /* Worst-case rounding of one computed element c of alpha op(A) op(B) + beta C_old, in any
  * summation order, with or without FMA: gam |alpha| mass + 2u (|beta| |c_old| + |c|), with
  * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||), plus
@@ -108,17 +114,13 @@ static inline BLASFT_HD double blasft_gamma(double n, double u) { return n * u /
  * scaling (gam times it): without it, results in the subnormal range (a subnormal alpha, or
  * subnormal data) would be apart from their recomputation by one unit of the last place. The
  * host's and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
-static inline BLASFT_HD double blasft_smallest_normal(double u)
-{
-    return u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
-}
-
 static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
                                                        double mass, double abs_beta,
                                                        double abs_cold, double abs_c)
 {
-    return gam * abs_alpha * mass + 2.0 * u * (abs_beta * abs_cold + abs_c) +
-           gam * blasft_smallest_normal(u);
+    /* alpha 0: no product (BLAS), whatever its mass (Inf or NaN operands) */
+    return (abs_alpha == 0.0 ? 0.0 : gam * abs_alpha * mass) +
+           2.0 * u * (abs_beta * abs_cold + abs_c) + gam * blasft_smallest_normal(u);
 }
 
 /* Gradual underflow's share of a checksum's syndrome, added to every method's first-tier

@@ -839,22 +839,24 @@ static void extreme_magnitudes(void)
 /* Scalars at the edges, as the host engine's test_edge_scalars: k = 0 with alpha NaN (C = beta C,
  * whatever alpha is); alpha 0 over operands whose products overflow, beta 0, an old C of NaN (C
  * all +0: neither the products nor the old C may be read); alpha the type's smallest subnormal
- * (a result of subnormals, where rounding is absolute). S native, S promoted and D; PEA and PROJ;
- * scalars on host and device. A fault-free call reports nothing, not even a false alarm, unless
- * plain cuBLAS's own result is not finite. */
+ * (a result of subnormals, where rounding is absolute); alpha 0 over an op(A) holding NaN, beta
+ * 0.5 (C = beta C: BLAS does not read A; a program may scale C this way with A unset). S native,
+ * S promoted and D; PEA and PROJ; scalars on host and device. A fault-free call reports nothing,
+ * not even a false alarm, unless plain cuBLAS's own result is not finite or alpha 0 is in device
+ * memory (the checks' references then hold 0 times NaN; the recomputation leaves it out). */
 static void edge_scalars(void)
 {
     const int64_t m = 40, n = 33;
     for (int t = 0; t < 3; t++) {
         const int dbl = t == 2, promoted = t == 1;
         const size_t ts = dbl ? 8 : 4;
-        for (int v = 0; v < 3; v++)
+        for (int v = 0; v < 4; v++)
             for (int w = 0; w < 4; w++) {
                 const int proj = w & 1, dev = w >> 1;
                 const int64_t k = v == 0 ? 0 : 20;
                 const double tiny = dbl ? 0x1p-1074 : 0x1p-149;
-                const double alpha = v == 0 ? NAN : v == 1 ? 0.0 : tiny;
-                const double beta = v == 0 ? 0.5 : 0.0;
+                const double alpha = v == 0 ? NAN : v == 1 || v == 3 ? 0.0 : tiny;
+                const double beta = v == 0 || v == 3 ? 0.5 : 0.0;
                 const double scale_a = v == 1 ? 1e30 : 1.0, scale_b = v == 1 ? 2e30 : 1.0;
                 dg_rng rng;
                 dg_seed(&rng, 900 + (uint64_t)(t * 12 + v * 4 + w));
@@ -863,6 +865,11 @@ static void edge_scalars(void)
                 double *c0 = malloc(8 * (size_t)(m * n)), *hc = malloc(8 * (size_t)(m * n));
                 for (int64_t e = 0; e < m * ka; e++)
                     a[e] = scale_a * dg_range(&rng, -1.0, 1.0);
+                if (v == 3) /* NaN in op(A)'s rows 3 and 17 */
+                    for (int64_t l = 0; l < k; l += 3) {
+                        a[3 + l * m] = NAN;
+                        a[17 + l * m] = NAN;
+                    }
                 for (int64_t e = 0; e < n * ka; e++) /* op(B) = B^T: n x k, ld n */
                     b[e] = scale_b * dg_range(&rng, -1.0, 1.0);
                 for (int64_t e = 0; e < m * n; e++)
@@ -900,7 +907,7 @@ static void edge_scalars(void)
                 for (int64_t j = 0; j < n; j++)
                     for (int64_t i = 0; i < m; i++) {
                         const double got = hc[i + j * m];
-                        if (v == 0) { /* beta C in the type (c0 holds the typed values) */
+                        if (v == 0 || v == 3) { /* beta C in the type (c0 holds the typed values) */
                             const double want = beta * (dbl ? c0[i + j * m] : (double)(float)c0[i + j * m]);
                             bad += !(fabs(got - want) <= u * fabs(want));
                         } else if (v == 1) { /* +0 as BLAS; -0 where cuBLAS multiplies by a
@@ -929,13 +936,16 @@ static void edge_scalars(void)
                         plain_nonfinite += !isfinite(pc[e]);
                     free(pc);
                 }
-                const char *what = v == 0 ? "k = 0, alpha NaN" : v == 1 ? "alpha 0 over overflowing products"
-                                                                       : "alpha subnormal";
+                const char *what = v == 0   ? "k = 0, alpha NaN"
+                                   : v == 1 ? "alpha 0 over overflowing products"
+                                   : v == 2 ? "alpha subnormal"
+                                            : "alpha 0 over NaN in A";
                 const char *tn = t == 0 ? "S" : t == 1 ? "S promoted" : "D";
                 GH_CHECK(bad == 0, "edge scalars %s %s %s scalars on %s: %lld elements wrong", tn, what,
                          proj ? "proj" : "pea", dev ? "device" : "host", (long long)bad);
                 GH_CHECK(dl.uncorrectable == 0 &&
-                             (plain_nonfinite > 0 || dl.errors_detected + dl.errors_corrected +
+                             (plain_nonfinite > 0 || (v == 3 && dev) ||
+                              dl.errors_detected + dl.errors_corrected +
                                                              dl.blocks_recomputed + dl.false_alarms ==
                                                          0),
                          "edge scalars %s %s %s scalars on %s: detected %llu corrected %llu recomputed "
