@@ -331,14 +331,24 @@ bool is_zero_h(float x) { return x == 0.0f; }
 bool is_zero_h(double x) { return x == 0.0; }
 bool is_zero_h(float2 x) { return x.x == 0.0f && x.y == 0.0f; }
 bool is_zero_h(double2 x) { return x.x == 0.0 && x.y == 0.0; }
+/* A scalar of type T from host memory. A caller's complex scalar need not have float2's or
+ * double2's alignment (C's double complex, a double[2] have 8 bytes): the compiler loads a
+ * double2 with an instruction that faults on anything less than 16, hence the copy. */
+template <typename T> T host_scalar(const void *x)
+{
+    T v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
 /* a scalar in host memory that is not zero (beta: the old C enters; alpha: the product does) */
-bool scalar_nonzero(blasft_type t, const void *beta)
+bool scalar_nonzero(blasft_type t, const void *x)
 {
     switch (t) {
-    case BLASFT_TYPE_S: return !is_zero_h(*(const float *)beta);
-    case BLASFT_TYPE_D: return !is_zero_h(*(const double *)beta);
-    case BLASFT_TYPE_C: return !is_zero_h(*(const float2 *)beta);
-    default: return !is_zero_h(*(const double2 *)beta);
+    case BLASFT_TYPE_S: return !is_zero_h(host_scalar<float>(x));
+    case BLASFT_TYPE_D: return !is_zero_h(host_scalar<double>(x));
+    case BLASFT_TYPE_C: return !is_zero_h(host_scalar<float2>(x));
+    default: return !is_zero_h(host_scalar<double2>(x));
     }
 }
 
@@ -457,7 +467,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     T beta_h;
     memset(&beta_h, 0, sizeof beta_h);
     if (!on_dev)
-        beta_h = *(const T *)g->beta;
+        beta_h = host_scalar<T>(g->beta);
     const bool need_cold = on_dev || !is_zero_h(beta_h);
     /* the old C as a vector (g->c_vector): read from there, nothing to copy */
     const T *cvec = (const T *)g->c_vector;
@@ -501,7 +511,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         kg.alpha_p = (const T *)g->alpha;
         kg.beta_p = (const T *)g->beta;
     } else {
-        kg.alpha_v = *(const T *)g->alpha;
+        kg.alpha_v = host_scalar<T>(g->alpha);
         kg.beta_v = beta_h;
     }
     kg.Cold = keep_old ? (const T *)ctx->old_c : need_cold ? cvec : nullptr;
@@ -1275,12 +1285,37 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
     return engine(promoted_type(t), L.tm, L.tn, L.kc, L.keep_old);
 }
 
+/* Host scalars go on as copies aligned for every type (hs: two elements' room): a caller's
+ * complex scalar may have 8 bytes of alignment (C's double complex, a double[2]), and a double2
+ * is loaded whole by an instruction that faults on less than 16, here and in cuBLAS
+ * (test_gpu_complex, misaligned_scalars). One equal to 0 goes on as +0: a complex (0, -0) is 0
+ * to BLAS and to the checks, but cuBLAS read C for such a beta (promoted C GEMMs: the
+ * uninitialised copy of C entered and the blocks flagged). Returns g or *gz. */
+static const blasft_gpu_gemm *aligned_scalars(const blasft_gpu_gemm *g, blasft_gpu_gemm *gz,
+                                              double2 *hs)
+{
+    if (g->scalars_on_device)
+        return g;
+    memset(hs, 0, 2 * sizeof *hs);
+    if (scalar_nonzero(g->type, g->alpha))
+        memcpy(&hs[0], g->alpha, type_size(g->type));
+    if (scalar_nonzero(g->type, g->beta))
+        memcpy(&hs[1], g->beta, type_size(g->type));
+    *gz = *g;
+    gz->alpha = &hs[0];
+    gz->beta = &hs[1];
+    return gz;
+}
+
 int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
 {
     if (check_args(g, nullptr))
         return -1;
     if (g->m == 0 || g->n == 0)
         return 0;
+    double2 hs[2];
+    blasft_gpu_gemm gz;
+    g = aligned_scalars(g, &gz, hs);
     switch (g->type) {
     case BLASFT_TYPE_S: return plain<float>(ctx, g);
     case BLASFT_TYPE_D: return plain<double>(ctx, g);
@@ -1302,6 +1337,9 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
 {
     if (check_args(g, p))
         return -1;
+    double2 hs[2];
+    blasft_gpu_gemm gz;
+    g = aligned_scalars(g, &gz, hs);
     if (g->m == 0 || g->n == 0)
         return 0;
     if (no_product(g) || p->mode == BLASFT_MODE_OFF) {

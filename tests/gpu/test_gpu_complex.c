@@ -551,6 +551,44 @@ static void host_entry(void)
     }
 }
 
+/* Scalars in host memory aligned to their parts only (a C double complex or a double[2] has 8
+ * bytes, not double2's 16): the engine must read them without faulting (it loaded a Z scalar
+ * with a 16-byte-aligned instruction, a crash found by test_gpu_fuzz), and get the right C. C
+ * and Z, beta 0 and not, C also promoted. */
+static void misaligned_scalars(void)
+{
+    uint64_t seed = 700;
+    for (int v = 0; v < 6; v++) {
+        const blasft_type t = v < 4 ? BLASFT_TYPE_Z : BLASFT_TYPE_C;
+        const int beta0 = v % 2, promote = v == 5;
+        zcase c = mk(t, 'T', 'C', 67, 9, 33, 1, 0.75, -0.5, beta0 ? 0.0 : 0.25, beta0 ? 0.0 : 1.5, 0);
+        blasft_gpu_params p;
+        gh_params(&p, 32, 1);
+        p.promote = promote;
+        zdata d;
+        zmake(&d, &c, seed++);
+        const size_t part = t == BLASFT_TYPE_Z ? 8 : 4;
+        unsigned char *buf = malloc(8 * part);
+        /* malloc's alignment is at least 16: one part in, the scalars sit off double2's */
+        void *hal = buf + part, *hbe = buf + 4 * part;
+        void *tal = typed(c.alpha, 2, t), *tbe = typed(c.beta, 2, t);
+        memcpy(hal, tal, 2 * part);
+        memcpy(hbe, tbe, 2 * part);
+        blasft_gpu_gemm g = zdesc(&d, hal, hbe);
+        const int rc = blasft_gpu_gemm_run(ctx, &g, &p);
+        cudaDeviceSynchronize();
+        double *out = malloc(16 * (size_t)(c.m * c.n + 1));
+        zdownload(&d, out);
+        GH_CHECK(rc == 0 && zbad(&d, out, 1.0) == 0, "%s, scalars at %zu-byte offsets: rc %d, %lld parts off",
+                 name(&c, &p), part, rc, (long long)zbad(&d, out, 1.0));
+        free(out);
+        free(buf);
+        free(tal);
+        free(tbe);
+        zfree(&d);
+    }
+}
+
 int main(void)
 {
     ctx = gh_start();
@@ -571,5 +609,6 @@ int main(void)
     faults();
     promoted();
     host_entry();
+    misaligned_scalars();
     return gh_finish(ctx);
 }
