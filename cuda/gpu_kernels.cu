@@ -899,19 +899,28 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
            blasft_underflow_eps(blasft_gamma(nn + 2.0, u), u, sqrt((double)g.bs * w2));
 }
 
-__device__ __forceinline__ bool over(double ref, double rec, double eps)
+/* A reference that is not finite (NaN or Inf in the operands or scalars, or a checksum beyond
+ * the double range) cannot judge C: such a check does not flag, as the host engine leaves a
+ * GEMM with non-finite inputs unprotected. A finite reference against a NaN or Inf in C's
+ * checksum flags (a fault, or an overflow that the second tier judges). Except with alpha 0 (in
+ * device memory: a host alpha of 0 never gets here): BLAS leaves the product out, cuBLAS
+ * multiplies 0 by it, and the flag has the block recomputed without it (scaled_element). */
+__device__ __forceinline__ bool over(double ref, double rec, double eps, bool alpha0)
 {
-    return blasft_over(ref - rec, eps); /* NaN flags too */
+    return (alpha0 || isfinite(ref)) && blasft_over(ref - rec, eps);
 }
 
 /* Checksum element e's reference (type T) against its recomputed parts: any part over eps flags
  * (the host engine's rule: one threshold for every part). */
-template <typename T> __device__ __forceinline__ bool over_el(T ref, const double *rec, int64_t e, double eps)
+template <typename T, typename Rf>
+__device__ __forceinline__ bool over_el(const gk_gemm<T> &g, Rf ref, const double *rec, int64_t e,
+                                        double eps)
 {
+    const bool alpha0 = is_zero(alpha_of(g));
     bool f = false;
 #pragma unroll
-    for (int q = 0; q < gk_el<T>::P; q++)
-        f = f || over(part_of(ref, q), rec[e * gk_el<T>::P + q], eps);
+    for (int q = 0; q < gk_el<Rf>::P; q++)
+        f = f || over(part_of(ref, q), rec[e * gk_el<Rf>::P + q], eps, alpha0);
     return f;
 }
 template <typename T> __device__ __forceinline__ double sq_el(T x)
@@ -963,8 +972,8 @@ template <typename T> __device__ __forceinline__ bool col_over(const gk_gemm<T> 
 {
     if constexpr (gk_el<T>::P == 1)
         if (g.Pref)
-            return over(g.Pref[e], g.Ccs_rec[e], eps);
-    return over_el(g.Ccs_ref[e], g.Ccs_rec, e, eps);
+            return over(g.Pref[e], g.Ccs_rec[e], eps, is_zero(alpha_of(g)));
+    return over_el(g, g.Ccs_ref[e], g.Ccs_rec, e, eps);
 }
 
 /* One thread per checksum element, both sides (rows on demand: the column side): threshold and
@@ -980,7 +989,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) compare_kernel
             flag_block(g, e % (g.r * g.mb) / g.r, e / (g.r * g.mb) / g.bs);
     } else if (!g.rows_on_demand && e < ncol + nrow) {
         e -= ncol;
-        if (over_el(g.Crs_ref[e], g.Crs_rec, e, checksum_eps(g, 1, e)))
+        if (over_el(g, g.Crs_ref[e], g.Crs_rec, e, checksum_eps(g, 1, e)))
             flag_block(g, e % g.m / g.bs, e / g.m / g.r);
     }
 }
@@ -1091,7 +1100,8 @@ __device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *
 
 /* Whether the GEMM's element c and its recomputation v (mass: sum |a b|) agree within the
  * worst-case rounding of the two, 2 (gamma_{kP+2} |alpha| mass + 2u (|beta c_old| + |v|)), in every
- * part; NaN is apart. */
+ * part. A NaN or Inf agrees with the same in the recomputation (NaN or Inf in the operands, an
+ * overflow: C's value is the GEMM's); against a finite one it is apart. */
 template <typename T>
 __device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, T v, double mass)
 {
@@ -1104,7 +1114,8 @@ __device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, 
     for (int p = 0; p < gk_el<T>::P; p++) {
         const double bound =
             2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
-        same = same && fabs(part_of(c, p) - part_of(v, p)) <= bound;
+        const double cp = part_of(c, p), vp = part_of(v, p);
+        same = same && (fabs(cp - vp) <= bound || (isnan(cp) && isnan(vp)) || (isinf(cp) && cp == vp));
     }
     return same;
 }
@@ -1142,7 +1153,7 @@ __device__ __forceinline__ bool syndromes(const gk_gemm<T> &g, const Rf *ref, co
                                           const double *eps, int64_t e0, int64_t e1, flagged *f)
 {
     constexpr int P = gk_el<T>::P;
-    bool fl = over_el(ref[e0], rec, e0, eps[e0]);
+    bool fl = over_el(g, ref[e0], rec, e0, eps[e0]);
     f->best = 0;
     for (int q = 0; q < 2; q++) {
         f->su[q] = q < P ? part_of(ref[e0], q) - rec[e0 * P + q] : 0.0;
@@ -1151,7 +1162,7 @@ __device__ __forceinline__ bool syndromes(const gk_gemm<T> &g, const Rf *ref, co
     if (P == 2 && fabs(f->su[1]) > fabs(f->su[0]))
         f->best = 1;
     if (g.r > 1) {
-        fl = fl || over_el(ref[e1], rec, e1, eps[e1]);
+        fl = fl || over_el(g, ref[e1], rec, e1, eps[e1]);
         for (int q = 0; q < P; q++)
             f->sw[q] = part_of(ref[e1], q) - rec[e1 * P + q];
     }
@@ -1692,7 +1703,7 @@ __global__ void __launch_bounds__(kThreads, 3) check_sums_sliced(gk_gemm<T> g, i
                 g.Crs_rec[e] = v;
                 if (compare) {
                     const double eps = checksum_eps(g, 1, e);
-                    flagged = over((double)g.Crs_ref[e], v, eps) || flagged;
+                    flagged = over((double)g.Crs_ref[e], v, eps, is_zero(alpha_of(g))) || flagged;
                 }
             }
         }

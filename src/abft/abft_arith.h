@@ -368,7 +368,10 @@ uint64_t blasft_proj_next_seed(void);
 #define BLASFT_SUBTRACT_MIN_THR 8.0
 static inline BLASFT_HD int blasft_correct_by_recompute(double c, double s, double thr)
 {
-    if (!isfinite(c) || !isfinite(s))
+    /* nor where the value is outside the thresholds' range (a subnormal alpha, data of 2^500):
+     * the syndrome's own rounding is no longer small against it */
+    if (!isfinite(c) || !isfinite(s) || !blasft_squares_in_range(fabs(c)) ||
+        !blasft_squares_in_range(fabs(c + s)))
         return 1;
     return fabs(s) > BLASFT_SUBTRACT_MAX_REL * fabs(c + s) || !(fabs(s) >= BLASFT_SUBTRACT_MIN_THR * thr);
 }
