@@ -551,6 +551,20 @@ typedef struct totals {
     uint64_t false_alarms, encoder_faults;
 } totals;
 
+/* lines (rows of op(A) or columns of op(B)) of length k out of X (ld, P parts per element),
+ * contiguous in out: element l of line r is X's (r, l) where the lines run across X's columns
+ * (across = 1), else X's (l, r); conj negates the imaginary parts ('C') */
+static void gather_lines(const double *X, int64_t ld, int across, int conj, int64_t lines,
+                         int64_t k, int P, double *out)
+{
+    for (int64_t r = 0; r < lines; r++)
+        for (int64_t l = 0; l < k; l++)
+            for (int q = 0; q < P; q++) {
+                const double x = X[P * (across ? r + l * ld : l + r * ld) + q];
+                out[P * (r * k + l) + q] = conj && q == 1 ? -x : x;
+            }
+}
+
 static void run_case(uint64_t seed, long idx, totals *tot)
 {
     dg_rng rng;
@@ -673,20 +687,8 @@ static void run_case(uint64_t seed, long idx, totals *tot)
         /* op(A) by rows and op(B) by columns, contiguous along k (complex: parts interleaved,
          * conjugated for 'C') */
         double *At = malloc(8 * (size_t)(P * m * k + 1)), *Bt = malloc(8 * (size_t)(P * n * k + 1));
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t l = 0; l < k; l++)
-                for (int q = 0; q < P; q++) {
-                    const double x = c.ta == 'N' ? A[P * (i + l * c.lda) + q]
-                                                 : A[P * (l + i * c.lda) + q];
-                    At[P * (i * k + l) + q] = c.ta == 'C' && q == 1 ? -x : x;
-                }
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t l = 0; l < k; l++)
-                for (int q = 0; q < P; q++) {
-                    const double x = c.tb == 'N' ? B[P * (l + j * c.ldb) + q]
-                                                 : B[P * (j + l * c.ldb) + q];
-                    Bt[P * (j * k + l) + q] = c.tb == 'C' && q == 1 ? -x : x;
-                }
+        gather_lines(A, c.lda, c.ta == 'N', c.ta == 'C', m, k, P, At);
+        gather_lines(B, c.ldb, c.tb != 'N', c.tb == 'C', n, k, P, Bt);
         line_stats *rs = malloc(sizeof *rs * (size_t)m), *cs = malloc(sizeof *cs * (size_t)n);
         for (int64_t i = 0; i < m; i++) {
             line_scan(At + P * i * k, P * k, &rs[i]);
