@@ -569,8 +569,9 @@ static void misaligned_scalars(void)
         zmake(&d, &c, seed++);
         const size_t part = t == BLASFT_TYPE_Z ? 8 : 4;
         unsigned char *buf = malloc(8 * part);
-        /* malloc's alignment is at least 16: one part in, the scalars sit off double2's */
-        void *hal = buf + part, *hbe = buf + 4 * part;
+        /* malloc's alignment is at least 16: one and three parts in, both scalars sit off the
+         * complex type's alignment */
+        void *hal = buf + part, *hbe = buf + 3 * part;
         void *tal = typed(c.alpha, 2, t), *tbe = typed(c.beta, 2, t);
         memcpy(hal, tal, 2 * part);
         memcpy(hbe, tbe, 2 * part);
