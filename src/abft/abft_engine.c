@@ -84,13 +84,16 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
     x->beta_zero = g->beta[0] == 0.0 && g->beta[1] == 0.0;
     x->parallel = g->m * g->n + g->m * g->k + g->k * g->n >= ABFT_PARALLEL_MIN && abft_k_parallel();
     x->threads = x->parallel ? abft_k_threads() : 1;
-    x->wabs[0] = x->wabs[1] = 0.0;
+    double wabs[2] = {0.0, 0.0};
     for (int i = 0; i < x->bs; i++) {
         x->w[0][i] = 1.0;
         x->w[1][i] = blasft_weight(x->scheme, i, x->bs);
-        x->wabs[0] += 1.0;
-        x->wabs[1] += fabs(x->w[1][i]);
+        wabs[0] += 1.0;
+        wabs[1] += fabs(x->w[1][i]);
     }
+    const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
+    for (int r = 0; r < 2; r++)
+        x->underflow[r] = blasft_underflow_eps(gam, u, wabs[r]);
     int64_t nc = abft_nc(x), nr = abft_nr(x);
     int ok = 1;
     x->refc = alloc_d(nc * x->P, &ok);

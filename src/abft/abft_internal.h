@@ -26,7 +26,7 @@ typedef struct abft_ctx {
     int parallel;   /* redundant passes may run on two threads (abft_k_parallel, size) */
     int threads;    /* threads for the redundant passes (abft_k_threads where parallel, else 1) */
     double w[2][1024]; /* weights by position in a block; w[0] is the unweighted checksum */
-    double wabs[2];    /* sum of |w[r][i]| over a full block (blasft_underflow_eps) */
+    double underflow[2]; /* blasft_underflow_eps of checksum r (its |weights| over a full block) */
 
     double *ac, *bc;         /* encodings of op(A) ((R*nbr) x k) and op(B) (k x (R*nbc)) */
     double *ad, *bd;         /* A, B as stored, promoted to double (S, C only; else NULL) */

@@ -837,16 +837,9 @@ static double finish(const abft_ctx *x, double vd, double c2, double osq, double
     return blasft_pea_eps(x->cfg->omega, aa, vd, var_add);
 }
 
-/* blasft_underflow_eps for checksum r of this GEMM */
-static double underflow_eps(const abft_ctx *x, int r)
-{
-    const double u = ldexp(1.0, -x->t);
-    return blasft_underflow_eps(blasft_gamma((double)(x->k * x->P + 2), u), u, x->wabs[r]);
-}
-
 double abft_threshold_col(const abft_ctx *x, int64_t e)
 {
-    const double uf = underflow_eps(x, (int)(e % x->R));
+    const double uf = x->underflow[e % x->R];
     if (x->encc)
         return finish_proj(x, x->vdc[e], x->c2c[e], x->encc[e], x->beta_zero ? 0 : x->osqc[e],
                            x->refc + e, x->exc[e]) + uf;
@@ -856,7 +849,7 @@ double abft_threshold_col(const abft_ctx *x, int64_t e)
 
 double abft_threshold_row(const abft_ctx *x, int64_t e)
 {
-    const double uf = underflow_eps(x, (int)(e / x->m % x->R));
+    const double uf = x->underflow[e / x->m % x->R];
     if (x->encr)
         return finish_proj(x, x->vdr[e], x->c2r[e], x->encr[e], x->beta_zero ? 0 : x->osqr[e],
                            x->refr + e, x->exr[e]) + uf;
