@@ -896,7 +896,7 @@ __device__ double pea_eps(const gk_gemm<T> &g, double y_ref, double y_env, int s
                          (scaled ? 3.0 : 1.0) +
                      ur * ur * 2.0 * refsq + bb * bb * u * u * w2 * osq;
     return blasft_pea_eps(g.omega, aa, vd, var_add) +
-           blasft_underflow_eps(blasft_gamma(nn + 2.0, u), u, sqrt((double)g.bs * w2));
+           blasft_underflow_eps(blasft_gamma(nn + 2.0, u), u, sqrt((double)g.bs * w2), aa);
 }
 
 /* A reference that is not finite (NaN or Inf in the operands or scalars, or a checksum beyond

@@ -214,7 +214,8 @@ __device__ double proj_underflow_eps(const gk_gemm<T> &g, int r, int ragged)
 {
     const double uu = ldexp(1.0, -gk_el<T>::t);
     return blasft_underflow_eps(blasft_gamma((double)g.k + 2.0, uu), uu,
-                                sqrt((double)g.bs * g.w2[0][r][ragged]));
+                                sqrt((double)g.bs * g.w2[0][r][ragged]),
+                                fabs((double)alpha_of(g)));
 }
 
 template <typename T> __global__ void __launch_bounds__(kCols *kVecs) proj_scan(gk_gemm<T> g)

@@ -107,31 +107,44 @@ static inline BLASFT_HD double blasft_smallest_normal(double u)
     return u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
 }
 
+/* Gradual underflow's absolute error in one element or checksum: u times the smallest normal
+ * number per rounding (gam times it). A product or partial sum that underflows is scaled by alpha
+ * afterwards (OpenBLAS and cuBLAS multiply the accumulated dot product by alpha), so the error
+ * grows with |alpha|: alpha 1e300 over subnormal products gives results of normal magnitude that
+ * carry it. */
+static inline BLASFT_HD double blasft_underflow_rounding(double gam, double u, double abs_alpha)
+{
+    return gam * blasft_smallest_normal(u) * (1.0 + abs_alpha);
+}
+
 /* Worst-case rounding of one computed element c of alpha op(A) op(B) + beta C_old, in any
  * summation order, with or without FMA: gam |alpha| mass + 2u (|beta| |c_old| + |c|), with
  * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||), plus
- * gradual underflow's absolute error, at most u times the smallest normal number per product and
- * scaling (gam times it): without it, results in the subnormal range (a subnormal alpha, or
- * subnormal data) would be apart from their recomputation by one unit of the last place. The
- * host's and the GPU's second opinions compare a recomputed element with the GEMM's against it. */
+ * gradual underflow's absolute error (blasft_underflow_rounding): without it, results in the
+ * subnormal range (a subnormal alpha, or subnormal data) would be apart from their recomputation
+ * by one unit of the last place. |alpha| mass is formed before gam multiplies it, so that a tiny
+ * alpha does not underflow with gam before the data's magnitude lifts it. The host's and the
+ * GPU's second opinions compare a recomputed element with the GEMM's against it. */
 static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
                                                        double mass, double abs_beta,
                                                        double abs_cold, double abs_c)
 {
     /* alpha 0: no product (BLAS), whatever its mass (Inf or NaN operands) */
-    return (abs_alpha == 0.0 ? 0.0 : gam * abs_alpha * mass) +
-           2.0 * u * (abs_beta * abs_cold + abs_c) + gam * blasft_smallest_normal(u);
+    return (abs_alpha == 0.0 ? 0.0 : gam * (abs_alpha * mass)) +
+           2.0 * u * (abs_beta * abs_cold + abs_c) + blasft_underflow_rounding(gam, u, abs_alpha);
 }
 
 /* Gradual underflow's share of a checksum's syndrome, added to every method's first-tier
- * threshold: each element of C and the reference may be off by gam times the smallest normal
- * number absolutely (as in blasft_element_rounding), which no threshold relative to the data
- * covers; sum_abs_w >= the sum of the checksum's |weights|. Without it, results in the subnormal
- * range (a subnormal alpha, tiny data) flag blocks that the second tier then finds correct. For
- * results of normal magnitude it is far below one unit of the threshold's last place. */
-static inline BLASFT_HD double blasft_underflow_eps(double gam, double u, double sum_abs_w)
+ * threshold: each element of C and the reference may be off by blasft_underflow_rounding
+ * absolutely, which no threshold relative to the data covers; sum_abs_w >= the sum of the
+ * checksum's |weights|. Without it, results in the subnormal range (a subnormal alpha, tiny data)
+ * or of underflowed products scaled up by alpha flag blocks that the second tier then finds
+ * correct. For results of normal magnitude it is far below one unit of the threshold's last
+ * place. */
+static inline BLASFT_HD double blasft_underflow_eps(double gam, double u, double sum_abs_w,
+                                                    double abs_alpha)
 {
-    return (sum_abs_w + 1.0) * gam * blasft_smallest_normal(u);
+    return (sum_abs_w + 1.0) * blasft_underflow_rounding(gam, u, abs_alpha);
 }
 
 /* Whether the statistical thresholds' squares (u^2 times squared sums of magnitude^2) stay normal

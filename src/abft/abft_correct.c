@@ -501,6 +501,15 @@ static void norm2_add(norm2 *s, double v)
 
 static double norm2_value(const norm2 *s) { return s->scale * sqrt(s->ssq); }
 
+/* second_opinion's test of one syndrome against its worst case. A checksum beyond the double
+ * range (the weighted sums of results near the largest double overflow while the elements stay
+ * finite) cannot judge the block: the comparison of every element with its recomputation, which
+ * second_opinion makes too, decides alone (a NaN or Inf in C fails that one). */
+static int syndrome_within(double ref, double rec, double lim)
+{
+    return !isfinite(ref) || !isfinite(rec) || fabs(ref - rec) <= lim;
+}
+
 /* A second opinion on a flagged block, without the thresholds' assumption of independent
  * roundings (structured data, constant or repeated rows and columns, gives the elements of a block
  * the same rounding, and the checksums' syndromes then add up linearly and flag blocks that hold
@@ -510,7 +519,7 @@ static double norm2_value(const norm2 *s) { return s->scale * sqrt(s->ssq); }
  *  - *apart: the elements of `saved` (the block as the GEMM left it, ld il) further than 2 E from
  *    a second computation on the host BLAS (made here into C when `recompute`, else C holds one);
  *  - the return value: every checksum syndrome of the block (x's current recomputed checksums)
- *    within sum |w| E plus the reference's own worst-case rounding.
+ *    within sum |w| E plus the reference's own worst-case rounding (syndrome_within).
  * C is restored from `saved` where the settings keep the GEMM's values (report, abort, detect).
  * Returns -1 without memory. */
 static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int recompute, int64_t *apart)
@@ -555,9 +564,9 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
             for (int part = 0; part < x->P; part++) {
                 double v0 = abft_ld(saved, g->type, r + q * il, part);
                 double v1 = abft_ld(g->c, g->type, i + j * g->ldc, part);
-                /* NaN, Inf: not the same */
+                /* NaN: not the same; an overflow to the same Inf (finite operands) is */
                 const double lim = 2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(v1));
-                same &= fabs(v0 - v1) <= lim;
+                same &= v0 == v1 || fabs(v0 - v1) <= lim;
                 cv += fabs(v1);
             }
             *apart += !same;
@@ -578,15 +587,17 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
             sb += fabs(x->w[w][q]) * nb[q];
         for (int64_t q = 0; q < jl && ok; q++) {
             const int64_t e = lookup_ci(x, b, w, q);
-            double lim = 2.0 * (cole[w * jl + q] + gam * aa * sa * nb[q]);
+            double lim = 2.0 * (cole[w * jl + q] + gam * (aa * (sa * nb[q])) +
+                                blasft_underflow_rounding(gam, u, aa));
             for (int part = 0; part < x->P; part++)
-                ok &= fabs(x->refc[e * x->P + part] - x->recc[e * x->P + part]) <= lim;
+                ok &= syndrome_within(x->refc[e * x->P + part], x->recc[e * x->P + part], lim);
         }
         for (int64_t r = 0; r < il && ok; r++) {
             const int64_t e = lookup_ri(x, b, w, r);
-            double lim = 2.0 * (rowe[w * il + r] + gam * aa * na[r] * sb);
+            double lim = 2.0 * (rowe[w * il + r] + gam * (aa * (na[r] * sb)) +
+                                blasft_underflow_rounding(gam, u, aa));
             for (int part = 0; part < x->P; part++)
-                ok &= fabs(x->refr[e * x->P + part] - x->recr[e * x->P + part]) <= lim;
+                ok &= syndrome_within(x->refr[e * x->P + part], x->recr[e * x->P + part], lim);
         }
     }
     free(na);

@@ -92,8 +92,9 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
         wabs[1] += fabs(x->w[1][i]);
     }
     const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
+    const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]);
     for (int r = 0; r < 2; r++)
-        x->underflow[r] = blasft_underflow_eps(gam, u, wabs[r]);
+        x->underflow[r] = blasft_underflow_eps(gam, u, wabs[r], aa);
     int64_t nc = abft_nc(x), nr = abft_nr(x);
     int ok = 1;
     x->refc = alloc_d(nc * x->P, &ok);

@@ -1168,6 +1168,133 @@ static void test_edge_scalars(void **state)
     }
 }
 
+/* Products that underflow before alpha scales them: v 0, alpha the smallest subnormal over
+ * op(B) of 2^500 (S: 2^60), beta 1e-300 (S: 1e-30) over an old C of 2^500 (2^60) whose first
+ * rows are 0, so those rows are alpha op(A) op(B) alone, of magnitude 1e-172 (S: 1e-27); v 1,
+ * alpha 1e300 (S: 1e30) over subnormal op(B). Results of normal magnitude carry the products'
+ * absolute rounding times |alpha|: no threshold may call that an error (before, such blocks
+ * were reported uncorrectable, and BLASFT_ON_ERROR=abort stopped the program), and C must be
+ * BLAS's. A false alarm (the second tier recomputing) is allowed: the thresholds' squares leave
+ * the double range here. */
+static void test_underflow_before_alpha(void **state)
+{
+    (void)state;
+    const blasft_threshold ths[3] = {BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_PROJ, BLASFT_THRESHOLD_NORM};
+    const blasft_on_error oes[2] = {BLASFT_ON_ERROR_RECOMPUTE, BLASFT_ON_ERROR_REPORT};
+    for (int t = 0; t < 4; t++)
+        for (int v = 0; v < 2; v++)
+            for (int h = 0; h < 6; h++) {
+                const blasft_type ty = (blasft_type)t;
+                const int P = blasft_type_is_complex(ty) ? 2 : 1;
+                const int single = ty == BLASFT_TYPE_S || ty == BLASFT_TYPE_C;
+                const double tiny = single ? 0x1p-149 : 0x1p-1074, big = single ? 0x1p60 : 0x1p500;
+                const double alpha = v == 0 ? tiny : single ? 1e30 : 1e300;
+                const double beta = v == 0 ? (single ? 1e-30 : 1e-300) : 0.0;
+                tgemm x = make(ty, h % 2 ? 'T' : 'N', 'N', 40, 5, 129, 1, alpha, beta, -1.0, 1.0);
+                x.g.alpha[1] = 0.0;
+                x.g.beta[1] = 0.0;
+                const int64_t brows = x.g.k, bcols = x.g.n;
+                for (int64_t j = 0; j < bcols; j++)
+                    for (int64_t i = 0; i < brows; i++)
+                        for (int part = 0; part < P; part++)
+                            abft_st(x.b, ty, i + j * x.g.ldb, part,
+                                    v == 0 ? (double)((int)(urand() * 5) - 2) * big
+                                           : (double)((int)(urand() * 2001) - 1000) * tiny);
+                if (v == 0)
+                    for (int64_t j = 0; j < x.g.n; j++)
+                        for (int64_t i = 0; i < x.g.m; i++)
+                            for (int part = 0; part < P; part++) {
+                                const double c = i < 20 ? 0.0 : (double)((int)(urand() * 5) - 2) * big;
+                                abft_st(x.c, ty, i + j * x.g.ldc, part, c);
+                                abft_st(x.c0, ty, i + j * x.g.ldc, part, c);
+                            }
+                blasft_config cfg = abft_t_cfg(16, 2);
+                cfg.threshold = ths[h / 2];
+                cfg.on_error = oes[h % 2];
+                blasft_abft_diag d;
+                assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+                if (d.detected || d.corrected || d.blocks_recomputed || d.uncorrectable)
+                    fprintf(stderr, "type %d case %d threshold %d: detected %llu corrected %llu "
+                            "recomputed %llu uncorrectable %llu\n", t, v, h / 2,
+                            (unsigned long long)d.detected, (unsigned long long)d.corrected,
+                            (unsigned long long)d.blocks_recomputed, (unsigned long long)d.uncorrectable);
+                assert_int_equal(d.detected + d.corrected + d.blocks_recomputed + d.uncorrectable, 0);
+                /* C against the oracle: the products' and scalings' rounding, plus each
+                 * product's underflow (u times the smallest normal number) times |alpha| */
+                const double u = single ? 0x1p-24 : 0x1p-53, fmin = single ? 0x1p-126 : 0x1p-1022;
+                for (int64_t j = 0; j < x.g.n; j++)
+                    for (int64_t i = 0; i < x.g.m; i++) {
+                        long double re = 0, im = 0, mass = 0;
+                        for (int64_t kk = 0; kk < x.g.k; kk++) {
+                            const long double ar = opel(x.g.a, ty, x.g.transa, x.g.lda, i, kk, 0);
+                            const long double br = opel(x.g.b, ty, 'N', x.g.ldb, kk, j, 0);
+                            const long double ai = P == 2 ? opel(x.g.a, ty, x.g.transa, x.g.lda, i, kk, 1) : 0;
+                            const long double bi = P == 2 ? opel(x.g.b, ty, 'N', x.g.ldb, kk, j, 1) : 0;
+                            re += ar * br - ai * bi;
+                            im += ar * bi + ai * br;
+                            mass += fabsl(ar * br) + fabsl(ai * bi) + fabsl(ar * bi) + fabsl(ai * br);
+                        }
+                        const long double want[2] = {(long double)alpha * re, (long double)alpha * im};
+                        for (int part = 0; part < P; part++) {
+                            const long double old =
+                                beta == 0.0 ? 0.0L : (long double)beta * abft_ld(x.c0, ty, i + j * x.g.ldc, part);
+                            const long double tol = (x.g.k * P + 4) * u *
+                                                        ((long double)alpha * mass + fabsl(old)) +
+                                                    (x.g.k * P + 4) * u * fmin * (1.0L + alpha);
+                            assert_true(fabsl(abft_ld(x.c, ty, i + j * x.g.ldc, part) - (want[part] + old)) <= tol);
+                        }
+                    }
+                blasft_abft_diag_free(&d);
+                drop(&x);
+            }
+}
+
+/* Results near the largest number of the type whose checksums overflow while the elements and
+ * the reference stay finite: alpha 1e308 (S: 3e38) times a column of op(A) of +-0.9 and a row of
+ * op(B) of +-1, both in the sign pattern + + - - (two neighbours add up beyond the range, a
+ * block's sum is 0), k 1.
+ * The element comparison decides: no report (before, such blocks were reported uncorrectable
+ * with a NaN syndrome). Detect and correct mode, report and recompute. */
+static void test_checksums_overflow(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 4; t++)
+        for (int h = 0; h < 4; h++) {
+            const blasft_type ty = (blasft_type)t;
+            const int P = blasft_type_is_complex(ty) ? 2 : 1;
+            const int single = ty == BLASFT_TYPE_S || ty == BLASFT_TYPE_C;
+            const double alpha = single ? 3e38 : 1e308, beta = -0.35;
+            tgemm x = make(ty, 'N', 'N', 40, 20, 1, 2, alpha, beta, -0.5, 0.5);
+            x.g.alpha[1] = 0.0;
+            x.g.beta[1] = 0.0;
+            for (int64_t i = 0; i < x.g.m; i++)
+                for (int part = 0; part < P; part++)
+                    abft_st(x.a, ty, i, part, part ? 0.0 : i % 4 < 2 ? 0.9 : -0.9);
+            for (int64_t j = 0; j < x.g.n; j++)
+                for (int part = 0; part < P; part++)
+                    abft_st(x.b, ty, j * x.g.ldb, part, part ? 0.0 : j % 4 < 2 ? 1.0 : -1.0);
+            blasft_config cfg = abft_t_cfg(32, 1);
+            cfg.mode = h / 2 ? BLASFT_MODE_DETECT : BLASFT_MODE_CORRECT;
+            cfg.on_error = h % 2 ? BLASFT_ON_ERROR_REPORT : BLASFT_ON_ERROR_RECOMPUTE;
+            blasft_abft_diag d;
+            assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+            assert_int_equal(d.detected + d.corrected + d.blocks_recomputed + d.uncorrectable, 0);
+            const double u = single ? 0x1p-24 : 0x1p-53;
+            for (int64_t j = 0; j < x.g.n; j++)
+                for (int64_t i = 0; i < x.g.m; i++)
+                    for (int part = 0; part < P; part++) {
+                        const long double want =
+                            part ? 0.0L : (long double)alpha * abft_ld(x.a, ty, i, 0) * abft_ld(x.b, ty, j * x.g.ldb, 0);
+                        const long double old = beta * abft_ld(x.c0, ty, i + j * x.g.ldc, part);
+                        const double c = abft_ld(x.c, ty, i + j * x.g.ldc, part);
+                        assert_true(isfinite(c));
+                        assert_true(fabsl(c - (want + old)) <= 4 * u * (fabsl(want) + fabsl(old)));
+                    }
+            blasft_abft_diag_free(&d);
+            drop(&x);
+        }
+}
+
 static void test_nonfinite_inputs_unprotected(void **state)
 {
     (void)state;
@@ -1348,6 +1475,8 @@ int main(void)
         cmocka_unit_test(test_abort_on_uncorrectable),
         cmocka_unit_test(test_extreme_magnitudes),
         cmocka_unit_test(test_edge_scalars),
+        cmocka_unit_test(test_underflow_before_alpha),
+        cmocka_unit_test(test_checksums_overflow),
         cmocka_unit_test(test_nonfinite_inputs_unprotected),
         cmocka_unit_test(test_inject_parser),
         cmocka_unit_test(test_injection_sites),

@@ -798,7 +798,7 @@ static void extreme_magnitudes(void)
             pl.d = &d;
             if (planted)
                 blasft_gpu_set_fault_hook(ctx, plant_hook, &pl);
-            blasft_stats dl = gh_run_counted(ctx, &g, &p, "extreme-magnitude run");
+            blasft_stats dl = gh_run_counted(ctx, &g, &p, "range-end run");
             blasft_gpu_set_fault_hook(ctx, NULL, NULL);
             download_doubles(hc, dC, n * n, 1);
             int64_t bad = 0;
@@ -955,6 +955,103 @@ static void edge_scalars(void)
                          (unsigned long long)dl.blocks_recomputed, (unsigned long long)dl.uncorrectable,
                          (unsigned long long)dl.false_alarms);
                 cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dal); cudaFree(dbe);
+                free(ha); free(hb); free(hc0);
+                free(a); free(b); free(c0); free(hc);
+            }
+    }
+}
+
+/* Magnitudes at the ends of the range, as the host engine's test_underflow_before_alpha and
+ * test_checksums_overflow: v 0, alpha the smallest subnormal over op(B) of 2^500 (S: 2^60) and
+ * beta 1e-300 (1e-30) over an old C of 2^500 (2^60) whose first 20 rows are 0; v 1, alpha 1e300
+ * (1e30) over subnormal op(B); v 2, alpha 1e308 (3e38) over a column of op(A) and a row of op(B)
+ * in the sign pattern + + - -, k 1, so that elements near the largest number make checksums that
+ * overflow. S native, S promoted and D; PEA and PROJ. C must be BLAS's and nothing may be reported
+ * as an error: the underflowed products' rounding grows with |alpha|, and an overflowed checksum
+ * cannot judge its block (false alarms, the second tier's recomputation, are allowed). */
+static void range_ends(void)
+{
+    const int64_t m = 40, n = 33;
+    for (int t = 0; t < 3; t++) {
+        const int dbl = t == 2, promoted = t == 1;
+        const size_t ts = dbl ? 8 : 4;
+        for (int v = 0; v < 3; v++)
+            for (int proj = 0; proj < 2; proj++) {
+                const int64_t k = v == 2 ? 1 : 129;
+                const double tiny = dbl ? 0x1p-1074 : 0x1p-149, big = dbl ? 0x1p500 : 0x1p60;
+                const double alpha = v == 0 ? tiny : v == 1 ? (dbl ? 1e300 : 1e30) : (dbl ? 1e308 : 3e38);
+                const double beta = v == 0 ? (dbl ? 1e-300 : 1e-30) : v == 2 ? -0.35 : 0.0;
+                dg_rng rng;
+                dg_seed(&rng, 950 + (uint64_t)(t * 6 + v * 2 + proj));
+                double *a = malloc(8 * (size_t)(m * k)), *b = malloc(8 * (size_t)(n * k));
+                double *c0 = malloc(8 * (size_t)(m * n)), *hc = malloc(8 * (size_t)(m * n));
+                for (int64_t e = 0; e < m * k; e++)
+                    a[e] = v == 2 ? (e % 4 < 2 ? 0.9 : -0.9) : dg_range(&rng, -1.0, 1.0);
+                for (int64_t e = 0; e < n * k; e++) { /* op(B) = B^T: n x k, ld n */
+                    const double r = dg_range(&rng, 0.0, 1.0);
+                    b[e] = v == 0   ? (double)((int)(r * 5) - 2) * big
+                           : v == 1 ? (double)((int)(r * 2001) - 1000) * tiny
+                                    : (e % 4 < 2 ? 1.0 : -1.0);
+                }
+                for (int64_t e = 0; e < m * n; e++) {
+                    const double r = dg_range(&rng, 0.0, 1.0);
+                    c0[e] = v == 0 ? (e % m < 20 ? 0.0 : (double)((int)(r * 5) - 2) * big) : r - 0.5;
+                }
+                void *ha = gh_typed_copy(a, m * k, !dbl), *hb = gh_typed_copy(b, n * k, !dbl);
+                void *hc0 = gh_typed_copy(c0, m * n, !dbl);
+                void *dA = gh_upload(ha, ts * (size_t)(m * k)), *dB = gh_upload(hb, ts * (size_t)(n * k));
+                void *dC = gh_upload(hc0, ts * (size_t)(m * n));
+                const float af = (float)alpha, bf = (float)beta;
+                blasft_gpu_gemm g;
+                memset(&g, 0, sizeof g);
+                g.type = dbl ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+                g.transa = 'N';
+                g.transb = 'T';
+                g.m = m; g.n = n; g.k = k;
+                g.alpha = dbl ? (const void *)&alpha : (const void *)&af;
+                g.beta = dbl ? (const void *)&beta : (const void *)&bf;
+                g.a = dA; g.lda = m;
+                g.b = dB; g.ldb = n;
+                g.c = dC; g.ldc = m;
+                g.routine = "range_ends";
+                blasft_gpu_params p;
+                gh_params(&p, 32, 1);
+                p.proj = proj;
+                p.promote = promoted;
+                p.rows_on_demand = 1;
+                blasft_stats dl = gh_run_counted(ctx, &g, &p, "range-end run");
+                download_doubles(hc, dC, m * n, dbl);
+                const double u = dbl ? 0x1p-53 : 0x1p-24, fmin = dbl ? 0x1p-1022 : 0x1p-126;
+                const double al = dbl ? alpha : (double)af, be = dbl ? beta : (double)bf;
+                int64_t bad = 0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t i = 0; i < m; i++) {
+                        long double s = 0, mass = 0;
+                        for (int64_t l = 0; l < k; l++) {
+                            const double x = dbl ? a[i + l * m] : (double)(float)a[i + l * m];
+                            const double y = dbl ? b[j + l * n] : (double)(float)b[j + l * n];
+                            s += (long double)x * y;
+                            mass += fabsl((long double)x * y);
+                        }
+                        const double cold = dbl ? c0[i + j * m] : (double)(float)c0[i + j * m];
+                        const long double old = be == 0.0 ? 0.0L : (long double)be * cold;
+                        const long double want = (long double)al * s + old;
+                        const long double tol = (k + 4) * u * ((long double)al * mass + fabsl(old)) +
+                                                (k + 4) * u * fmin * (1.0L + al);
+                        bad += !isfinite(hc[i + j * m]) || !(fabsl(hc[i + j * m] - want) <= tol);
+                    }
+                const char *what = v == 0 ? "alpha subnormal over 2^500" : v == 1 ? "alpha 1e300 over subnormals"
+                                                                                   : "results near the largest number";
+                const char *tn = t == 0 ? "S" : t == 1 ? "S promoted" : "D";
+                GH_CHECK(bad == 0, "range ends %s %s %s: %lld elements wrong", tn, what,
+                         proj ? "proj" : "pea", (long long)bad);
+                GH_CHECK(dl.uncorrectable + dl.errors_detected + dl.errors_corrected == 0,
+                         "range ends %s %s %s: detected %llu corrected %llu uncorrectable %llu "
+                         "(recomputed %llu, false alarms %llu)",
+                         tn, what, proj ? "proj" : "pea", (unsigned long long)dl.errors_detected,
+                         (unsigned long long)dl.errors_corrected, (unsigned long long)dl.uncorrectable,
+                         (unsigned long long)dl.blocks_recomputed, (unsigned long long)dl.false_alarms);
+                cudaFree(dA); cudaFree(dB); cudaFree(dC);
                 free(ha); free(hb); free(hc0);
                 free(a); free(b); free(c0); free(hc);
             }
@@ -1134,6 +1231,7 @@ int main(void)
     near_constant();
     extreme_magnitudes();
     edge_scalars();
+    range_ends();
     tall_shapes();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
