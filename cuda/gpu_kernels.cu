@@ -1004,16 +1004,47 @@ template <typename T> __device__ __forceinline__ T opB(const gk_gemm<T> &g, int6
 }
 
 /* C(i, j) = alpha * op(A)(i,:) op(B)(:,j) + beta * Cold(i,j) computed again, the dot product in
- * double ('C': the stored element's conjugate).
- * Term l of C(i, j)'s dot product in double into (dr, di), and |a_il| |b_lj| (moduli as |re| +
- * |im|) into ms, for the worst-case rounding bound of the element. */
+ * double ('C': the stored element's conjugate). alpha's binary exponent is moved into the
+ * products (alpha = m 2^e with 1 <= |m| < 2; each term a b is formed as a (b 2^e) or (a 2^e) b,
+ * the product times m): exact where nothing leaves the range, so the same value as alpha times
+ * the dot product, but a tiny alpha over huge data (or a huge alpha over tiny data) no longer
+ * overflows (underflows) in the partial sums while the result is in range. The power of two goes
+ * to the larger factor of a term where it scales down and to the smaller where it scales up, so
+ * that it neither drops a subnormal factor's bits nor overflows a large one. */
+struct dot_scale {
+    double pow; /* 2^e */
+    double xr, xi; /* alpha's mantissa part m = alpha / 2^e */
+};
+
+template <typename T> __device__ dot_scale alpha_split(const gk_gemm<T> &g)
+{
+    const T alpha = alpha_of(g);
+    const double xr = part_of(alpha, 0), xi = im_of(alpha);
+    const double top = fmax(fabs(xr), fabs(xi));
+    int e = 1;
+    if (top > 0.0 && isfinite(top))
+        frexp(top, &e);
+    e -= 1; /* the mantissa part in [1, 2): scaled terms no larger than alpha times them */
+    return dot_scale{ldexp(1.0, e), ldexp(xr, -e), ldexp(xi, -e)};
+}
+
+/* Term l of C(i, j)'s dot product, scaled by sc, in double into (dr, di), and |a_il| |b_lj|
+ * (moduli as |re| + |im|, scaled alike) into ms, for the worst-case rounding bound. */
 template <typename T>
-__device__ __forceinline__ void dot_term(const gk_gemm<T> &g, int64_t i, int64_t j, int64_t l,
-                                         double &dr, double &di, double &ms)
+__device__ __forceinline__ void dot_term(const gk_gemm<T> &g, const dot_scale &sc, int64_t i,
+                                         int64_t j, int64_t l, double &dr, double &di, double &ms)
 {
     const double sa = g.ta == 'C' ? -1.0 : 1.0, sb = g.tb == 'C' ? -1.0 : 1.0;
     T a = opA(g, i, l), b = opB(g, l, j);
     double ar = part_of(a, 0), ai = sa * im_of(a), br = part_of(b, 0), bi = sb * im_of(b);
+    const double ma = fabs(ar) + fabs(ai), mb = fabs(br) + fabs(bi);
+    if ((sc.pow < 1.0) == (ma >= mb)) {
+        ar *= sc.pow;
+        ai *= sc.pow;
+    } else {
+        br *= sc.pow;
+        bi *= sc.pow;
+    }
     ms = fma(fabs(ar) + fabs(ai), fabs(br) + fabs(bi), ms);
     dr = fma(ar, br, dr);
     if (gk_el<T>::P == 2) {
@@ -1022,18 +1053,21 @@ __device__ __forceinline__ void dot_term(const gk_gemm<T> &g, int64_t i, int64_t
     }
 }
 
-/* alpha (dr + i di) + beta Cold(i, j); alpha 0 leaves the product out, as BLAS does (A and B may
- * hold NaN; a device alpha of 0 reaches the checks, which cuBLAS may have multiplied by it) */
+/* alpha (dr + i di) + beta Cold(i, j), the dot product scaled by sc; alpha 0 leaves the product
+ * out, as BLAS does (A and B may hold NaN; a device alpha of 0 reaches the checks, which cuBLAS
+ * may have multiplied by it). *amass (if given): |alpha| sum |a b| from the scaled ms. */
 template <typename T>
-__device__ T scaled_element(const gk_gemm<T> &g, int64_t i, int64_t j, double dr, double di)
+__device__ T scaled_element(const gk_gemm<T> &g, const dot_scale &sc, int64_t i, int64_t j,
+                            double dr, double di, double ms, double *amass)
 {
     const T alpha = alpha_of(g), beta = beta_of(g);
-    double xr = part_of(alpha, 0), xi = im_of(alpha);
     double cr = 0.0, ci = 0.0;
     if (!is_zero(alpha)) {
-        cr = xr * dr - xi * di;
-        ci = xr * di + xi * dr;
+        cr = sc.xr * dr - sc.xi * di;
+        ci = sc.xr * di + sc.xi * dr;
     }
+    if (amass)
+        *amass = (fabs(sc.xr) + fabs(sc.xi)) * ms;
     if (!is_zero(beta)) {
         const T o = g.Cold[i + j * g.ldcold];
         double yr = part_of(beta, 0), yi = im_of(beta);
@@ -1043,34 +1077,36 @@ __device__ T scaled_element(const gk_gemm<T> &g, int64_t i, int64_t j, double dr
     return make_el<T>(cr, ci);
 }
 
-/* C(i, j) recomputed in double; *mass (if given): sum_l |a_il| |b_lj|. Four independent chains
- * (terms l mod 4), so that a thread has four loads of each operand in flight: a block's
+/* C(i, j) recomputed in double; *amass (if given): |alpha| sum_l |a_il| |b_lj|. Four independent
+ * chains (terms l mod 4), so that a thread has four loads of each operand in flight: a block's
  * recomputation, one element per thread at a time, is bound by their latency. */
 template <typename T>
-__device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass = nullptr)
+__device__ T recompute_element(const gk_gemm<T> &g, int64_t i, int64_t j, double *amass = nullptr)
 {
+    const dot_scale sc = alpha_split(g);
     double dr[4] = {0.0, 0.0, 0.0, 0.0}, di[4] = {0.0, 0.0, 0.0, 0.0}, ms[4] = {0.0, 0.0, 0.0, 0.0};
     int64_t l = 0;
     for (; l + 4 <= g.k; l += 4) {
 #pragma unroll
         for (int c = 0; c < 4; c++)
-            dot_term(g, i, j, l + c, dr[c], di[c], ms[c]);
+            dot_term(g, sc, i, j, l + c, dr[c], di[c], ms[c]);
     }
     for (; l < g.k; l++)
-        dot_term(g, i, j, l, dr[0], di[0], ms[0]);
-    if (mass)
-        *mass = (ms[0] + ms[1]) + (ms[2] + ms[3]);
-    return scaled_element(g, i, j, (dr[0] + dr[1]) + (dr[2] + dr[3]), (di[0] + di[1]) + (di[2] + di[3]));
+        dot_term(g, sc, i, j, l, dr[0], di[0], ms[0]);
+    return scaled_element(g, sc, i, j, (dr[0] + dr[1]) + (dr[2] + dr[3]),
+                          (di[0] + di[1]) + (di[2] + di[3]), (ms[0] + ms[1]) + (ms[2] + ms[3]), amass);
 }
 
 /* The same by the whole CUDA block (k split over the threads, reduced in red): the result and
- * *mass are valid in thread 0; every thread must call it. */
+ * *amass are valid in thread 0; every thread must call it. */
 template <typename T>
-__device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *mass, double (*red)[3])
+__device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *amass,
+                             double (*red)[3])
 {
+    const dot_scale sc = alpha_split(g);
     double dr = 0.0, di = 0.0, ms = 0.0;
     for (int64_t l = threadIdx.x; l < g.k; l += blockDim.x)
-        dot_term(g, i, j, l, dr, di, ms);
+        dot_term(g, sc, i, j, l, dr, di, ms);
     for (int off = 16; off > 0; off >>= 1) {
         dr += __shfl_xor_sync(0xffffffffu, dr, off);
         di += __shfl_xor_sync(0xffffffffu, di, off);
@@ -1090,20 +1126,19 @@ __device__ T block_recompute(const gk_gemm<T> &g, int64_t i, int64_t j, double *
             di += red[w][1];
             ms += red[w][2];
         }
-        *mass = ms;
-        v = scaled_element(g, i, j, dr, di);
+        v = scaled_element(g, sc, i, j, dr, di, ms, amass);
     }
     __syncthreads(); /* red is reused by the next call */
     return v;
 }
 
-
-/* Whether the GEMM's element c and its recomputation v (mass: sum |a b|) agree within the
- * worst-case rounding of the two, 2 (gamma_{kP+2} |alpha| mass + 2u (|beta c_old| + |v|)), in every
- * part. A NaN or Inf agrees with the same in the recomputation (NaN or Inf in the operands, an
- * overflow: C's value is the GEMM's); against a finite one it is apart. */
+/* Whether the GEMM's element c and its recomputation v (amass: |alpha| sum |a b|) agree within the
+ * worst-case rounding of the two, 2 (gamma_{kP+2} amass + 2u (|beta c_old| + |v|)), in every
+ * part, beyond the range as blasft_parts_agree says: a recomputation that is not finite (NaN or
+ * Inf operands, or an overflow in its own order) cannot judge C's value, which stands; a NaN or
+ * Inf in C against a finite recomputation is apart unless it is an overflow in rounding. */
 template <typename T>
-__device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, T v, double mass)
+__device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, T v, double amass)
 {
     constexpr int tt = gk_el<T>::t;
     const double u = ldexp(1.0, -tt), nn = (double)(g.k * gk_el<T>::P + 2);
@@ -1113,9 +1148,8 @@ __device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, 
 #pragma unroll
     for (int p = 0; p < gk_el<T>::P; p++) {
         const double bound =
-            2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(part_of(v, p)));
-        const double cp = part_of(c, p), vp = part_of(v, p);
-        same = same && (fabs(cp - vp) <= bound || (isnan(cp) && isnan(vp)) || (isinf(cp) && cp == vp));
+            2.0 * blasft_element_rounding(gam, u, aa, amass, bb, co, fabs(part_of(v, p)));
+        same = same && blasft_parts_agree(part_of(c, p), part_of(v, p), bound, blasft_largest(u));
     }
     return same;
 }
@@ -1361,11 +1395,11 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                 const flagged &f = located(q);
                 const int64_t i = i0 + (fix_side[q] ? f.idx : f.loc);
                 const int64_t j = j0 + (fix_side[q] ? f.loc : f.idx);
-                double mass = 0.0;
-                const T v = block_recompute(g, i, j, &mass, red);
+                double amass = 0.0;
+                const T v = block_recompute(g, i, j, &amass, red);
                 if (threadIdx.x == 0) {
                     T *c = &g.C[i + j * g.ldc];
-                    if (!within_rounding(g, i, j, *c, v, mass)) {
+                    if (!within_rounding(g, i, j, *c, v, amass)) {
                         *c = v;
                         fixed++;
                         atomicAdd(&g.cnt->corrected, 1ull);
@@ -1421,11 +1455,11 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
         for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < rows_t * cols_t;
              e += (int64_t)gridDim.x * blockDim.x) {
             const int64_t i = i0 + e % rows_t, j = j0 + e / rows_t;
-            double mass;
-            const T v = recompute_element(g, i, j, &mass);
-            bool apart = !within_rounding(g, i, j, g.C[i + j * g.ldc], v, mass);
+            double amass;
+            const T v = recompute_element(g, i, j, &amass);
+            bool apart = !within_rounding(g, i, j, g.C[i + j * g.ldc], v, amass);
             if constexpr (gk_el<T>::P == 1)
-                if (g.Pref && !apart && blasft_squares_in_range(abs1(alpha_of(g)) * mass))
+                if (g.Pref && !apart && blasft_squares_in_range(amass))
                     /* PROJ flags errors far below the worst-case bound: apart where the
                      * difference is half the flagged column checksum's threshold (one element's
                      * rounding is far below it: the threshold bounds a block's); where the
@@ -1433,8 +1467,9 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
                     apart = fabs((double)g.C[i + j * g.ldc] - (double)v) >= 0.5 * rc->threshold;
             if (apart)
                 atomicAdd(&rc->apart, 1u);
-            if (rc->action == 1)
-                g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is */
+            if (rc->action == 1 && apart)
+                g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is; an element
+                                           within rounding of its recomputation stays too */
         }
     }
     /* the last CUDA block to finish sees every apart count */

@@ -107,6 +107,29 @@ static inline BLASFT_HD double blasft_smallest_normal(double u)
     return u > 0x1p-30 ? 0x1p-126 : 0x1p-1022; /* float or double */
 }
 
+/* The largest finite number of the type whose unit roundoff is u */
+static inline BLASFT_HD double blasft_largest(double u)
+{
+    return u > 0x1p-30 ? 0x1.fffffep+127 : 0x1.fffffffffffffp+1023; /* float or double */
+}
+
+/* Whether one part c of a GEMM's element and a second computation v of it agree, bound being the
+ * worst-case rounding of the two (2 blasft_element_rounding) and largest the type's largest
+ * finite number. Beyond the range the order of the arithmetic decides the outcome, not a fault:
+ *  - an Inf in c where v is within rounding of the largest number (of the same sign) is an
+ *    overflow in rounding, as legitimate as v;
+ *  - a v that is not finite overflowed in the second computation's own order (its partial sums
+ *    are not the GEMM's: cuBLAS may scale an operand by alpha first and stay in range) or comes
+ *    from NaN or Inf operands: it cannot judge c, which stands.
+ * Otherwise a NaN or Inf in c against a finite v is apart (a fault, or a BLAS's overflow where
+ * the value is finite: then v is the better value). */
+static inline BLASFT_HD int blasft_parts_agree(double c, double v, double bound, double largest)
+{
+    if (fabs(c - v) <= bound || !isfinite(v))
+        return 1;
+    return isinf(c) && signbit(c) == signbit(v) && fabs(v) + bound >= largest;
+}
+
 /* Gradual underflow's absolute error in one element or checksum: u times the smallest normal
  * number per rounding (gam times it). A product or partial sum that underflows is scaled by alpha
  * afterwards (OpenBLAS and cuBLAS multiply the accumulated dot product by alpha), so the error
@@ -118,20 +141,20 @@ static inline BLASFT_HD double blasft_underflow_rounding(double gam, double u, d
 }
 
 /* Worst-case rounding of one computed element c of alpha op(A) op(B) + beta C_old, in any
- * summation order, with or without FMA: gam |alpha| mass + 2u (|beta| |c_old| + |c|), with
- * gam = gamma_{kP+2} and mass >= sum |a b| (or a bound of it, such as ||a|| ||b||), plus
- * gradual underflow's absolute error (blasft_underflow_rounding): without it, results in the
- * subnormal range (a subnormal alpha, or subnormal data) would be apart from their recomputation
- * by one unit of the last place. |alpha| mass is formed before gam multiplies it, so that a tiny
- * alpha does not underflow with gam before the data's magnitude lifts it. The host's and the
- * GPU's second opinions compare a recomputed element with the GEMM's against it. */
+ * summation order, with or without FMA: gam alpha_mass + 2u (|beta| |c_old| + |c|), with
+ * gam = gamma_{kP+2} and alpha_mass = |alpha| mass, mass >= sum |a b| (or a bound of it, such as
+ * ||a|| ||b||), formed by the caller in whatever order keeps it in range (a tiny alpha times
+ * huge products), plus gradual underflow's absolute error (blasft_underflow_rounding): without
+ * it, results in the subnormal range (a subnormal alpha, or subnormal data) would be apart from
+ * their recomputation by one unit of the last place. The host's and the GPU's second opinions
+ * compare a recomputed element with the GEMM's against it. */
 static inline BLASFT_HD double blasft_element_rounding(double gam, double u, double abs_alpha,
-                                                       double mass, double abs_beta,
+                                                       double alpha_mass, double abs_beta,
                                                        double abs_cold, double abs_c)
 {
     /* alpha 0: no product (BLAS), whatever its mass (Inf or NaN operands) */
-    return (abs_alpha == 0.0 ? 0.0 : gam * (abs_alpha * mass)) +
-           2.0 * u * (abs_beta * abs_cold + abs_c) + blasft_underflow_rounding(gam, u, abs_alpha);
+    return (abs_alpha == 0.0 ? 0.0 : gam * alpha_mass) + 2.0 * u * (abs_beta * abs_cold + abs_c) +
+           blasft_underflow_rounding(gam, u, abs_alpha);
 }
 
 /* Gradual underflow's share of a checksum's syndrome, added to every method's first-tier

@@ -564,13 +564,15 @@ static int second_opinion(abft_ctx *x, blockview *b, const void *saved, int reco
             for (int part = 0; part < x->P; part++) {
                 double v0 = abft_ld(saved, g->type, r + q * il, part);
                 double v1 = abft_ld(g->c, g->type, i + j * g->ldc, part);
-                /* NaN: not the same; an overflow to the same Inf (finite operands) is */
-                const double lim = 2.0 * blasft_element_rounding(gam, u, aa, mass, bb, co, fabs(v1));
-                same &= v0 == v1 || fabs(v0 - v1) <= lim;
+                /* beyond the range: blasft_parts_agree (an overflow to the same Inf agrees) */
+                const double lim =
+                    2.0 * blasft_element_rounding(gam, u, aa, aa * mass, bb, co, fabs(v1));
+                same &= v0 == v1 || blasft_parts_agree(v0, v1, lim, blasft_largest(u));
                 cv += fabs(v1);
             }
             *apart += !same;
-            const double e = blasft_element_rounding(gam, u, aa, mass, bb, co, cv); /* E(i, j) */
+            /* E(i, j) */
+            const double e = blasft_element_rounding(gam, u, aa, aa * mass, bb, co, cv);
             for (int w = 0; w < R; w++) {
                 cole[w * jl + q] += fabs(x->w[w][r]) * e;
                 rowe[w * il + r] += fabs(x->w[w][q]) * e;
@@ -703,7 +705,7 @@ static double element_worst_at(const abft_ctx *x, int64_t i, int64_t j, double a
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]), bb = fabs(g->beta[0]) + fabs(g->beta[1]);
     if (magnitude)
         *magnitude = aa * sab + bb * co;
-    return blasft_element_rounding(gam, u, aa, sab, bb, co, abs_c);
+    return blasft_element_rounding(gam, u, aa, aa * sab, bb, co, abs_c);
 }
 
 static double element_worst(const abft_ctx *x, int64_t i, int64_t j, double abs_c)

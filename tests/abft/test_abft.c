@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <float.h>
+
 #include "abft/abft_arith.h"
 #include "abft/abft_engine.h"
 #include "abft/abft_inject.h"
@@ -14,6 +16,7 @@
 #include "abft_test_util.h"
 #include "gemm.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -96,6 +99,19 @@ static void test_correct_rule_and_csum(void **state)
     /* near its threshold the syndrome is partly rounding: recompute */
     assert_true(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9, 2e-10));
     assert_false(blasft_correct_by_recompute(1.0 + 1e-9, -1e-9, 1e-10));
+    /* second computations beyond the range (blasft_parts_agree) */
+    const double dmax = blasft_largest(0x1p-53), fmax_ = blasft_largest(0x1p-24);
+    assert_true(dmax == DBL_MAX && fmax_ == FLT_MAX);
+    assert_true(blasft_parts_agree(1.0, 1.0 + 1e-15, 1e-14, dmax));
+    assert_false(blasft_parts_agree(1.0, 1.0 + 1e-13, 1e-14, dmax));
+    assert_false(blasft_parts_agree(NAN, 1.0, 1e-14, dmax));          /* NaN against a value */
+    assert_false(blasft_parts_agree(INFINITY, 3e307, 1e292, dmax));   /* an overflow of the BLAS */
+    assert_true(blasft_parts_agree(INFINITY, DBL_MAX, 1e292, dmax));  /* an overflow in rounding */
+    assert_false(blasft_parts_agree(-INFINITY, DBL_MAX, 1e292, dmax)); /* of the other sign */
+    assert_true(blasft_parts_agree(-INFINITY, -FLT_MAX, 1e31, fmax_));
+    assert_true(blasft_parts_agree(INFINITY, NAN, 0.0, dmax));        /* v cannot judge */
+    assert_true(blasft_parts_agree(1.0, -INFINITY, 0.0, dmax));
+    assert_true(blasft_parts_agree(NAN, NAN, 0.0, dmax));
     blasft_csum s = {0, 0};
     blasft_csum_add(&s, 1.0);
     blasft_csum_add(&s, 1e-20);

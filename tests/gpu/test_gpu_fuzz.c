@@ -49,7 +49,10 @@
  * and complex alpha and beta add two products and a sum each. The second term is gradual
  * underflow: each of the P k products and P k sums of a part loses at most the smallest normal
  * number even where subnormals are flushed, the sum is scaled by alpha, and alpha's and beta's
- * products and sums lose P more each. A promoted S or C GEMM (p.promote = 1) is checked against
+ * products and sums lose P more each. Where alpha times an element of op(A) or op(B) underflows,
+ * 2 P k (the smallest normal number) (the largest |part| of row i of op(A) and column j of
+ * op(B)) is added: cuBLAS may scale an operand by alpha first, and the other factor multiplies
+ * that underflow's loss. A promoted S or C GEMM (p.promote = 1) is checked against
  * the same bound (it is at least as accurate). Where the reference BLAS's result is exactly zero
  * by definition (alpha = 0 or k = 0, and beta = 0) and the scalars are on the host, C must also
  * be +0 (every part), not -0.
@@ -762,6 +765,11 @@ static void run_case(uint64_t seed, long idx, totals *tot)
                                    (isfinite(cold[1]) ? fabs(cold[1]) : 0.0));
                 bound[e] = 2.0 * (double)(P * k + 2) * u * (mag_a + mag_cb) +
                            2.0 * ((prod_used ? aa * (double)(P * k + 1) : 0.0) + 2.0 * P) * tn;
+                /* a kernel that scales an operand by alpha first (as above) loses up to the
+                 * smallest normal number where alpha times an element underflows, and the other
+                 * factor multiplies that loss (seen: a subnormal alpha over data of 2^+-600) */
+                if (prod_used && (aa * rs[i].min < tn || aa * cs[j].min < tn))
+                    bound[e] += 2.0 * (double)(P * k) * tn * fmax(rs[i].max, cs[j].max);
                 if (cold_used) {
                     const double cmin = min_nonzero(cold, P);
                     clean &= !any_nonfinite(cold, P) && all_in_range(cold, P, lo, hi) &&

@@ -966,36 +966,59 @@ static void edge_scalars(void)
  * beta 1e-300 (1e-30) over an old C of 2^500 (2^60) whose first 20 rows are 0; v 1, alpha 1e300
  * (1e30) over subnormal op(B); v 2, alpha 1e308 (3e38) over a column of op(A) and a row of op(B)
  * in the sign pattern + + - -, k 1, so that elements near the largest number make checksums that
- * overflow. S native, S promoted and D; PEA and PROJ. C must be BLAS's and nothing may be reported
- * as an error: the underflowed products' rounding grows with |alpha|, and an overflowed checksum
- * cannot judge its block (false alarms, the second tier's recomputation, are allowed). */
+ * overflow. C must be BLAS's and nothing may be reported as an error: the underflowed products'
+ * rounding grows with |alpha|, and an overflowed checksum cannot judge its block (false alarms,
+ * the second tier's recomputation, are allowed). Then the order of the arithmetic, where plain
+ * cuBLAS itself may leave the range while the results are in it: v 3, alpha 1e-300 (1e-30) over
+ * op(A) near half the largest number, k 31 (products and their sums beyond the range, alpha
+ * times them not); v 4, alpha 1e308 (3e38) over op(A) of +-1..3 and op(B) within +-0.25, k 1
+ * (every result at most 0.75 alpha, but alpha op(A) beyond the range). Each element must be
+ * BLAS's (the engine corrected cuBLAS's overflow: detections allowed) or plain cuBLAS's (the
+ * checks could not see it: references from cuBLAS overflow the same way); nothing
+ * uncorrectable. v 5, alpha -0.26 over subnormal op(A) and op(B) near half the largest number,
+ * k 31: the recomputation must not scale the subnormal factors down (it did, and wrote values
+ * 3e-8 off into C). S native, S promoted and D; PEA and PROJ. */
 static void range_ends(void)
 {
     const int64_t m = 40, n = 33;
     for (int t = 0; t < 3; t++) {
         const int dbl = t == 2, promoted = t == 1;
         const size_t ts = dbl ? 8 : 4;
-        for (int v = 0; v < 3; v++)
+        for (int v = 0; v < 6; v++)
             for (int proj = 0; proj < 2; proj++) {
-                const int64_t k = v == 2 ? 1 : 129;
+                const int64_t k = v == 2 || v == 4 ? 1 : v == 3 || v == 5 ? 31 : 129;
                 const double tiny = dbl ? 0x1p-1074 : 0x1p-149, big = dbl ? 0x1p500 : 0x1p60;
-                const double alpha = v == 0 ? tiny : v == 1 ? (dbl ? 1e300 : 1e30) : (dbl ? 1e308 : 3e38);
-                const double beta = v == 0 ? (dbl ? 1e-300 : 1e-30) : v == 2 ? -0.35 : 0.0;
+                const double alpha = v == 0   ? tiny
+                                     : v == 1 ? (dbl ? 1e300 : 1e30)
+                                     : v == 3 ? (dbl ? 1e-300 : 1e-30)
+                                     : v == 2 || v == 4 ? (dbl ? 1e308 : 3e38)
+                                              : -0.26;
+                const double beta = v == 0 ? (dbl ? 1e-300 : 1e-30) : v == 2 ? -0.35 : v == 5 ? -0.67 : 0.0;
+                const double half_max = dbl ? 0x1p1023 : 0x1p127;
                 dg_rng rng;
-                dg_seed(&rng, 950 + (uint64_t)(t * 6 + v * 2 + proj));
+                dg_seed(&rng, 950 + (uint64_t)(t * 12 + v * 2 + proj));
                 double *a = malloc(8 * (size_t)(m * k)), *b = malloc(8 * (size_t)(n * k));
                 double *c0 = malloc(8 * (size_t)(m * n)), *hc = malloc(8 * (size_t)(m * n));
-                for (int64_t e = 0; e < m * k; e++)
-                    a[e] = v == 2 ? (e % 4 < 2 ? 0.9 : -0.9) : dg_range(&rng, -1.0, 1.0);
+                for (int64_t e = 0; e < m * k; e++) {
+                    const double r = dg_range(&rng, 0.0, 1.0), sg = e % 3 ? 1.0 : -1.0;
+                    a[e] = v == 2   ? (e % 4 < 2 ? 0.9 : -0.9)
+                           : v == 3 ? sg * (0.5 + 0.5 * r) * half_max
+                           : v == 4 ? sg * (double)(1 + (int)(r * 3))
+                           : v == 5 ? sg * (double)(1 + (int)(r * 1000)) * tiny * (e % 4 ? 1.0 : 1e6)
+                                    : 2.0 * r - 1.0;
+                }
                 for (int64_t e = 0; e < n * k; e++) { /* op(B) = B^T: n x k, ld n */
                     const double r = dg_range(&rng, 0.0, 1.0);
                     b[e] = v == 0   ? (double)((int)(r * 5) - 2) * big
                            : v == 1 ? (double)((int)(r * 2001) - 1000) * tiny
-                                    : (e % 4 < 2 ? 1.0 : -1.0);
+                           : v == 2 ? (e % 4 < 2 ? 1.0 : -1.0)
+                           : v == 3 ? 2.0 * r - 1.0
+                           : v == 4 ? 0.5 * r - 0.25
+                                    : (e % 2 ? 1.0 : -1.0) * (0.25 + 0.75 * r) * half_max;
                 }
                 for (int64_t e = 0; e < m * n; e++) {
                     const double r = dg_range(&rng, 0.0, 1.0);
-                    c0[e] = v == 0 ? (e % m < 20 ? 0.0 : (double)((int)(r * 5) - 2) * big) : r - 0.5;
+                    c0[e] = v == 0 ? (e % m < 20 ? 0.0 : (double)((int)(r * 5) - 2) * big) : v == 5 ? 0.0 : r - 0.5;
                 }
                 void *ha = gh_typed_copy(a, m * k, !dbl), *hb = gh_typed_copy(b, n * k, !dbl);
                 void *hc0 = gh_typed_copy(c0, m * n, !dbl);
@@ -1021,6 +1044,13 @@ static void range_ends(void)
                 p.rows_on_demand = 1;
                 blasft_stats dl = gh_run_counted(ctx, &g, &p, "range-end run");
                 download_doubles(hc, dC, m * n, dbl);
+                double *pc = NULL; /* plain cuBLAS's C, where its order decides (v 3 on) */
+                if (v >= 3) {
+                    pc = malloc(8 * (size_t)(m * n));
+                    cudaMemcpy(dC, hc0, ts * (size_t)(m * n), cudaMemcpyHostToDevice);
+                    GH_CHECK(blasft_gpu_gemm_plain(ctx, &g) == 0, "range ends: plain GEMM failed");
+                    download_doubles(pc, dC, m * n, dbl);
+                }
                 const double u = dbl ? 0x1p-53 : 0x1p-24, fmin = dbl ? 0x1p-1022 : 0x1p-126;
                 const double al = dbl ? alpha : (double)af, be = dbl ? beta : (double)bf;
                 int64_t bad = 0;
@@ -1036,16 +1066,24 @@ static void range_ends(void)
                         const double cold = dbl ? c0[i + j * m] : (double)(float)c0[i + j * m];
                         const long double old = be == 0.0 ? 0.0L : (long double)be * cold;
                         const long double want = (long double)al * s + old;
-                        const long double tol = (k + 4) * u * ((long double)al * mass + fabsl(old)) +
-                                                (k + 4) * u * fmin * (1.0L + al);
-                        bad += !isfinite(hc[i + j * m]) || !(fabsl(hc[i + j * m] - want) <= tol);
+                        const long double tol = (k + 4) * u * (fabsl((long double)al) * mass + fabsl(old)) +
+                                                (k + 4) * u * fmin * (1.0L + fabsl((long double)al));
+                        const int as_blas = isfinite(hc[i + j * m]) && fabsl(hc[i + j * m] - want) <= tol;
+                        const int as_plain = pc && (hc[i + j * m] == pc[i + j * m] ||
+                                                    (isnan(hc[i + j * m]) && isnan(pc[i + j * m])));
+                        bad += !as_blas && !as_plain;
                     }
-                const char *what = v == 0 ? "alpha subnormal over 2^500" : v == 1 ? "alpha 1e300 over subnormals"
-                                                                                   : "results near the largest number";
+                free(pc);
+                static const char *whats[] = {"alpha subnormal over 2^500", "alpha 1e300 over subnormals",
+                                              "results near the largest number",
+                                              "alpha 1e-300 over products beyond the range",
+                                              "alpha 1e308 over op(A) of +-1..3",
+                                              "alpha -0.26 over subnormal op(A) and huge op(B)"};
+                const char *what = whats[v];
                 const char *tn = t == 0 ? "S" : t == 1 ? "S promoted" : "D";
                 GH_CHECK(bad == 0, "range ends %s %s %s: %lld elements wrong", tn, what,
                          proj ? "proj" : "pea", (long long)bad);
-                GH_CHECK(dl.uncorrectable + dl.errors_detected + dl.errors_corrected == 0,
+                GH_CHECK(dl.uncorrectable == 0 && (v >= 3 || dl.errors_detected + dl.errors_corrected == 0),
                          "range ends %s %s %s: detected %llu corrected %llu uncorrectable %llu "
                          "(recomputed %llu, false alarms %llu)",
                          tn, what, proj ? "proj" : "pea", (unsigned long long)dl.errors_detected,
