@@ -662,6 +662,53 @@ static void download_doubles(double *out, const void *d, int64_t count, int is_d
     free(f);
 }
 
+/* C = alpha A B^T + beta C of column-major device matrices, A m x k (ld m), B n x k (ld n), C
+ * m x n (ld m), FP64 (is_double) or FP32; scalars in device memory where dev */
+static blasft_gpu_gemm small_nt(int is_double, int64_t m, int64_t n, int64_t k, const void *alpha,
+                                const void *beta, int dev, void *dA, void *dB, void *dC,
+                                const char *routine)
+{
+    blasft_gpu_gemm g;
+    memset(&g, 0, sizeof g);
+    g.type = is_double ? BLASFT_TYPE_D : BLASFT_TYPE_S;
+    g.transa = 'N';
+    g.transb = 'T';
+    g.m = m; g.n = n; g.k = k;
+    g.alpha = alpha;
+    g.beta = beta;
+    g.scalars_on_device = dev;
+    g.a = dA; g.lda = m;
+    g.b = dB; g.ldb = n;
+    g.c = dC; g.ldc = m;
+    g.routine = routine;
+    return g;
+}
+
+/* g protected with BS bs, one checksum, rows on demand, PEA or PROJ, S promoted or not: the
+ * counters' change */
+static blasft_stats run_small(const blasft_gpu_gemm *g, int bs, int proj, int promoted,
+                              const char *what)
+{
+    blasft_gpu_params p;
+    gh_params(&p, bs, 1);
+    p.proj = proj;
+    p.promote = promoted;
+    p.rows_on_demand = 1;
+    return gh_run_counted(ctx, g, &p, what);
+}
+
+/* plain cuBLAS's C for g (m x n, ld m) on the old C hc0 (its type's values, uploaded again into
+ * g's C), as doubles in a new array */
+static double *plain_small(const blasft_gpu_gemm *g, const void *hc0, int is_double)
+{
+    const int64_t count = g->m * g->n;
+    double *pc = malloc(8 * (size_t)count);
+    cudaMemcpy(g->c, hc0, (is_double ? 8 : 4) * (size_t)count, cudaMemcpyHostToDevice);
+    GH_CHECK(blasft_gpu_gemm_plain(ctx, g) == 0, "%s: plain GEMM failed", g->routine);
+    download_doubles(pc, g->c, count, is_double);
+    return pc;
+}
+
 /* Nearly constant operands (x <- x/2 + shift repeated, the offload benchmark's "fresh" data after
  * eight rewrites: random parts 2^-8 of the shift): their rounding errors are correlated, so single
  * elements can be located at their threshold without a fault. A located element is corrected only
@@ -882,25 +929,9 @@ static void edge_scalars(void)
                 const void *hal = dbl ? (const void *)&alpha : (const void *)&af;
                 const void *hbe = dbl ? (const void *)&beta : (const void *)&bf;
                 void *dal = gh_upload(hal, ts), *dbe = gh_upload(hbe, ts);
-                blasft_gpu_gemm g;
-                memset(&g, 0, sizeof g);
-                g.type = dbl ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-                g.transa = 'N';
-                g.transb = 'T';
-                g.m = m; g.n = n; g.k = k;
-                g.alpha = dev ? dal : hal;
-                g.beta = dev ? dbe : hbe;
-                g.scalars_on_device = dev;
-                g.a = dA; g.lda = m;
-                g.b = dB; g.ldb = n;
-                g.c = dC; g.ldc = m;
-                g.routine = "edge_scalars";
-                blasft_gpu_params p;
-                gh_params(&p, 16, 1);
-                p.proj = proj;
-                p.promote = promoted;
-                p.rows_on_demand = 1;
-                blasft_stats dl = gh_run_counted(ctx, &g, &p, "edge-scalar run");
+                blasft_gpu_gemm g = small_nt(dbl, m, n, k, dev ? dal : hal, dev ? dbe : hbe, dev, dA,
+                                             dB, dC, "edge_scalars");
+                blasft_stats dl = run_small(&g, 16, proj, promoted, "edge-scalar run");
                 download_doubles(hc, dC, m * n, dbl);
                 const double u = dbl ? 0x1p-53 : 0x1p-24;
                 int64_t bad = 0;
@@ -928,10 +959,7 @@ static void edge_scalars(void)
                  * its references and recomputes into the zeros BLAS defines (reported) */
                 int64_t plain_nonfinite = 0;
                 {
-                    double *pc = malloc(8 * (size_t)(m * n));
-                    cudaMemcpy(dC, hc0, ts * (size_t)(m * n), cudaMemcpyHostToDevice);
-                    GH_CHECK(blasft_gpu_gemm_plain(ctx, &g) == 0, "edge scalars: plain GEMM failed");
-                    download_doubles(pc, dC, m * n, dbl);
+                    double *pc = plain_small(&g, hc0, dbl);
                     for (int64_t e = 0; e < m * n; e++)
                         plain_nonfinite += !isfinite(pc[e]);
                     free(pc);
@@ -1025,32 +1053,13 @@ static void range_ends(void)
                 void *dA = gh_upload(ha, ts * (size_t)(m * k)), *dB = gh_upload(hb, ts * (size_t)(n * k));
                 void *dC = gh_upload(hc0, ts * (size_t)(m * n));
                 const float af = (float)alpha, bf = (float)beta;
-                blasft_gpu_gemm g;
-                memset(&g, 0, sizeof g);
-                g.type = dbl ? BLASFT_TYPE_D : BLASFT_TYPE_S;
-                g.transa = 'N';
-                g.transb = 'T';
-                g.m = m; g.n = n; g.k = k;
-                g.alpha = dbl ? (const void *)&alpha : (const void *)&af;
-                g.beta = dbl ? (const void *)&beta : (const void *)&bf;
-                g.a = dA; g.lda = m;
-                g.b = dB; g.ldb = n;
-                g.c = dC; g.ldc = m;
-                g.routine = "range_ends";
-                blasft_gpu_params p;
-                gh_params(&p, 32, 1);
-                p.proj = proj;
-                p.promote = promoted;
-                p.rows_on_demand = 1;
-                blasft_stats dl = gh_run_counted(ctx, &g, &p, "range-end run");
+                blasft_gpu_gemm g = small_nt(dbl, m, n, k, dbl ? (const void *)&alpha : (const void *)&af,
+                                             dbl ? (const void *)&beta : (const void *)&bf, 0, dA, dB,
+                                             dC, "range_ends");
+                blasft_stats dl = run_small(&g, 32, proj, promoted, "range-end run");
                 download_doubles(hc, dC, m * n, dbl);
-                double *pc = NULL; /* plain cuBLAS's C, where its order decides (v 3 on) */
-                if (v >= 3) {
-                    pc = malloc(8 * (size_t)(m * n));
-                    cudaMemcpy(dC, hc0, ts * (size_t)(m * n), cudaMemcpyHostToDevice);
-                    GH_CHECK(blasft_gpu_gemm_plain(ctx, &g) == 0, "range ends: plain GEMM failed");
-                    download_doubles(pc, dC, m * n, dbl);
-                }
+                /* plain cuBLAS's C, where its order decides (v 3 on) */
+                double *pc = v >= 3 ? plain_small(&g, hc0, dbl) : NULL;
                 const double u = dbl ? 0x1p-53 : 0x1p-24, fmin = dbl ? 0x1p-1022 : 0x1p-126;
                 const double al = dbl ? alpha : (double)af, be = dbl ? beta : (double)bf;
                 int64_t bad = 0;
