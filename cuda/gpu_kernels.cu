@@ -56,6 +56,10 @@ template <typename T> __device__ __forceinline__ bool is_zero(T x)
 {
     return part_of(x, 0) == 0.0 && im_of(x) == 0.0;
 }
+template <typename T> __device__ __forceinline__ bool is_finite_el(T x)
+{
+    return isfinite(part_of(x, 0)) && isfinite(im_of(x));
+}
 template <typename T> __device__ __forceinline__ bool is_one(T x)
 {
     return part_of(x, 0) == 1.0 && im_of(x) == 0.0;
@@ -1467,9 +1471,10 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
                     apart = fabs((double)g.C[i + j * g.ldc] - (double)v) >= 0.5 * rc->threshold;
             if (apart)
                 atomicAdd(&rc->apart, 1u);
-            if (rc->action == 1 && apart)
-                g.C[i + j * g.ldc] = v; /* detect, report, abort: C stays as it is; an element
-                                           within rounding of its recomputation stays too */
+            /* detect, report, abort: C stays as it is; a recomputation that is not finite
+             * cannot judge the element (blasft_parts_agree), which then stays too */
+            if (rc->action == 1 && (apart || is_finite_el(v)))
+                g.C[i + j * g.ldc] = v;
         }
     }
     /* the last CUDA block to finish sees every apart count */
