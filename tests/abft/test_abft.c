@@ -5,8 +5,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <float.h>
-
 #include "abft/abft_arith.h"
 #include "abft/abft_engine.h"
 #include "abft/abft_inject.h"
