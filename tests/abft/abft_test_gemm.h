@@ -100,8 +100,10 @@ static inline double opel(const void *p, blasft_type t, char tr, int64_t ld, int
 }
 
 /* Checks C against a long-double oracle: |c - true| <= tol_factor * (k+4) * u * scale + rel *
- * |true|, scale the sum of the terms' magnitudes. */
-static inline int compare_oracle_tol(const tgemm *x, double tol_factor, double u, double rel)
+ * |true| + abs_tol, scale the sum of the terms' magnitudes (abs_tol: rounding that is absolute,
+ * as in the subnormal range). */
+static inline int compare_oracle_tol(const tgemm *x, double tol_factor, double u, double rel,
+                                     double abs_tol)
 {
     const blasft_gemm *g = &x->g;
     int P = blasft_type_is_complex(g->type) ? 2 : 1;
@@ -132,7 +134,7 @@ static inline int compare_oracle_tol(const tgemm *x, double tol_factor, double u
             for (int part = 0; part < P; part++) {
                 long double got = abft_ld(g->c, g->type, i + j * g->ldc, part);
                 long double want = part ? ci : cr;
-                if (!(fabsl(got - want) <= tol + rel * fabsl(want))) {
+                if (!(fabsl(got - want) <= tol + rel * fabsl(want) + abs_tol)) {
                     if (bad < 3)
                         fprintf(stderr, "  C(%lld,%lld)[%d] = %Lg, oracle %Lg, tol %Lg\n",
                                 (long long)i, (long long)j, part, got, want, tol);
@@ -150,12 +152,12 @@ static inline int compare_oracle_tol(const tgemm *x, double tol_factor, double u
     return bad;
 }
 
-/* The same with the type's own unit roundoff and no relative term. */
+/* The same with the type's own unit roundoff and no relative or absolute term. */
 static inline int compare_oracle(const tgemm *x, double tol_factor)
 {
     const blasft_type t = x->g.type;
     return compare_oracle_tol(x, tol_factor,
-                              t == BLASFT_TYPE_S || t == BLASFT_TYPE_C ? 0x1p-24 : 0x1p-53, 0.0);
+                              t == BLASFT_TYPE_S || t == BLASFT_TYPE_C ? 0x1p-24 : 0x1p-53, 0.0, 0.0);
 }
 
 #endif

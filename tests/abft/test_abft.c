@@ -1159,22 +1159,7 @@ static void test_edge_scalars(void **state)
                                         u * (fabs(br * cr) + fabs(bi * ci) + fabs(br * ci) + fabs(bi * cr)));
                     }
             } else { /* results in the subnormal range: rounding is absolute there */
-                for (int64_t j = 0; j < x.g.n; j++)
-                    for (int64_t i = 0; i < x.g.m; i++) {
-                        long double re = 0, im = 0;
-                        for (int64_t kk = 0; kk < x.g.k; kk++) {
-                            const long double ar = opel(x.g.a, ty, 'N', x.g.lda, i, kk, 0);
-                            const long double br = opel(x.g.b, ty, 'T', x.g.ldb, kk, j, 0);
-                            const long double ai = P == 2 ? opel(x.g.a, ty, 'N', x.g.lda, i, kk, 1) : 0;
-                            const long double bi = P == 2 ? opel(x.g.b, ty, 'T', x.g.ldb, kk, j, 1) : 0;
-                            re += ar * br - ai * bi;
-                            im += ar * bi + ai * br;
-                        }
-                        const long double want[2] = {tiny * re, tiny * im};
-                        for (int part = 0; part < P; part++)
-                            assert_true(fabsl(abft_ld(x.c, ty, i + j * x.g.ldc, part) - want[part]) <=
-                                        (x.g.k + 2) * 2 * tiny);
-                    }
+                assert_int_equal(compare_oracle_tol(&x, 0.0, 0.0, 0.0, (x.g.k + 2) * 2 * tiny), 0);
             }
             blasft_abft_diag_free(&d);
             drop(&x);

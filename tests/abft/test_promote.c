@@ -22,7 +22,7 @@ static blasft_config promoted_cfg(int bs, int checksums)
 
 /* One rounding to float of a double-precision product: 2^-24 |exact| per part, plus the double
  * GEMM's own error. */
-static int one_rounding(const tgemm *x) { return compare_oracle_tol(x, 4.0, 0x1p-53, 0x1p-24); }
+static int one_rounding(const tgemm *x) { return compare_oracle_tol(x, 4.0, 0x1p-53, 0x1p-24, 0.0); }
 
 static void test_shapes_one_rounding(void **state)
 {

@@ -697,6 +697,23 @@ static blasft_stats run_small(const blasft_gpu_gemm *g, int bs, int proj, int pr
     return gh_run_counted(ctx, g, &p, what);
 }
 
+/* sum_l a(i, l) b(j, l) of small_nt's operands as the device sees them (FP32 data rounded through
+ * float), in long double; *mass (if given): sum_l |a(i, l) b(j, l)| */
+static long double nt_dot(const double *a, const double *b, int64_t m, int64_t n, int64_t k,
+                          int64_t i, int64_t j, int is_double, long double *mass)
+{
+    long double s = 0, ms = 0;
+    for (int64_t l = 0; l < k; l++) {
+        const double x = is_double ? a[i + l * m] : (double)(float)a[i + l * m];
+        const double y = is_double ? b[j + l * n] : (double)(float)b[j + l * n];
+        s += (long double)x * y;
+        ms += fabsl((long double)x * y);
+    }
+    if (mass)
+        *mass = ms;
+    return s;
+}
+
 /* plain cuBLAS's C for g (m x n, ld m) on the old C hc0 (its type's values, uploaded again into
  * g's C), as doubles in a new array */
 static double *plain_small(const blasft_gpu_gemm *g, const void *hc0, int is_double)
@@ -945,12 +962,7 @@ static void edge_scalars(void)
                                                 * device alpha of 0, as plain cuBLAS does */
                             bad += !(got == 0.0 && (dev || !signbit(got)));
                         } else {
-                            long double s = 0;
-                            for (int64_t l = 0; l < k; l++) {
-                                const double al = dbl ? a[i + l * m] : (double)(float)a[i + l * m];
-                                const double bl = dbl ? b[j + l * n] : (double)(float)b[j + l * n];
-                                s += (long double)al * bl;
-                            }
+                            const long double s = nt_dot(a, b, m, n, k, i, j, dbl, NULL);
                             bad += !(fabsl(got - tiny * s) <= (k + 2) * 2 * tiny);
                         }
                     }
@@ -1065,13 +1077,8 @@ static void range_ends(void)
                 int64_t bad = 0;
                 for (int64_t j = 0; j < n; j++)
                     for (int64_t i = 0; i < m; i++) {
-                        long double s = 0, mass = 0;
-                        for (int64_t l = 0; l < k; l++) {
-                            const double x = dbl ? a[i + l * m] : (double)(float)a[i + l * m];
-                            const double y = dbl ? b[j + l * n] : (double)(float)b[j + l * n];
-                            s += (long double)x * y;
-                            mass += fabsl((long double)x * y);
-                        }
+                        long double mass;
+                        const long double s = nt_dot(a, b, m, n, k, i, j, dbl, &mass);
                         const double cold = dbl ? c0[i + j * m] : (double)(float)c0[i + j * m];
                         const long double old = be == 0.0 ? 0.0L : (long double)be * cold;
                         const long double want = (long double)al * s + old;
