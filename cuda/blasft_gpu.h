@@ -42,8 +42,13 @@ extern "C" { /* the project's C headers have no guards of their own */
 
 typedef struct blasft_gpu_ctx blasft_gpu_ctx;
 
-/* 1 if a CUDA device and cuBLAS are usable (initialises CUDA on the first call), else 0. */
+/* 1 if a CUDA device and cuBLAS are usable (initialises CUDA on the first call), else 0; 0 in
+ * the child of a fork made after that first call (CUDA does not carry over a fork). */
 int blasft_gpu_available(void);
+
+/* 1 in the child of a fork made after this library started CUDA (with one warning, the first
+ * time), else 0. */
+int blasft_gpu_forked_child(void);
 
 /* A context bound to `stream` (a cudaStream_t; NULL: the legacy default stream) on the current
  * device: two cuBLAS handles, a helper stream, events, pinned counters, the workspace (empty until

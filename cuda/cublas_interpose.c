@@ -323,7 +323,8 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
         return 0;
     }
     pthread_once(&engine_once, check_engine);
-    if (!engine_ok)
+    /* in a child forked after CUDA started, cuBLAS itself reports the call's failure */
+    if (!engine_ok || !blasft_gpu_available())
         return 0;
     const blasft_cublas_real *r = blasft_cublas_real_api();
     cublasMath_t math = CUBLAS_DEFAULT_MATH; /* cublasLt: the compute type says it (the shim) */

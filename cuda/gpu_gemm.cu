@@ -21,6 +21,7 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <type_traits>
 
 namespace {
@@ -1096,13 +1097,34 @@ int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 std::once_flag avail_once;
 int avail;
 
+/* CUDA does not carry over a fork: in the child of a process that started it every call fails
+ * (initialization error), and the parent's streams, buffers and locks are not the child's. Set in
+ * such a child (by the handler registered when this library starts CUDA), so that its GEMMs go
+ * to the host without touching any of that. */
+std::atomic<bool> forked_from_cuda{false};
+void note_fork_child() { forked_from_cuda.store(true, std::memory_order_relaxed); }
+
 } // namespace
 
 extern "C" {
 
+int blasft_gpu_forked_child(void)
+{
+    if (!forked_from_cuda.load(std::memory_order_relaxed))
+        return 0;
+    static int warned;
+    blasft_log_once(&warned, BLASFT_LOG_WARN, "this process was forked from one in which CUDA had "
+                                              "started, and CUDA cannot be used in such a child: "
+                                              "its GEMMs run on the host");
+    return 1;
+}
+
 int blasft_gpu_available(void)
 {
+    if (forked_from_cuda.load(std::memory_order_relaxed))
+        return 0;
     std::call_once(avail_once, [] {
+        pthread_atfork(nullptr, nullptr, note_fork_child);
         int count = 0;
         if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
             blasft_log(BLASFT_LOG_INFO, "no CUDA device: GPU path disabled");

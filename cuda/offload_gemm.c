@@ -475,6 +475,9 @@ static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double 
 
 int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
 {
+    /* a forked child's cache describes its parent's device memory: never used */
+    if (!blasft_gpu_available())
+        return -1;
     pthread_once(&offload_once, offload_init);
     if (!cache)
         return -1;

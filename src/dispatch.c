@@ -91,6 +91,8 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
         return -1;
     if (cfg->device == BLASFT_DEVICE_AUTO && !auto_wants_gpu(g, cfg))
         return -1;
+    if (blasft_gpu_forked_child()) /* the host, with its own warning */
+        return -1;
     double t0 = now_seconds();
     /* through the consistency layer (its pipelined copies; device copies kept unless
      * BLASFT_CACHE=off), else (when it cannot take this GEMM) the engine's plain copies, else the

@@ -14,6 +14,7 @@
  *             results, the budget kept, one protected GEMM counted per call
  *   threads   concurrent callers on shared and own operands, shared ones rewritten between phases
  *   speculate the deferred check: GEMM started on the cached copies, redone after a change
+ *   fork      GEMMs in a child forked while another thread offloads: right, no hang
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft.h"
 #include "blas_ft_cache.h"
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int checks, failures;
@@ -189,8 +191,13 @@ static void fill(const problem *p, dg_rng *r, void *x, char tr, int64_t rows, in
             put(p->t, x, i + j * ld, dg_range(r, -1, 1), dg_range(r, -1, 1));
 }
 
-/* runs p through blasft_offload_gemm (or the dispatch) and checks C and its padding */
-static int run_and_check(problem *p, int through_dispatch, const char *what)
+/* How run_and_check runs a GEMM: blasft_offload_gemm, or the dispatch, which must choose the GPU
+ * or may run it anywhere (a forked child, whose GPU is its parent's). */
+enum { VIA_OFFLOAD, VIA_DISPATCH, VIA_DISPATCH_ANYWHERE };
+static blasft_where last_where; /* where VIA_DISPATCH_ANYWHERE's GEMM ran */
+
+/* runs p as via says and checks C and its padding */
+static int run_and_check(problem *p, int via, const char *what)
 {
     size_t ts = (size_t)blasft_type_size(p->t);
     size_t nc = elems(p, 'N', p->m, p->n, p->ldc);
@@ -201,7 +208,9 @@ static int run_and_check(problem *p, int through_dispatch, const char *what)
     reference(p, rr, ri, bd);
     blasft_gemm g = descriptor(p);
     int rc;
-    if (through_dispatch)
+    if (via == VIA_DISPATCH_ANYWHERE)
+        rc = (last_where = blasft_gemm_run(&g), 0);
+    else if (via == VIA_DISPATCH)
         rc = blasft_gemm_run(&g) == BLASFT_WHERE_GPU ? 0 : -1;
     else
         rc = blasft_offload_gemm(&g, blasft_cfg());
@@ -318,13 +327,13 @@ static void part_shapes(void)
                         blasft_cache_stats before, after;
                         blasft_stats s0, s1;
                         blasft_get_stats(&s0);
-                        run_and_check(&p, 0, "fresh");
+                        run_and_check(&p, VIA_OFFLOAD, "fresh");
                         cache_stats(&before);
-                        run_and_check(&p, 0, "repeat");
+                        run_and_check(&p, VIA_OFFLOAD, "repeat");
                         cache_stats(&after);
                         /* (an operand's encoding is made at its first unchanged use) */
                         blasft_cache_stats again;
-                        run_and_check(&p, 0, "repeat again");
+                        run_and_check(&p, VIA_OFFLOAD, "repeat again");
                         cache_stats(&again);
                         if (p.k > 0 && p.m > 0 && p.n > 0)
                             CHECK(after.reuses >= before.reuses + 2,
@@ -344,7 +353,7 @@ static void part_shapes(void)
                             j = (int64_t)dg_below(&r, (uint64_t)bc);
                             put(p.t, p.b, i + j * p.ldb, -3.0, 1.0);
                         }
-                        run_and_check(&p, 1, "changed, dispatch");
+                        run_and_check(&p, VIA_DISPATCH, "changed, dispatch");
                         /* clean data: nothing flagged in the three calls (an encoding kept
                          * after its operand changed would flag its blocks) */
                         cudaDeviceSynchronize(); /* the counters arrive by a host function */
@@ -379,8 +388,8 @@ static void part_chain(void)
         const shape s = {160, 160, 160, 0};
         problem p = new_problem(&r, (blasft_type)t, 'C', 'N', 'N', &s);
         p.beta[0] = p.beta[1] = 0.0;
-        run_and_check(&p, 0, "chain, first");
-        run_and_check(&p, 0, "chain, first again"); /* B unchanged: encoded at this use */
+        run_and_check(&p, VIA_OFFLOAD, "chain, first");
+        run_and_check(&p, VIA_OFFLOAD, "chain, first again"); /* B unchanged: encoded at this use */
         problem q = p;
         q.a = p.c;
         q.lda = p.ldc;
@@ -392,7 +401,7 @@ static void part_chain(void)
         cudaDeviceSynchronize();
         cache_stats(&before);
         blasft_get_stats(&s0);
-        run_and_check(&q, 0, "chain, the result as A");
+        run_and_check(&q, VIA_OFFLOAD, "chain, the result as A");
         cudaDeviceSynchronize(); /* the counters arrive by a host function */
         cache_stats(&after);
         blasft_get_stats(&s1);
@@ -551,7 +560,7 @@ static void part_property(int declared, int sequences)
             /* results reused as operands stay of order one: no overflow over a sequence */
             p.alpha[0] = dg_range(&r, -1, 1) / (double)(p.k > 0 ? p.k : 1);
             p.beta[0] = dg_below(&r, 3) ? dg_range(&r, -1, 1) : 0;
-            if (!run_and_check(&p, 0, declared ? "property/declared" : "property/hash"))
+            if (!run_and_check(&p, VIA_OFFLOAD, declared ? "property/declared" : "property/hash"))
                 fprintf(stderr, "  in sequence %d step %d\n", sq, step);
             gemms++;
         }
@@ -600,7 +609,7 @@ static void part_evict(void)
         p.c = mats[c];
         p.alpha[0] = 1.0 / N;
         p.beta[0] = dg_below(&r, 2) ? 0.5 : 0;
-        run_and_check(&p, 0, "evict");
+        run_and_check(&p, VIA_OFFLOAD, "evict");
         if (dg_below(&r, 4) == 0) /* and now and then a host write */
             ((double *)mats[dg_below(&r, NM)])[dg_below(&r, N * N)] = 0.125;
     }
@@ -641,7 +650,7 @@ static void part_tiles(void)
     /* a small GEMM first: the offload path (and its cache) starts with the first call */
     shape small = {8, 8, 8, 0};
     problem w = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &small);
-    run_and_check(&w, 0, "tiles, first call");
+    run_and_check(&w, VIA_OFFLOAD, "tiles, first call");
     free(w.a); free(w.b); free(w.c);
     for (size_t e = 0; e < sizeof cases / sizeof *cases; e++) {
         problem p = new_problem(&r, cases[e].t, cases[e].lay, cases[e].ta, cases[e].tb, &cases[e].s);
@@ -654,7 +663,7 @@ static void part_tiles(void)
         cudaDeviceSynchronize(); /* the reports of the GEMMs before are in */
         cache_stats(&before);
         blasft_get_stats(&sb);
-        run_and_check(&p, 0, "tiles");
+        run_and_check(&p, VIA_OFFLOAD, "tiles");
         /* the engine counts a GEMM when the stream reaches its report (a host function) */
         cudaDeviceSynchronize();
         cache_stats(&after);
@@ -667,8 +676,8 @@ static void part_tiles(void)
         CHECK(sa.protected_gemms == sb.protected_gemms + 1,
               "tiles case %zu: one call counted as %llu protected GEMMs", e,
               (unsigned long long)(sa.protected_gemms - sb.protected_gemms));
-        run_and_check(&p, 0, "tiles, again");
-        run_and_check(&p, 1, "tiles, dispatch");
+        run_and_check(&p, VIA_OFFLOAD, "tiles, again");
+        run_and_check(&p, VIA_DISPATCH, "tiles, dispatch");
         free(p.a); free(p.b); free(p.c);
     }
     printf("tiles: %zu GEMMs over a 1 MiB budget, each 3 times\n", sizeof cases / sizeof *cases);
@@ -714,7 +723,7 @@ static void *caller(void *arg)
             q.c = c;
             q.alpha[0] = 1;
             q.beta[0] = it % 2 ? 0.5 : 0;
-            run_and_check(&q, 0, "threads");
+            run_and_check(&q, VIA_OFFLOAD, "threads");
             if (it == 2) /* own operand changed by this thread */
                 own[dg_below(&r, TDIM)] = 2.0;
         }
@@ -868,6 +877,92 @@ static void part_speculate(void)
     printf("speculate: done\n");
 }
 
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/* A process that offloaded (CUDA started) and then forks, as Python's multiprocessing does by
+ * default: the child has no usable CUDA (its parent's context does not carry over a fork), and
+ * while the parent forks, another of its threads may be inside an offloaded GEMM, holding the
+ * staging buffers' or the cache's locks. The child's GEMMs must give right results without
+ * hanging; the parent's must still run on the GPU. */
+static int fork_stop;
+
+static void *fork_background(void *arg)
+{
+    problem *p = arg;
+    while (!__atomic_load_n(&fork_stop, __ATOMIC_ACQUIRE)) {
+        blasft_gemm g = descriptor(p);
+        blasft_gemm_run(&g);
+    }
+    return NULL;
+}
+
+static void part_fork(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0xf02c);
+    const shape s = {300, 257, 129, 1}, big = {700, 700, 700, 0};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s);
+    run_and_check(&p, VIA_DISPATCH, "fork: the parent, before");
+    problem bg = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &big);
+    pthread_t th;
+    pthread_create(&th, NULL, fork_background, &bg);
+    for (int round = 0; round < 4; round++) {
+        usleep(round * 3000); /* forks at different points of the background GEMM */
+        fflush(NULL);
+        FILE *log = tmpfile(); /* the child's stderr */
+        CHECK(log != NULL, "tmpfile");
+        if (!log)
+            break;
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(120); /* a hang in the child shows as SIGALRM */
+            dup2(fileno(log), 2);
+            checks = failures = 0;
+            dg_rng cr;
+            dg_seed(&cr, 0xc41d + (uint64_t)round);
+            int on_gpu = 0;
+            for (int t = 0; t < 4; t++) {
+                problem q = new_problem(&cr, (blasft_type)t, t % 2 ? 'R' : 'C', 'T', 'N', &s);
+                run_and_check(&q, VIA_DISPATCH_ANYWHERE, "fork: the child");
+                on_gpu += last_where == BLASFT_WHERE_GPU;
+                free(q.a); free(q.b); free(q.c);
+            }
+            CHECK(on_gpu == 0, "fork: %d GEMMs of the child on its parent's GPU", on_gpu);
+            printf("fork: child %d: %d checks, %d failures, %d of 4 GEMMs on the GPU\n", round,
+                   checks, failures, on_gpu);
+            fflush(NULL);
+            _exit(failures ? 1 : 0);
+        }
+        CHECK(pid > 0, "fork failed");
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork: child %d %s %d", round,
+              WIFSIGNALED(st) ? "killed by signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st)
+                                                                                   : WEXITSTATUS(st));
+        /* the library's lines in the child: one warning, that says why */
+        char line[512];
+        int ours = 0, why = 0;
+        rewind(log);
+        while (fgets(line, sizeof line, log)) {
+            fputs(line, stderr);
+            if (!strncmp(line, "libblas_ft:", 11)) {
+                ours++;
+                why += strstr(line, "warning") && strstr(line, "forked") ? 1 : 0;
+            }
+        }
+        fclose(log);
+        CHECK(ours == 1 && why == 1, "fork: child %d wrote %d lines of libblas_ft, %d about the fork",
+              round, ours, why);
+    }
+    __atomic_store_n(&fork_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
+    run_and_check(&p, VIA_DISPATCH, "fork: the parent, after");
+    free(p.a); free(p.b); free(p.c);
+    free(bg.a); free(bg.b); free(bg.c);
+    printf("fork: done\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -898,8 +993,10 @@ int main(int argc, char **argv)
         part_threads();
     else if (!strcmp(part, "speculate"))
         part_speculate();
+    else if (!strcmp(part, "fork"))
+        part_fork();
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
