@@ -1384,13 +1384,8 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
     }
 }
 
-int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
+static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const blasft_config *cfg)
 {
-    if (!blasft_gpu_available())
-        return -1;
-    static thread_local blasft_gpu_ctx *ctx;
-    if (!ctx && !(ctx = blasft_gpu_ctx_create(nullptr)))
-        return -1;
     size_t ts = type_size(g->type);
     int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
     int64_t br = blasft_gemm_b_rows(g), bc = blasft_gemm_b_cols(g);
@@ -1435,6 +1430,30 @@ out:
     cudaFree(dA);
     cudaFree(dB);
     cudaFree(dC);
+    return rc;
+}
+
+int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
+{
+    if (!blasft_gpu_available())
+        return -1;
+    /* this thread's context lives on the device current at its first use; a caller that made
+     * another device current since finds it current again on return */
+    static thread_local blasft_gpu_ctx *ctx;
+    static thread_local int ctx_device;
+    int caller_device = -1;
+    if (cudaGetDevice(&caller_device) != cudaSuccess)
+        return -1;
+    if (!ctx) {
+        if (!(ctx = blasft_gpu_ctx_create(nullptr)))
+            return -1;
+        ctx_device = caller_device;
+    }
+    if (caller_device != ctx_device && cudaSetDevice(ctx_device) != cudaSuccess)
+        return -1;
+    const int rc = run_host_gemm_in(ctx, g, cfg);
+    if (caller_device != ctx_device)
+        cudaSetDevice(caller_device);
     return rc;
 }
 

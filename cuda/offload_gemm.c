@@ -25,6 +25,9 @@ static double now_ms(void)
 static blasft_devmem *backend;
 static blasft_cache *cache;
 static pthread_once_t offload_once = PTHREAD_ONCE_INIT;
+/* The device of the cache, the staging buffers and every thread's streams: the one current when
+ * the process's first offloaded GEMM started them. */
+static int offload_device;
 
 /* The cache's codec: an entry's encodings are the GPU engine's prepared operands (slot 0: the
  * matrix as op(A) = A, slot 1: as op(B) = B), made with the process configuration's parameters
@@ -61,7 +64,7 @@ static int same_prep_params(const blasft_gpu_params *p)
 
 static void offload_init(void)
 {
-    if (!blasft_gpu_available())
+    if (!blasft_gpu_available() || cudaGetDevice(&offload_device) != cudaSuccess)
         return;
     const blasft_config *s = blasft_cfg();
     backend = blasft_offload_backend_create(s->staging);
@@ -473,14 +476,8 @@ static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double 
     return offload_tiles(&t2, cfg, room, t);
 }
 
-int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
+static int offload_on_device(const blasft_gemm *g, const blasft_config *cfg)
 {
-    /* a forked child's cache describes its parent's device memory: never used */
-    if (!blasft_gpu_available())
-        return -1;
-    pthread_once(&offload_once, offload_init);
-    if (!cache)
-        return -1;
     blasft_cache_stats st;
     blasft_cache_get_stats(cache, &st);
     if (operand_bytes(g) <= (double)st.budget_bytes)
@@ -498,6 +495,26 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
         if (!keep)
             blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
     }
+    return rc;
+}
+
+int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
+{
+    /* a forked child's cache describes its parent's device memory: never used */
+    if (!blasft_gpu_available())
+        return -1;
+    pthread_once(&offload_once, offload_init);
+    if (!cache)
+        return -1;
+    /* the caller may have made another GPU current for its own work: the GEMM runs where its
+     * copies live, and the caller's device is current again on return */
+    int caller_device = -1;
+    if (cudaGetDevice(&caller_device) != cudaSuccess ||
+        (caller_device != offload_device && cudaSetDevice(offload_device) != cudaSuccess))
+        return -1;
+    int rc = offload_on_device(g, cfg);
+    if (caller_device != offload_device)
+        cudaSetDevice(caller_device);
     return rc;
 }
 

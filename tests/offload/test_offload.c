@@ -15,6 +15,7 @@
  *   threads   concurrent callers on shared and own operands, shared ones rewritten between phases
  *   speculate the deferred check: GEMM started on the cached copies, redone after a change
  *   fork      GEMMs in a child forked while another thread offloads: right, no hang
+ *   devices   the caller's current device changed to another GPU: right, and left as it was
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft.h"
 #include "blas_ft_cache.h"
@@ -963,6 +964,64 @@ static void part_fork(void)
     printf("fork: done\n");
 }
 
+/* ---- devices ---------------------------------------------------------------------------- */
+
+/* An application that selects another GPU for its own work (cudaSetDevice) and then calls a
+ * host GEMM: the offload path keeps using the device its cache lives on, and the caller's
+ * current device is the same after the call. Needs two GPUs (exits 77 with one). */
+static void *devices_thread(void *arg)
+{
+    problem *p = arg;
+    /* a thread whose first CUDA call selects device 1, before any GEMM of its own */
+    CHECK(cudaSetDevice(1) == cudaSuccess, "cudaSetDevice(1) in a thread");
+    dg_rng r;
+    dg_seed(&r, 0xde72);
+    for (int i = 0; i < 3; i++) {
+        fill(p, &r, p->c, 'N', p->m, p->n, p->ldc);
+        run_and_check(p, VIA_DISPATCH, "devices: a thread on device 1");
+        int dev = -1;
+        CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == 1,
+              "devices: the thread's current device is %d after the GEMM, not 1", dev);
+    }
+    return NULL;
+}
+
+static int part_devices(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+        printf("devices: %d device(s), two needed: skipped\n", count);
+        return 77;
+    }
+    dg_rng r;
+    dg_seed(&r, 0xde71);
+    const shape s = {300, 257, 129, 1};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s);
+    run_and_check(&p, VIA_DISPATCH, "devices: first, on device 0"); /* the cache starts here */
+    /* the application's own work on device 1 */
+    CHECK(cudaSetDevice(1) == cudaSuccess, "cudaSetDevice(1)");
+    void *own = NULL;
+    CHECK(cudaMalloc(&own, 1 << 20) == cudaSuccess, "cudaMalloc on device 1");
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
+        run_and_check(&q, VIA_DISPATCH, "devices: device 1 current");
+        run_and_check(&q, VIA_DISPATCH, "devices: device 1 current, operands cached");
+        int dev = -1;
+        CHECK(cudaGetDevice(&dev) == cudaSuccess && dev == 1,
+              "devices: current device %d after the GEMM, not 1", dev);
+        free(q.a); free(q.b); free(q.c);
+    }
+    CHECK(cudaMemset(own, 0, 1 << 20) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess,
+          "devices: the application's device 1 memory after the GEMMs");
+    cudaFree(own);
+    pthread_t th;
+    pthread_create(&th, NULL, devices_thread, &p);
+    pthread_join(th, NULL);
+    free(p.a); free(p.b); free(p.c);
+    printf("devices: done\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -995,8 +1054,12 @@ int main(int argc, char **argv)
         part_speculate();
     else if (!strcmp(part, "fork"))
         part_fork();
+    else if (!strcmp(part, "devices")) {
+        if (part_devices() == 77)
+            return 77;
+    }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
