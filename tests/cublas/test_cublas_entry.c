@@ -942,6 +942,41 @@ static void grouped(cublasHandle_t h, int prot)
     cudaFree(dH); cudaFree(dHC);
 }
 
+/* With two GPUs: a handle on device 1 (the engine's contexts are per device), host and device
+ * scalars, planted faults there; then h, on device 0, again. */
+static void other_device(cublasHandle_t h, int prot)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+        printf("one GPU: the second device's cases skipped\n");
+        return;
+    }
+    CHECK(cudaSetDevice(1) == cudaSuccess, "cudaSetDevice(1)");
+    cublasHandle_t h1;
+    CHECK(cublasCreate_v2(&h1) == CUBLAS_STATUS_SUCCESS, "cublasCreate on device 1");
+    const entry eps[] = {EP_V2, EP_EX, EP_STRIDED, EP_PTRS_EX_64};
+    for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (size_t i = 1; i < 4; i++) {
+                gcase g = shapes[i];
+                g.dbl = dbl;
+                one(h1, eps[e], g, (int)(i == 2), prot);
+            }
+    if (prot) {
+        planted(h1, EP_V2, 1, 1);
+        planted(h1, EP_STRIDED_EX_64, 0, 3);
+        zplanted(h1, EP_EX, 1, 1);
+    }
+    cublasDestroy_v2(h1);
+    CHECK(cudaSetDevice(0) == cudaSuccess, "cudaSetDevice(0)");
+    gcase g = shapes[2];
+    g.dbl = 1;
+    one(h, EP_V2, g, 0, prot);
+    if (prot)
+        planted(h, EP_V2, 1, 1);
+    printf("device 1: done\n");
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = 0;
@@ -1064,6 +1099,7 @@ int main(int argc, char **argv)
     /* cold first: a stream created after another was destroyed may reuse its handle value */
     captured(h, 0, prot);
     captured(h, 1, prot);
+    other_device(h, prot);
     cublasDestroy_v2(h);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
