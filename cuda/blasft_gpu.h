@@ -50,6 +50,11 @@ int blasft_gpu_available(void);
  * time), else 0. */
 int blasft_gpu_forked_child(void);
 
+/* The process-unique id of the current device's CUDA context (making the device's primary
+ * context current if none is); it changes when the application resets the device
+ * (cudaDeviceReset), which frees everything made on it. 0 where the driver cannot tell. */
+uint64_t blasft_gpu_context_id(void);
+
 /* A context bound to `stream` (a cudaStream_t; NULL: the legacy default stream) on the current
  * device: two cuBLAS handles, a helper stream, events, pinned counters, the workspace (empty until
  * the first GEMM or blasft_gpu_reserve). NULL if no GPU is usable. */
@@ -57,6 +62,12 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream);
 /* Waits for the device (not for the context's stream, which the application may have destroyed
  * already), then frees everything. */
 void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx);
+/* 1 if the device has been reset since ctx was made (called with ctx's device current): its
+ * streams, handles and memory are gone, and the engine's entry points refuse it (-2). Such a
+ * context is given up with blasft_gpu_ctx_forget, which frees its host memory only (a
+ * cudaFree of its old addresses could free the application's new allocations). */
+int blasft_gpu_ctx_stale(const blasft_gpu_ctx *ctx);
+void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx);
 void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream);
 
 /* Protection parameters of the GPU engine (from blasft_config, see blasft_gpu_params_from_cfg). */

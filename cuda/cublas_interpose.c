@@ -109,6 +109,7 @@ void blasft_cublas_pass_end(blasft_cublas_call *c)
 enum { CACHE_SLOTS = 8 };
 typedef struct ctx_slot {
     blasft_gpu_ctx *ctx;
+    uint64_t ctx_id; /* the device's CUDA context then (blasft_gpu_context_id) */
     int device;
     cudaStream_t stream;
     uint64_t used;
@@ -122,8 +123,34 @@ typedef struct ctx_slot {
 static __thread ctx_slot cache[CACHE_SLOTS];
 static __thread uint64_t cache_tick;
 
+/* Frees slot s's context: destroyed where its device's context is the one it was made in,
+ * forgotten (host memory only) where the application has reset that device since. Called with
+ * `device` current, which it is again on return. */
+static void release_slot(ctx_slot *s, int device)
+{
+    if (s->device != device && cudaSetDevice(s->device) != cudaSuccess) {
+        blasft_gpu_ctx_forget(s->ctx);
+    } else {
+        if (blasft_gpu_context_id() == s->ctx_id)
+            blasft_gpu_ctx_destroy(s->ctx);
+        else
+            blasft_gpu_ctx_forget(s->ctx);
+        if (s->device != device)
+            cudaSetDevice(device);
+    }
+    s->ctx = NULL;
+}
+
 static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
 {
+    /* after a reset of the device (cudaDeviceReset), its contexts' streams, handles and memory
+     * are gone, and their addresses may be the application's allocations now: given up */
+    const uint64_t cid = blasft_gpu_context_id();
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].ctx && cache[i].device == device && cache[i].ctx_id != cid) {
+            blasft_gpu_ctx_forget(cache[i].ctx);
+            cache[i].ctx = NULL;
+        }
     ctx_slot *lru = &cache[0];
     for (int i = 0; i < CACHE_SLOTS; i++) {
         ctx_slot *s = &cache[i];
@@ -138,9 +165,9 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
     if (capturing)
         return NULL;
     if (lru->ctx)
-        blasft_gpu_ctx_destroy(lru->ctx);
-    *lru = (ctx_slot){.ctx = blasft_gpu_ctx_create((void *)stream), .device = device,
-                      .stream = stream, .used = ++cache_tick};
+        release_slot(lru, device);
+    *lru = (ctx_slot){.ctx = blasft_gpu_ctx_create((void *)stream), .ctx_id = cid,
+                      .device = device, .stream = stream, .used = ++cache_tick};
     return lru->ctx ? lru : NULL;
 }
 
@@ -169,6 +196,13 @@ int blasft_cublas_plant_fault(int count, int64_t row, int64_t col, int bit)
         return -1;
     pthread_mutex_lock(&plant_lock);
     int rc = 0;
+    /* pinned memory goes with a device reset: then made again */
+    static uint64_t pinned_in;
+    const uint64_t cid = blasft_gpu_context_id();
+    if (cid != pinned_in)
+        for (int i = 0; i < PLANT_MAX; i++)
+            plants[i].pinned = NULL;
+    pinned_in = cid;
     for (int i = 0; i < count && !rc; i++)
         if (!plants[i].pinned && cudaHostAlloc((void **)&plants[i].pinned, 8, 0) != cudaSuccess)
             rc = -1;

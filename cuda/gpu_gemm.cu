@@ -52,6 +52,7 @@ constexpr call_part kWholeCall = {0, 0, 1, 1};
 } // namespace
 
 struct blasft_gpu_ctx {
+    uint64_t ctx_id; /* the CUDA context it was made in (blasft_gpu_context_id) */
     cudaStream_t s0, s1;
     /* PROJ's kernels (gk_proj), forked from and joined back to s1, at the lowest priority (that
      * of default streams): queued behind the main GEMM, they fill the SMs its last wave leaves
@@ -1199,8 +1200,30 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
         blasft_gpu_ctx_destroy(ctx);
         return nullptr;
     }
+    ctx->ctx_id = blasft_gpu_context_id();
     return ctx;
 }
+
+int blasft_gpu_ctx_stale(const blasft_gpu_ctx *ctx)
+{
+    return ctx->ctx_id != blasft_gpu_context_id();
+}
+
+void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx) { free(ctx); }
+
+namespace {
+/* The engine's entry points refuse a context whose device was reset since it was made: its
+ * streams and handles are gone, and its old addresses may be the application's memory now. */
+bool refuse_stale(const blasft_gpu_ctx *ctx)
+{
+    if (!blasft_gpu_ctx_stale(ctx))
+        return false;
+    static int warned;
+    blasft_log_once(&warned, BLASFT_LOG_ERROR, "GPU: a context made before the device was reset "
+                                               "(cudaDeviceReset) was used: make a new one");
+    return true;
+}
+} // namespace
 
 void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
 {
@@ -1278,6 +1301,8 @@ size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c)
 {
+    if (refuse_stale(ctx))
+        return -2;
     /* op N for both: the plan with the most prepared panels */
     promo_plan L = ctx->no_promo ? promo_plan{}
                                  : plan_promotion(t, 'N', 'N', m, n, k, keep_old_c != 0, p);
@@ -1333,6 +1358,8 @@ int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g)
 {
     if (check_args(g, nullptr))
         return -1;
+    if (refuse_stale(ctx))
+        return -2;
     if (g->m == 0 || g->n == 0)
         return 0;
     double2 hs[2];
@@ -1359,6 +1386,8 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
 {
     if (check_args(g, p))
         return -1;
+    if (refuse_stale(ctx))
+        return -2;
     double2 hs[2];
     blasft_gpu_gemm gz;
     g = aligned_scalars(g, &gz, hs);
@@ -1444,15 +1473,19 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
     int caller_device = -1;
     if (cudaGetDevice(&caller_device) != cudaSuccess)
         return -1;
-    if (!ctx) {
-        if (!(ctx = blasft_gpu_ctx_create(nullptr)))
-            return -1;
-        ctx_device = caller_device;
-    }
-    if (caller_device != ctx_device && cudaSetDevice(ctx_device) != cudaSuccess)
+    const int device = ctx ? ctx_device : caller_device;
+    if (device != caller_device && cudaSetDevice(device) != cudaSuccess)
         return -1;
-    const int rc = run_host_gemm_in(ctx, g, cfg);
-    if (caller_device != ctx_device)
+    if (ctx && blasft_gpu_ctx_stale(ctx)) { /* the device was reset: everything of ctx is gone */
+        blasft_gpu_ctx_forget(ctx);
+        ctx = nullptr;
+    }
+    if (!ctx) {
+        ctx = blasft_gpu_ctx_create(nullptr);
+        ctx_device = device;
+    }
+    const int rc = ctx ? run_host_gemm_in(ctx, g, cfg) : -1;
+    if (device != caller_device)
         cudaSetDevice(caller_device);
     return rc;
 }

@@ -26,6 +26,7 @@
  * projected part is inflated by 1/C; a block of fewer than blasft_proj_min_rows rows takes the
  * order-free bound instead (NORM's, Cauchy-Schwarz on every partial sum), as single elements'
  * walks in cuBLAS's own order exceeded the modelled ones (docs/thresholds.md). */
+#include "blasft_gpu.h"
 #include "gpu_kernels.h"
 
 #include <atomic>
@@ -937,19 +938,22 @@ __global__ void __launch_bounds__(wcfg<G>::kWalkWarps * 32, 1) proj_walk(gk_gemm
 }
 
 /* Whether the tensor-core kernels run on the current device (compiled for sm_80 or later), with
- * their shared-memory limits raised there: once per device, as the runtime keeps those per
- * device context; concurrent first calls repeat the same idempotent settings. */
+ * their shared-memory limits raised there: once per device context, as the runtime keeps those
+ * per context (a device reset drops them); concurrent first calls repeat the same idempotent
+ * settings. */
 bool walk_available()
 {
-    static std::atomic<int> known[64]; /* 0: not yet asked, 1: available, 2: not */
+    /* per device: 0 not asked yet, else 2 (1 + the context's id) + 1 if available */
+    static std::atomic<uint64_t> known[64];
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess)
         return false;
-    std::atomic<int> *slot = dev >= 0 && dev < 64 ? &known[dev] : nullptr;
+    const uint64_t asked = 2 * (1 + blasft_gpu_context_id());
+    std::atomic<uint64_t> *slot = dev >= 0 && dev < 64 ? &known[dev] : nullptr;
     if (slot) {
-        const int v = slot->load(std::memory_order_acquire);
-        if (v)
-            return v == 1;
+        const uint64_t v = slot->load(std::memory_order_acquire);
+        if ((v & ~(uint64_t)1) == asked)
+            return v & 1;
     }
     cudaFuncAttributes fa;
     bool ok = cudaFuncGetAttributes(&fa, proj_walk<double, 8, 32>) == cudaSuccess && fa.ptxVersion >= 80 &&
@@ -972,7 +976,7 @@ bool walk_available()
          cudaFuncSetAttribute(proj_prep_walk<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               prep_max) == cudaSuccess;
     if (slot)
-        slot->store(ok ? 1 : 2, std::memory_order_release);
+        slot->store(asked + (ok ? 1 : 0), std::memory_order_release);
     return ok;
 }
 

@@ -25,6 +25,7 @@ typedef struct cuda_devmem {
     int nslots;
     cudaStream_t stream[2];
     cudaEvent_t done[MAX_SLOTS]; /* the DMA out of / into slot i finished */
+    int gone; /* its device was reset: no CUDA object or pinned byte of it may be touched */
 } cuda_devmem;
 
 static unsigned char *slot(cuda_devmem *c, int i) { return c->stage + (size_t)i * c->tile; }
@@ -37,8 +38,9 @@ static int cu_alloc(blasft_devmem *d, size_t bytes, void **dptr)
 
 static void cu_free(blasft_devmem *d, void *dptr)
 {
-    (void)d;
-    cudaFree(dptr);
+    /* after a reset the address may be the application's allocation */
+    if (!((cuda_devmem *)d)->gone)
+        cudaFree(dptr);
 }
 
 /* One tile: rows [r0, r0 + w) bytes of columns [j0, j0 + nc). */
@@ -83,6 +85,8 @@ static void unpack(unsigned char *dst, size_t dpitch, const unsigned char *src, 
 static int cu_upload(blasft_devmem *d, void *dst, size_t dpitch, const void *src, size_t spitch,
                      size_t width, size_t height)
 {
+    if (((cuda_devmem *)d)->gone)
+        return -1;
     cuda_devmem *c = (cuda_devmem *)d;
     if (width == 0 || height == 0)
         return 0;
@@ -112,6 +116,8 @@ static int cu_upload(blasft_devmem *d, void *dst, size_t dpitch, const void *src
 static int cu_download(blasft_devmem *d, void *dst, size_t dpitch, const void *src,
                        size_t spitch, size_t width, size_t height)
 {
+    if (((cuda_devmem *)d)->gone)
+        return -1;
     cuda_devmem *c = (cuda_devmem *)d;
     if (width == 0 || height == 0)
         return 0;
@@ -186,6 +192,8 @@ static int cu_upload_chunks(blasft_devmem *d, void *dst, const void *host, size_
                             blasft_hash128 *dig, size_t *copied,
                             const blasft_devmem_hook *before_write)
 {
+    if (((cuda_devmem *)d)->gone)
+        return -1;
     cuda_devmem *c = (cuda_devmem *)d;
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     int rc = 0;
@@ -255,6 +263,8 @@ static int cu_download_chunks(blasft_devmem *d, void *host, size_t ld_bytes, con
                               size_t row_bytes, size_t cols, blasft_hash128 *dig,
                               const blasft_devmem_fence *fence)
 {
+    if (((cuda_devmem *)d)->gone)
+        return -1;
     cuda_devmem *c = (cuda_devmem *)d;
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     down_tile pend[MAX_SLOTS];
@@ -308,6 +318,11 @@ static size_t cu_default_budget(blasft_devmem *d)
 static void cu_destroy(blasft_devmem *d)
 {
     cuda_devmem *c = (cuda_devmem *)d;
+    if (c->gone) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return;
+    }
     for (int i = 0; i < MAX_SLOTS; i++)
         if (c->done[i])
             cudaEventDestroy(c->done[i]);
@@ -358,4 +373,12 @@ blasft_devmem *blasft_offload_backend_create(size_t staging_bytes)
             return NULL;
         }
     return &c->base;
+}
+
+void blasft_offload_backend_forget(blasft_devmem *d)
+{
+    cuda_devmem *c = (cuda_devmem *)d;
+    pthread_mutex_lock(&c->lock);
+    c->gone = 1;
+    pthread_mutex_unlock(&c->lock);
 }

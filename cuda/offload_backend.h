@@ -14,4 +14,9 @@
  * fails. */
 blasft_devmem *blasft_offload_backend_create(size_t staging_bytes);
 
+/* For a backend whose device was reset (cudaDeviceReset took its memory, streams, events and
+ * pinned buffers): from now on transfers fail, frees do nothing (the old addresses may be the
+ * application's allocations), and destroy frees the host side only. */
+void blasft_offload_backend_forget(blasft_devmem *d);
+
 #endif

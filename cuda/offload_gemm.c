@@ -26,8 +26,12 @@ static blasft_devmem *backend;
 static blasft_cache *cache;
 static pthread_once_t offload_once = PTHREAD_ONCE_INIT;
 /* The device of the cache, the staging buffers and every thread's streams: the one current when
- * the process's first offloaded GEMM started them. */
+ * the process's first offloaded GEMM started them; its CUDA context then (blasft_gpu_context_id),
+ * and how many times they were made again after the application reset that device. */
 static int offload_device;
+static uint64_t offload_ctx_id;
+static unsigned offload_generation;
+static pthread_mutex_t rebuild_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The cache's codec: an entry's encodings are the GPU engine's prepared operands (slot 0: the
  * matrix as op(A) = A, slot 1: as op(B) = B), made with the process configuration's parameters
@@ -62,10 +66,9 @@ static int same_prep_params(const blasft_gpu_params *p)
            p->weights == codec_params.weights && p->pea_p == codec_params.pea_p;
 }
 
-static void offload_init(void)
+/* The staging buffers and the cache on the current device (offload_device). */
+static void make_cache(void)
 {
-    if (!blasft_gpu_available() || cudaGetDevice(&offload_device) != cudaSuccess)
-        return;
     const blasft_config *s = blasft_cfg();
     backend = blasft_offload_backend_create(s->staging);
     if (!backend)
@@ -73,6 +76,37 @@ static void offload_init(void)
     blasft_gpu_params_from_cfg(&codec_params, s);
     blasft_cache_opts o = {s->cache, s->device_mem, s->hash_threads, &gpu_codec};
     cache = blasft_cache_create(backend, &o);
+    __atomic_store_n(&offload_ctx_id, blasft_gpu_context_id(), __ATOMIC_RELEASE);
+}
+
+static void offload_init(void)
+{
+    if (!blasft_gpu_available() || cudaGetDevice(&offload_device) != cudaSuccess)
+        return;
+    make_cache();
+}
+
+/* With offload_device current: after the application reset it (cudaDeviceReset), the cache's
+ * copies, the staging buffers and every thread's streams are gone, and their addresses may be
+ * the application's allocations now. They are given up without a CUDA call and made again; the
+ * host holds every result already (each call copies C back before it returns). */
+static void remake_after_reset(void)
+{
+    const uint64_t cid = blasft_gpu_context_id();
+    if (cid == __atomic_load_n(&offload_ctx_id, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&rebuild_lock);
+    if (cid != offload_ctx_id && cache) {
+        blasft_offload_backend_forget(backend);
+        blasft_cache_destroy(cache);
+        backend->ops->destroy(backend);
+        cache = NULL;
+        backend = NULL;
+        __atomic_fetch_add(&offload_generation, 1, __ATOMIC_RELEASE);
+        make_cache();
+        blasft_log(BLASFT_LOG_INFO, "offload: the device was reset; its cache starts empty");
+    }
+    pthread_mutex_unlock(&rebuild_lock);
 }
 
 static int64_t at_least1(int64_t v) { return v > 1 ? v : 1; }
@@ -89,6 +123,7 @@ static int beta_is_zero(const blasft_gemm *g) { return g->beta[0] == 0.0 && g->b
 /* Per thread: the engine's context on a stream of this thread's own, the panels' events, and a
  * second stream for the cache's encodings (they run beside the thread's GEMMs). */
 typedef struct thread_gpu {
+    unsigned generation; /* offload_generation when made */
     blasft_gpu_ctx *ctx;
     cudaStream_t stream, prep_stream;
     cudaEvent_t panel_done[PANELS];
@@ -97,11 +132,18 @@ typedef struct thread_gpu {
 static thread_gpu *thread_state(void)
 {
     static _Thread_local thread_gpu *tg;
-    if (tg)
+    const unsigned gen = __atomic_load_n(&offload_generation, __ATOMIC_ACQUIRE);
+    if (tg && tg->generation == gen)
         return tg;
+    if (tg) { /* made before a device reset: its streams, events and context are gone */
+        blasft_gpu_ctx_forget(tg->ctx);
+        free(tg);
+        tg = NULL;
+    }
     thread_gpu *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
+    t->generation = gen;
     /* the encodings at the highest priority: their blocks go first as the running panel's GEMM
      * frees SMs, so the next panel is not held up until that GEMM ends */
     int lo = 0, hi = 0;
@@ -512,7 +554,8 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     if (cudaGetDevice(&caller_device) != cudaSuccess ||
         (caller_device != offload_device && cudaSetDevice(offload_device) != cudaSuccess))
         return -1;
-    int rc = offload_on_device(g, cfg);
+    remake_after_reset();
+    int rc = cache ? offload_on_device(g, cfg) : -1;
     if (caller_device != offload_device)
         cudaSetDevice(caller_device);
     return rc;

@@ -977,6 +977,42 @@ static void other_device(cublasHandle_t h, int prot)
     printf("device 1: done\n");
 }
 
+/* The application resets the device (every allocation, stream and handle on it is gone, the
+ * interposer's contexts included) and goes on with a new handle: protected, right, planted faults
+ * corrected, and the application's new memory untouched. */
+static void after_reset(int prot)
+{
+    CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
+    const size_t nb = (size_t)64 << 20;
+    unsigned char *own = NULL, *back = malloc(nb);
+    CHECK(cudaMalloc((void **)&own, nb) == cudaSuccess && cudaMemset(own, 0x5a, nb) == cudaSuccess,
+          "after reset: the application's buffer");
+    cublasHandle_t h;
+    CHECK(cublasCreate_v2(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate after reset");
+    const entry eps[] = {EP_V2, EP_EX, EP_STRIDED};
+    for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (size_t i = 1; i < 4; i++) {
+                gcase g = shapes[i];
+                g.dbl = dbl;
+                one(h, eps[e], g, (int)(i == 2), prot);
+            }
+    if (prot) {
+        planted(h, EP_V2, 1, 1);
+        planted(h, EP_STRIDED, 0, 2);
+    }
+    size_t bad = 0;
+    CHECK(cudaMemcpy(back, own, nb, cudaMemcpyDeviceToHost) == cudaSuccess,
+          "after reset: reading the application's buffer");
+    for (size_t i = 0; i < nb; i++)
+        bad += back[i] != 0x5a;
+    CHECK(bad == 0, "after reset: %zu bytes of the application's buffer changed", bad);
+    cudaFree(own);
+    free(back);
+    cublasDestroy_v2(h);
+    printf("after reset: done\n");
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = 0;
@@ -1101,6 +1137,7 @@ int main(int argc, char **argv)
     captured(h, 1, prot);
     other_device(h, prot);
     cublasDestroy_v2(h);
+    after_reset(prot);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -16,6 +16,7 @@
  *   speculate the deferred check: GEMM started on the cached copies, redone after a change
  *   fork      GEMMs in a child forked while another thread offloads: right, no hang
  *   devices   the caller's current device changed to another GPU: right, and left as it was
+ *   reset     cudaDeviceReset between GEMMs: right, on the GPU again, the application's memory intact
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft.h"
 #include "blas_ft_cache.h"
@@ -1022,6 +1023,48 @@ static int part_devices(void)
     return 0;
 }
 
+/* ---- reset ------------------------------------------------------------------------------ */
+
+/* An application that resets the device (cudaDeviceReset: every allocation, stream and event of
+ * the process on it is gone, the cache's and the staging buffers' included) and goes on with its
+ * own GPU work and host GEMMs: the GEMMs must be right and run on the GPU again, and the
+ * application's new device memory must not be touched. */
+static void part_reset(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0x4e5e7);
+    const shape s = {300, 257, 129, 1};
+    for (int round = 0; round < 2; round++) {
+        problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s);
+        run_and_check(&p, VIA_DISPATCH, "reset: before");
+        CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
+        /* the application's own buffer, allocated where the library's memory was */
+        const size_t nb = (size_t)64 << 20;
+        unsigned char *own = NULL, *back = malloc(nb);
+        CHECK(cudaMalloc((void **)&own, nb) == cudaSuccess &&
+                  cudaMemset(own, 0x5a, nb) == cudaSuccess,
+              "reset: the application's buffer");
+        for (int t = 0; t < 4; t++) {
+            problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
+            run_and_check(&q, VIA_DISPATCH, "reset: after");
+            fill(&q, &r, q.c, 'N', q.m, q.n, q.ldc);
+            run_and_check(&q, VIA_DISPATCH, "reset: after, again");
+            free(q.a); free(q.b); free(q.c);
+        }
+        run_and_check(&p, VIA_DISPATCH, "reset: the operands of before");
+        size_t bad = 0;
+        CHECK(cudaMemcpy(back, own, nb, cudaMemcpyDeviceToHost) == cudaSuccess,
+              "reset: reading the application's buffer");
+        for (size_t i = 0; i < nb; i++)
+            bad += back[i] != 0x5a;
+        CHECK(bad == 0, "reset: %zu bytes of the application's buffer changed", bad);
+        cudaFree(own);
+        free(back);
+        free(p.a); free(p.b); free(p.c);
+    }
+    printf("reset: done\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -1054,12 +1097,14 @@ int main(int argc, char **argv)
         part_speculate();
     else if (!strcmp(part, "fork"))
         part_fork();
+    else if (!strcmp(part, "reset"))
+        part_reset();
     else if (!strcmp(part, "devices")) {
         if (part_devices() == 77)
             return 77;
     }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
