@@ -336,7 +336,7 @@ static const void **read_arrays(const blasft_cublas_call *c, cudaStream_t stream
     return p;
 }
 
-int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
+static int protect(blasft_cublas_call *c, cublasStatus_t *status)
 {
     /* nested, or switched off: not even recorded */
     c->nested = blasft_cublas_untouched();
@@ -492,4 +492,16 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
         *status = CUBLAS_STATUS_SUCCESS;
     }
     return 1;
+}
+
+int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
+{
+    /* the engine's own calls (contexts, workspace, its streams) are relaxed towards a graph that
+     * another thread of the application captures: in the default global mode they would be
+     * refused and could end that capture */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    const int r = protect(c, status);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    return r;
 }

@@ -217,10 +217,14 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     ctx->ws_bytes = 0;
     if (!cuda_ok(cudaMalloc((void **)&ctx->ws, need), "cudaMalloc(workspace)"))
         return -2;
+    /* on the helper stream, not the legacy one, which would wait for (or, while another thread
+     * captures one, break) the application's blocking streams */
     const one_consts ones = {make_double2(1.0, 0.0), make_float2(1.0f, 0.0f)};
-    if (!cuda_ok(cudaMemset(ctx->ws, 0, header_bytes(flag_cap)), "cudaMemset") ||
-        !cuda_ok(cudaMemcpy(ctx->ws + ones_offset(), &ones, sizeof ones, cudaMemcpyHostToDevice),
-                 "cudaMemcpy(constants)"))
+    if (!cuda_ok(cudaMemsetAsync(ctx->ws, 0, header_bytes(flag_cap), ctx->s1), "cudaMemsetAsync") ||
+        !cuda_ok(cudaMemcpyAsync(ctx->ws + ones_offset(), &ones, sizeof ones,
+                                 cudaMemcpyHostToDevice, ctx->s1),
+                 "cudaMemcpyAsync(constants)") ||
+        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
         return -2;
     ctx->ws_bytes = need;
     ctx->flag_cap = flag_cap;
@@ -1415,6 +1419,7 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
 
 static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const blasft_config *cfg)
 {
+    const cudaStream_t st = ctx->s0; /* the thread's own non-blocking stream */
     size_t ts = type_size(g->type);
     int64_t ar = blasft_gemm_a_rows(g), ac = blasft_gemm_a_cols(g);
     int64_t br = blasft_gemm_b_rows(g), bc = blasft_gemm_b_cols(g);
@@ -1424,9 +1429,9 @@ static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const bla
         cudaMalloc(&dB, ts * (br > 0 ? br : 1) * (bc > 0 ? bc : 1)) != cudaSuccess ||
         cudaMalloc(&dC, ts * (g->m > 0 ? g->m : 1) * (g->n > 0 ? g->n : 1)) != cudaSuccess)
         goto out;
-    if (cudaMemcpy2D(dA, ts * ar, g->a, ts * g->lda, ts * ar, ac, cudaMemcpyHostToDevice) ||
-        cudaMemcpy2D(dB, ts * br, g->b, ts * g->ldb, ts * br, bc, cudaMemcpyHostToDevice) ||
-        cudaMemcpy2D(dC, ts * g->m, g->c, ts * g->ldc, ts * g->m, g->n, cudaMemcpyHostToDevice))
+    if (cudaMemcpy2DAsync(dA, ts * ar, g->a, ts * g->lda, ts * ar, ac, cudaMemcpyHostToDevice, st) ||
+        cudaMemcpy2DAsync(dB, ts * br, g->b, ts * g->ldb, ts * br, bc, cudaMemcpyHostToDevice, st) ||
+        cudaMemcpy2DAsync(dC, ts * g->m, g->c, ts * g->ldc, ts * g->m, g->n, cudaMemcpyHostToDevice, st))
         goto out;
     {
         /* the scalars in the GEMM's type: real part first, so one buffer serves every type */
@@ -1450,8 +1455,8 @@ static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const bla
         if (blasft_gpu_gemm_run(ctx, &dg, &p) != 0)
             goto out;
         if (cudaMemcpy2DAsync(g->c, ts * g->ldc, dC, ts * g->m, ts * g->m, g->n,
-                              cudaMemcpyDeviceToHost, nullptr) != cudaSuccess ||
-            cudaStreamSynchronize(nullptr) != cudaSuccess)
+                              cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+            cudaStreamSynchronize(st) != cudaSuccess)
             goto out;
         rc = 0;
     }
@@ -1466,8 +1471,9 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
 {
     if (!blasft_gpu_available())
         return -1;
-    /* this thread's context lives on the device current at its first use; a caller that made
-     * another device current since finds it current again on return */
+    /* this thread's context, on a non-blocking stream of its own (the legacy stream would wait
+     * for the application's blocking streams), lives on the device current at its first use; a
+     * caller that made another device current since finds it current again on return */
     static thread_local blasft_gpu_ctx *ctx;
     static thread_local int ctx_device;
     int caller_device = -1;
@@ -1476,15 +1482,22 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
     const int device = ctx ? ctx_device : caller_device;
     if (device != caller_device && cudaSetDevice(device) != cudaSuccess)
         return -1;
+    /* the library's own calls: relaxed towards a capture by another thread (offload_gemm.c) */
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (ctx && blasft_gpu_ctx_stale(ctx)) { /* the device was reset: everything of ctx is gone */
-        blasft_gpu_ctx_forget(ctx);
+        blasft_gpu_ctx_forget(ctx); /* and its stream with it */
         ctx = nullptr;
     }
     if (!ctx) {
-        ctx = blasft_gpu_ctx_create(nullptr);
+        cudaStream_t st = nullptr;
+        if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess &&
+            !(ctx = blasft_gpu_ctx_create(st)))
+            cudaStreamDestroy(st);
         ctx_device = device;
     }
     const int rc = ctx ? run_host_gemm_in(ctx, g, cfg) : -1;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (device != caller_device)
         cudaSetDevice(caller_device);
     return rc;

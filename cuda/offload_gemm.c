@@ -554,8 +554,14 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     if (cudaGetDevice(&caller_device) != cudaSuccess ||
         (caller_device != offload_device && cudaSetDevice(offload_device) != cudaSuccess))
         return -1;
+    /* this thread's calls are the library's own, on its own streams: they neither join nor
+     * disturb a graph that some thread of the application captures (in the default global
+     * mode the allocations and synchronisations would be refused, and could end that capture) */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     remake_after_reset();
     int rc = cache ? offload_on_device(g, cfg) : -1;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (caller_device != offload_device)
         cudaSetDevice(caller_device);
     return rc;

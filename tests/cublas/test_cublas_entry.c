@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -977,6 +978,113 @@ static void other_device(cublasHandle_t h, int prot)
     printf("device 1: done\n");
 }
 
+/* Another application thread captures a graph on a blocking stream in the default global mode
+ * while this one runs GEMMs on a new handle and stream of its own (the engine makes its context
+ * and workspace then): the GEMMs protected and right, the capture ending in a graph that replays
+ * right. Nothing here synchronises until the capture ended, as an application must not. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int state; /* 1: capture begun, 2: the GEMMs enqueued */
+} cap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void cap_step(int set, int wait)
+{
+    pthread_mutex_lock(&cap.lock);
+    if (set) {
+        cap.state = set;
+        pthread_cond_broadcast(&cap.cond);
+    }
+    while (cap.state < wait)
+        pthread_cond_wait(&cap.cond, &cap.lock);
+    pthread_mutex_unlock(&cap.lock);
+}
+
+static void *capturer(void *arg)
+{
+    int *ok = arg;
+    const size_t nb = (size_t)1 << 20;
+    unsigned char *buf = NULL, *back = malloc(nb);
+    cudaStream_t s;
+    *ok = cudaStreamCreate(&s) == cudaSuccess && cudaMalloc((void **)&buf, nb) == cudaSuccess &&
+          cudaMemset(buf, 0, nb) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+          cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess &&
+          cudaMemsetAsync(buf, 0x11, nb / 2, s) == cudaSuccess;
+    cap_step(1, 2);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    *ok = *ok && cudaMemsetAsync(buf + nb / 2, 0x22, nb / 2, s) == cudaSuccess &&
+          cudaStreamEndCapture(s, &graph) == cudaSuccess && graph &&
+          cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
+          cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess &&
+          cudaMemcpy(back, buf, nb, cudaMemcpyDeviceToHost) == cudaSuccess;
+    for (size_t i = 0; *ok && i < nb; i++)
+        *ok = back[i] == (i < nb / 2 ? 0x11 : 0x22);
+    cudaGetLastError();
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    cudaFree(buf);
+    cudaStreamDestroy(s);
+    free(back);
+    return NULL;
+}
+
+static void while_captured(int prot)
+{
+    enum { N = 3 };
+    gcase gs[N] = {shapes[1], shapes[2], {1, CUBLAS_OP_N, CUBLAS_OP_N, 700, 600, 500, 0, 1, 1.0, 0.5}};
+    gs[0].dbl = 1;
+    run r[N];
+    void *dA[N], *dB[N], *dC[N];
+    for (int i = 0; i < N; i++) {
+        gs[i].batch = 1; /* cublas{S,D}gemm_v2 */
+        make(&r[i], &gs[i]);
+        dA[i] = to_device(r[i].A, r[i].na, gs[i].dbl);
+        dB[i] = to_device(r[i].B, r[i].nb, gs[i].dbl);
+        dC[i] = to_device(r[i].C0, r[i].nc, gs[i].dbl);
+    }
+    cudaStream_t s;
+    cublasHandle_t h;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+              cublasCreate_v2(&h) == CUBLAS_STATUS_SUCCESS &&
+              cublasSetStream_v2(h, s) == CUBLAS_STATUS_SUCCESS,
+          "while captured: handle and stream");
+    stats_t s0 = stats_now();
+    int ok = 0;
+    cap.state = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, capturer, &ok);
+    cap_step(0, 1);
+    for (int i = 0; i < N; i++) {
+        double sc[2] = {gs[i].alpha, gs[i].beta};
+        float scf[2] = {(float)gs[i].alpha, (float)gs[i].beta};
+        const void *al = gs[i].dbl ? (const void *)&sc[0] : (const void *)&scf[0];
+        const void *be = gs[i].dbl ? (const void *)&sc[1] : (const void *)&scf[1];
+        CHECK(call(h, EP_V2, &gs[i], al, dA[i], r[i].lda, r[i].sa, dB[i], r[i].ldb, r[i].sb, be,
+                   dC[i], r[i].ldc, r[i].sc) == CUBLAS_STATUS_SUCCESS,
+              "while captured: GEMM %d refused", i);
+    }
+    cap_step(2, 2);
+    pthread_join(th, NULL);
+    CHECK(ok, "while captured: the other thread's capture failed or replayed wrong");
+    CHECK(cudaStreamSynchronize(s) == cudaSuccess, "while captured: the GEMMs' stream");
+    stats_t s1 = stats_now();
+    for (int i = 0; i < N; i++) {
+        const double q = compare(&r[i], &gs[i], dC[i]);
+        CHECK(q <= 1.0, "while captured: GEMM %d off by %.3g x bound", i, q);
+        cudaFree(dA[i]); cudaFree(dB[i]); cudaFree(dC[i]);
+        release(&r[i]);
+    }
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)(prot ? N : 0),
+          "while captured: %llu protected, expected %d",
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot ? N : 0);
+    cublasDestroy_v2(h);
+    cudaStreamDestroy(s);
+    printf("while captured: done\n");
+}
+
 /* The application resets the device (every allocation, stream and handle on it is gone, the
  * interposer's contexts included) and goes on with a new handle: protected, right, planted faults
  * corrected, and the application's new memory untouched. */
@@ -1136,6 +1244,7 @@ int main(int argc, char **argv)
     captured(h, 0, prot);
     captured(h, 1, prot);
     other_device(h, prot);
+    while_captured(prot);
     cublasDestroy_v2(h);
     after_reset(prot);
     printf("%d checks, %d failures\n", checks, failures);

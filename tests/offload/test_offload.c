@@ -17,6 +17,7 @@
  *   fork      GEMMs in a child forked while another thread offloads: right, no hang
  *   devices   the caller's current device changed to another GPU: right, and left as it was
  *   reset     cudaDeviceReset between GEMMs: right, on the GPU again, the application's memory intact
+ *   capture   GEMMs while another thread captures a CUDA graph: right, and the graph too
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft.h"
 #include "blas_ft_cache.h"
@@ -1065,6 +1066,98 @@ static void part_reset(void)
     printf("reset: done\n");
 }
 
+/* ---- capture ---------------------------------------------------------------------------- */
+
+/* One application thread captures a CUDA graph (cudaStreamCaptureModeGlobal, the default, as
+ * PyTorch's graphs do) while another calls host GEMMs that go to the GPU: the GEMMs must be
+ * right, and the capture must still end in a graph that replays right (in global mode a call
+ * the capture forbids, from any thread, fails and can invalidate the capture). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int state; /* 1: capture begun, 2: the GEMMs done */
+} cap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void cap_set(int v)
+{
+    pthread_mutex_lock(&cap.lock);
+    cap.state = v;
+    pthread_cond_broadcast(&cap.cond);
+    pthread_mutex_unlock(&cap.lock);
+}
+
+static void cap_wait(int v)
+{
+    pthread_mutex_lock(&cap.lock);
+    while (cap.state < v)
+        pthread_cond_wait(&cap.cond, &cap.lock);
+    pthread_mutex_unlock(&cap.lock);
+}
+
+static void *capture_thread(void *arg)
+{
+    (void)arg;
+    const size_t nb = (size_t)1 << 20;
+    unsigned char *buf = NULL, *back = malloc(nb);
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s) == cudaSuccess && /* blocking: the legacy stream waits for it */
+              cudaMalloc((void **)&buf, nb) == cudaSuccess && cudaMemset(buf, 0, nb) == cudaSuccess,
+          "capture: setup");
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+    CHECK(cudaMemsetAsync(buf, 0x11, nb / 2, s) == cudaSuccess, "capture: first memset");
+    cap_set(1);
+    cap_wait(2);
+    CHECK(cudaMemsetAsync(buf + nb / 2, 0x22, nb / 2, s) == cudaSuccess, "capture: second memset");
+    cudaGraph_t graph = NULL;
+    const cudaError_t end = cudaStreamEndCapture(s, &graph);
+    CHECK(end == cudaSuccess && graph, "capture: ended with %s", cudaGetErrorString(end));
+    cudaGetLastError();
+    if (end == cudaSuccess && graph) {
+        cudaGraphExec_t exec = NULL;
+        CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
+                  cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess,
+              "capture: replay");
+        CHECK(cudaMemcpy(back, buf, nb, cudaMemcpyDeviceToHost) == cudaSuccess, "capture: read");
+        size_t bad = 0;
+        for (size_t i = 0; i < nb; i++)
+            bad += back[i] != (i < nb / 2 ? 0x11 : 0x22);
+        CHECK(bad == 0, "capture: %zu bytes of the replayed graph's buffer wrong", bad);
+        if (exec)
+            cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    cudaFree(buf);
+    cudaStreamDestroy(s);
+    free(back);
+    return NULL;
+}
+
+static void part_capture(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0xca97);
+    const shape s = {300, 257, 129, 1};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s);
+    run_and_check(&p, VIA_DISPATCH, "capture: before"); /* CUDA and the cache started */
+    pthread_t th;
+    pthread_create(&th, NULL, capture_thread, NULL);
+    cap_wait(1);
+    int on_gpu = 0;
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
+        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "capture: while another thread captures");
+        on_gpu += last_where == BLASFT_WHERE_GPU;
+        free(q.a); free(q.b); free(q.c);
+    }
+    cap_set(2);
+    pthread_join(th, NULL);
+    CHECK(on_gpu == 4, "capture: %d of 4 GEMMs on the GPU while another thread captured", on_gpu);
+    fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
+    run_and_check(&p, VIA_DISPATCH, "capture: after");
+    free(p.a); free(p.b); free(p.c);
+    printf("capture: done (%d of 4 on the GPU during the capture)\n", on_gpu);
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -1099,12 +1192,14 @@ int main(int argc, char **argv)
         part_fork();
     else if (!strcmp(part, "reset"))
         part_reset();
+    else if (!strcmp(part, "capture"))
+        part_capture();
     else if (!strcmp(part, "devices")) {
         if (part_devices() == 77)
             return 77;
     }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
