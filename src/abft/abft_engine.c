@@ -222,14 +222,13 @@ int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_
     /* no product (k = 0 or alpha = 0): C = beta C as the reference BLAS specifies it (alpha, even
      * NaN or Inf, unused; beta 0 gives exact zeros without reading C; beta 1 leaves C), which
      * some host BLAS builds do not follow for k = 0. Nothing is there for checksums to guard, and
-     * alpha must not enter thresholds. Counted as protected, with no checks, as an empty C. */
+     * alpha must not enter thresholds. Counted unprotected (no check ran), as the GPU engine and
+     * the cuBLAS interposer count it, so that a call's count does not depend on where it ran. */
     if (g->m > 0 && g->n > 0 && (g->k == 0 || (g->alpha[0] == 0.0 && g->alpha[1] == 0.0))) {
         if (diag)
             memset(diag, 0, sizeof *diag);
         scale_c(g);
-        if (diag)
-            diag->protected_run = 1;
-        blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, 1);
+        blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return 0;
     }
     if (abft_promotes(g, cfg))

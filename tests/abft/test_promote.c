@@ -52,7 +52,10 @@ static void test_shapes_one_rounding(void **state)
                     cfg.block_size, cfg.checksums, (int)cfg.threshold, rc,
                     (unsigned long long)d.detected, bad);
         assert_int_equal(rc, 0);
-        assert_int_equal(d.protected_run, 1);
+        /* a GEMM without a product (k = 0, alpha = 0) is C = beta C, not checked */
+        assert_int_equal(d.protected_run,
+                         !(x.g.m > 0 && x.g.n > 0 &&
+                           (x.g.k == 0 || (x.g.alpha[0] == 0.0 && x.g.alpha[1] == 0.0))));
         assert_int_equal(d.detected + d.false_alarms + d.corrected + d.blocks_recomputed, 0);
         assert_int_equal(bad, 0);
         drop(&x);
