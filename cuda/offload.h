@@ -16,10 +16,10 @@
  * host C holds the result.
  * Operands larger than the budget together run in tiles, each one such call (halved along m, n
  * or k until a tile fits in half the budget; docs/consistency.md).
- * Returns 0; -1 if it could not run there (no GPU, CUDA failure before anything was written):
- * then the caller runs the GEMM elsewhere (a failure after C's copy back started can leave C
- * partly written: only with beta = 0 is a host rerun then still exact). Once a tile has run, a
- * later tile that cannot run on the GPU runs on the host engine and the call returns 0.
+ * Returns 0; -1 if it could not run there (no GPU, CUDA failure before anything of C was
+ * written, or with beta = 0): then the caller runs the GEMM elsewhere. A failure after part of C
+ * was copied back with beta != 0 has the rest computed by the host engine (0). Once a tile has
+ * run, a later tile that cannot run on the GPU runs on the host engine and the call returns 0.
  *
  * Still missing for issue 6 (docs/consistency.md): the engine's encodings are not kept (the
  * codec hook is NULL: the engine encodes every operand on every call). */

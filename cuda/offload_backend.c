@@ -259,17 +259,29 @@ typedef struct down_tile {
 } down_tile;
 
 /* The DMA of up to nslots tiles runs ahead while host threads unpack (and hash) the oldest. */
+/* Test hook: the next download_chunks with a tile number fail_at fails before that tile reaches
+ * the host. */
+static int fail_at = -1;
+
+int blasft_offload_backend_fail_download_at(int tile)
+{
+    return __atomic_exchange_n(&fail_at, tile, __ATOMIC_ACQ_REL);
+}
+
 static int cu_download_chunks(blasft_devmem *d, void *host, size_t ld_bytes, const void *src,
                               size_t row_bytes, size_t cols, blasft_hash128 *dig,
-                              const blasft_devmem_fence *fence)
+                              const blasft_devmem_fence *fence, size_t *done)
 {
+    if (done)
+        *done = 0;
     if (((cuda_devmem *)d)->gone)
         return -1;
     cuda_devmem *c = (cuda_devmem *)d;
     size_t chunks = blasft_hash_chunk_count(row_bytes, cols);
     down_tile pend[MAX_SLOTS];
-    size_t issued = 0, next_chunk = 0;
+    size_t issued = 0, next_chunk = 0, written = 0;
     int rc = 0;
+    const int fail = __atomic_load_n(&fail_at, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&c->lock);
     for (size_t t = 0;; t++) {
         while (rc == 0 && next_chunk < chunks && issued < t + (size_t)c->nslots) {
@@ -290,7 +302,11 @@ static int cu_download_chunks(blasft_devmem *d, void *host, size_t ld_bytes, con
         if (t >= issued || rc != 0)
             break;
         int s = (int)(t % (size_t)c->nslots);
-        if (cudaEventSynchronize(c->done[s]) != cudaSuccess) {
+        int planted = fail >= 0 && (size_t)fail == t;
+        if (planted) /* fired: once */
+            planted = __atomic_compare_exchange_n(&fail_at, &(int){fail}, -1, false,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        if (cudaEventSynchronize(c->done[s]) != cudaSuccess || planted) {
             rc = -1;
             break;
         }
@@ -298,10 +314,13 @@ static int cu_download_chunks(blasft_devmem *d, void *host, size_t ld_bytes, con
         blasft_chunk_pass p = {host, row_bytes, cols, ld_bytes, slot(c, s), q->lo, NULL, dig, NULL,
                                q->c0, 0};
         blasft_chunks_down(&p, q->end - q->c0);
+        written = q->hi; /* the tiles reach the host in order, each a span of whole chunks */
     }
     if (sync_slots(c))
         rc = -1;
     pthread_mutex_unlock(&c->lock);
+    if (done)
+        *done = written;
     return rc;
 }
 

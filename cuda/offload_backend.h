@@ -19,4 +19,9 @@ blasft_devmem *blasft_offload_backend_create(size_t staging_bytes);
  * application's allocations), and destroy frees the host side only. */
 void blasft_offload_backend_forget(blasft_devmem *d);
 
+/* Test hook: the next whole-region download (download_chunks) of any CUDA backend that has a
+ * tile number `tile` (0-based) fails just before that tile would reach the host, as a device
+ * failure there would; -1 cancels. Returns the setting before (-1 once it fired). */
+int blasft_offload_backend_fail_download_at(int tile);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,62 @@ static void release_all(call *K, unsigned c_how)
 }
 
 /* One call whose operands fit the cache's budget together. */
+/* Runs g on the host: protected, else plain. */
+static void host_part(const blasft_gemm *g, const blasft_config *cfg)
+{
+    if (blasft_abft_run(g, cfg, NULL, 0) != 0)
+        blasft_host_gemm(g);
+}
+
+/* C's copy back failed after `done` dense bytes of C (column-major, m rows) had reached the host:
+ * those hold the result, the rest the caller's C. Where nothing was written, or beta = 0, the
+ * caller's rerun of the whole GEMM is exact (-1). Otherwise the rest is computed here on the
+ * host, as if the GEMM had run there (0). Where what was written is not known, beta != 0 leaves
+ * no way to the result: reported as an uncorrectable error (0). */
+static int finish_on_host(const blasft_gemm *g, const blasft_config *cfg, size_t done)
+{
+    const size_t ts = (size_t)blasft_type_size(g->type), col = ts * (size_t)g->m;
+    const int beta_zero = g->beta[0] == 0.0 && g->beta[1] == 0.0;
+    if (done == 0 || beta_zero)
+        return -1;
+    if (done == SIZE_MAX || done % ts) {
+        const int abort_now = cfg->on_error == BLASFT_ON_ERROR_ABORT;
+        blasft_event ev = {BLASFT_EVENT_UNCORRECTABLE, g->routine, "SDCZ"[g->type], -1, -1, -1, -1,
+                           0.0, 0.0, abort_now ? "aborted" : "reported"};
+        blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, 1);
+        blasft_event_emit(&ev);
+        blasft_log(BLASFT_LOG_ERROR, "%s: the GPU failed while C was copied back, and with beta "
+                   "!= 0 the part already written cannot be computed again: C is wrong%s",
+                   g->routine ? g->routine : "gemm", abort_now ? "; aborting" : "");
+        if (abort_now)
+            abort();
+        return 0;
+    }
+    const int64_t j0 = (int64_t)(done / col), r0 = (int64_t)((done % col) / ts);
+    const size_t a_row = g->transa == 'N' ? ts : ts * (size_t)g->lda;
+    const size_t b_col = g->transb == 'N' ? ts * (size_t)g->ldb : ts;
+    const size_t c_col = ts * (size_t)g->ldc;
+    int64_t j = j0;
+    if (r0 > 0) { /* the rest of column j0 */
+        blasft_gemm t = *g;
+        t.m = g->m - r0;
+        t.n = 1;
+        t.a = (const char *)g->a + (size_t)r0 * a_row;
+        t.b = (const char *)g->b + (size_t)j0 * b_col;
+        t.c = (char *)g->c + (size_t)j0 * c_col + (size_t)r0 * ts;
+        host_part(&t, cfg);
+        j++;
+    }
+    if (j < g->n) { /* the columns not copied at all */
+        blasft_gemm t = *g;
+        t.n = g->n - j;
+        t.b = (const char *)g->b + (size_t)j * b_col;
+        t.c = (char *)g->c + (size_t)j * c_col;
+        host_part(&t, cfg);
+    }
+    return 0;
+}
+
 static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
 {
     /* BLASFT_OFFLOAD_TRACE=on: one line per call on stderr with the phases' wall times */
@@ -401,8 +458,9 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
                            &codec_params, K.c.ref.enc[1]) == 0)
         K.c.ref.enc_written = 3u;
     blasft_devmem_fence fence = {K.panels, K.bounds, (void *const *)tg->panel_done};
-    if (rc_run == 0 && blasft_cache_download_fenced(cache, &K.c.ref, &fence) != 0)
-        rc_run = -2;
+    size_t c_done = 0; /* C's copy back failed after these dense bytes of it reached the host */
+    if (rc_run == 0 && blasft_cache_download_fenced(cache, &K.c.ref, &fence, &c_done) != 0)
+        rc_run = -3;
     if (cudaStreamSynchronize(tg->stream) != cudaSuccess && rc_run == 0)
         rc_run = -2;
     /* on failure the device C is unknown: released as unchanged, the host C (untouched unless
@@ -422,7 +480,7 @@ static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
         static int warned;
         blasft_log_once(&warned, BLASFT_LOG_WARN, "an offloaded GEMM failed on the GPU and runs "
                                                   "on the host");
-        return -1;
+        return rc_run == -3 ? finish_on_host(g, cfg, c_done) : -1;
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -701,8 +702,10 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
 }
 
 int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
-                                 const blasft_devmem_fence *fence)
+                                 const blasft_devmem_fence *fence, size_t *done)
 {
+    if (done)
+        *done = SIZE_MAX;
     blasft_cache_entry *e = ref->entry;
     pthread_mutex_lock(&c->lock);
     bool all = e->host_all_changed;
@@ -717,7 +720,7 @@ int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
     if (!all && nr == 0 && o->download_chunks) {
         /* the whole copy, its hash taken in the unpack pass */
         rc = o->download_chunks(c->dev, (void *)e->key.host, ld_bytes(e), e->data, e->row_bytes,
-                                (size_t)e->key.cols, hash_mode ? e->dig : NULL, fence);
+                                (size_t)e->key.cols, hash_mode ? e->dig : NULL, fence, done);
         hashed = hash_mode;
         __atomic_fetch_add(&c->st.download_bytes, e->row_bytes * (size_t)e->key.cols,
                            __ATOMIC_RELAXED);
@@ -743,7 +746,7 @@ int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
 
 int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref)
 {
-    return blasft_cache_download_fenced(c, ref, NULL);
+    return blasft_cache_download_fenced(c, ref, NULL, NULL);
 }
 
 int blasft_cache_verify(blasft_cache *c, blasft_cache_ref *ref,

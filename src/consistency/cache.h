@@ -117,9 +117,11 @@ int blasft_cache_acquire(blasft_cache *c, const blasft_cache_key *key, unsigned 
 int blasft_cache_download(blasft_cache *c, blasft_cache_ref *ref);
 
 /* The same, ordered after the device work named by fence (devmem.h), and with the hash of the
- * host result taken in the unpack pass where the backend can. */
+ * host result taken in the unpack pass where the backend can. On failure *done (may be NULL) is
+ * the number of dense bytes from the start of the copy that reached the host in full (the rest
+ * of the host copy is as it was), or SIZE_MAX where that is not known. */
 int blasft_cache_download_fenced(blasft_cache *c, blasft_cache_ref *ref,
-                                 const blasft_devmem_fence *fence);
+                                 const blasft_devmem_fence *fence, size_t *done);
 
 /* For a reader acquired with DID_DEFERRED: the change check now. 0: the copy was current (what
  * was computed from it stands); 1: the host data had changed, the copy is now updated (the

@@ -46,7 +46,9 @@ typedef struct blasft_devmem_ops {
      * with old, chunks whose digest equals old[c] are not copied (old may be dig); *copied: the
      * chunks copied; before_write (may be NULL) runs before the first byte of dst is written.
      * download_chunks: the digest of each chunk of the host result into dig (may be NULL);
-     * fence (may be NULL) orders the reads after the device work that writes src.
+     * fence (may be NULL) orders the reads after the device work that writes src. On failure
+     * *done (may be NULL) is the number of dense bytes, from the region's start, that reached
+     * the host in full; the host region beyond them is untouched.
      * Both 0, or -1 on failure; synchronous like upload/download. */
     int (*upload_chunks)(blasft_devmem *d, void *dst, const void *host, size_t row_bytes,
                          size_t cols, size_t ld_bytes, const blasft_hash128 *old,
@@ -54,7 +56,7 @@ typedef struct blasft_devmem_ops {
                          const blasft_devmem_hook *before_write);
     int (*download_chunks)(blasft_devmem *d, void *host, size_t ld_bytes, const void *src,
                            size_t row_bytes, size_t cols, blasft_hash128 *dig,
-                           const blasft_devmem_fence *fence);
+                           const blasft_devmem_fence *fence, size_t *done);
     /* Device memory the backend would give the cache when BLASFT_DEVICE_MEM is auto. */
     size_t (*default_budget)(blasft_devmem *d);
     void (*destroy)(blasft_devmem *d);

@@ -18,6 +18,7 @@
  *   devices   the caller's current device changed to another GPU: right, and left as it was
  *   reset     cudaDeviceReset between GEMMs: right, on the GPU again, the application's memory intact
  *   capture   GEMMs while another thread captures a CUDA graph: right, and the graph too
+ *   partial   C's copy back failing part-way (planted): the result exact all the same
  * No cmocka (the device machine has none); exits 77 without a GPU. */
 #include "blas_ft.h"
 #include "blas_ft_cache.h"
@@ -27,6 +28,7 @@
 #include "datagen.h"
 #include "hpref.h"
 #include "offload.h"
+#include "offload_backend.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -1105,6 +1107,16 @@ static void *capture_thread(void *arg)
           "capture: setup");
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
     CHECK(cudaMemsetAsync(buf, 0x11, nb / 2, s) == cudaSuccess, "capture: first memset");
+    /* a host GEMM by the capturing thread itself: offloaded on the library's own streams, not
+     * captured */
+    {
+        dg_rng r;
+        dg_seed(&r, 0xca98);
+        const shape sh = {200, 150, 100, 0};
+        problem q = new_problem(&r, BLASFT_TYPE_D, 'C', 'T', 'N', &sh);
+        run_and_check(&q, VIA_DISPATCH, "capture: by the capturing thread");
+        free(q.a); free(q.b); free(q.c);
+    }
     cap_set(1);
     cap_wait(2);
     CHECK(cudaMemsetAsync(buf + nb / 2, 0x22, nb / 2, s) == cudaSuccess, "capture: second memset");
@@ -1158,6 +1170,49 @@ static void part_capture(void)
     printf("capture: done (%d of 4 on the GPU during the capture)\n", on_gpu);
 }
 
+/* ---- partial -------------------------------------------------------------------------- */
+
+/* C's copy back fails part-way (a device failure there, planted by the backend's test hook):
+ * the tiles that reached the host hold the result, the rest the caller's C. The result must be
+ * exact all the same: with beta != 0 the rest is computed on the host, with beta = 0 (or
+ * nothing written yet) the whole GEMM again. */
+static void part_partial(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0x9a27);
+    typedef struct {
+        blasft_type t;
+        char lay, ta, tb;
+        shape s;
+        int zero_beta, tile;
+    } pcase;
+    static const pcase cases[] = {
+        {BLASFT_TYPE_D, 'C', 'N', 'N', {700, 600, 300, 0}, 0, 3},
+        {BLASFT_TYPE_D, 'C', 'T', 'T', {701, 599, 131, 3}, 0, 5},
+        {BLASFT_TYPE_D, 'R', 'N', 'T', {600, 701, 129, 1}, 0, 2},
+        {BLASFT_TYPE_Z, 'C', 'C', 'N', {400, 301, 97, 2}, 0, 4},
+        {BLASFT_TYPE_S, 'R', 'T', 'N', {900, 800, 64, 0}, 0, 1},
+        {BLASFT_TYPE_C, 'C', 'N', 'C', {513, 600, 77, 0}, 0, 2},
+        {BLASFT_TYPE_D, 'C', 'N', 'N', {700, 600, 300, 0}, 1, 3},  /* beta 0: all again */
+        {BLASFT_TYPE_D, 'C', 'N', 'T', {700, 600, 300, 0}, 0, 0},  /* nothing written yet */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const pcase *c = &cases[i];
+        problem p = new_problem(&r, c->t, c->lay, c->ta, c->tb, &c->s);
+        if (c->zero_beta)
+            p.beta[0] = p.beta[1] = 0.0;
+        else if (p.beta[0] == 0.0)
+            p.beta[0] = 0.75;
+        blasft_offload_backend_fail_download_at(c->tile);
+        run_and_check(&p, VIA_DISPATCH_ANYWHERE, "partial copy back");
+        const int left = blasft_offload_backend_fail_download_at(-1);
+        CHECK(left == -1, "partial: case %zu: the planted failure at tile %d did not fire", i,
+              c->tile);
+        free(p.a); free(p.b); free(p.c);
+    }
+    printf("partial: done\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -1194,12 +1249,14 @@ int main(int argc, char **argv)
         part_reset();
     else if (!strcmp(part, "capture"))
         part_capture();
+    else if (!strcmp(part, "partial"))
+        part_partial();
     else if (!strcmp(part, "devices")) {
         if (part_devices() == 77)
             return 77;
     }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture|partial\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
