@@ -8,11 +8,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "app_probe.h"
 #include "interpose_test.h"
 
 #include <dlfcn.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -943,6 +943,19 @@ static void grouped(cublasHandle_t h, int prot)
     cudaFree(dH); cudaFree(dHC);
 }
 
+/* The entry points eps on shapes 1-3, S and D (device scalars on shape 2): a short sweep for a
+ * handle made in a new situation (another device, after a reset). */
+static void sweep(cublasHandle_t h, const entry *eps, size_t n, int prot)
+{
+    for (size_t e = 0; e < n; e++)
+        for (int dbl = 0; dbl < 2; dbl++)
+            for (size_t i = 1; i < 4; i++) {
+                gcase g = shapes[i];
+                g.dbl = dbl;
+                one(h, eps[e], g, (int)(i == 2), prot);
+            }
+}
+
 /* With two GPUs: a handle on device 1 (the engine's contexts are per device), host and device
  * scalars, planted faults there; then h, on device 0, again. */
 static void other_device(cublasHandle_t h, int prot)
@@ -956,13 +969,7 @@ static void other_device(cublasHandle_t h, int prot)
     cublasHandle_t h1;
     CHECK(cublasCreate_v2(&h1) == CUBLAS_STATUS_SUCCESS, "cublasCreate on device 1");
     const entry eps[] = {EP_V2, EP_EX, EP_STRIDED, EP_PTRS_EX_64};
-    for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
-        for (int dbl = 0; dbl < 2; dbl++)
-            for (size_t i = 1; i < 4; i++) {
-                gcase g = shapes[i];
-                g.dbl = dbl;
-                one(h1, eps[e], g, (int)(i == 2), prot);
-            }
+    sweep(h1, eps, sizeof eps / sizeof eps[0], prot);
     if (prot) {
         planted(h1, EP_V2, 1, 1);
         planted(h1, EP_STRIDED_EX_64, 0, 3);
@@ -978,59 +985,10 @@ static void other_device(cublasHandle_t h, int prot)
     printf("device 1: done\n");
 }
 
-/* Another application thread captures a graph on a blocking stream in the default global mode
- * while this one runs GEMMs on a new handle and stream of its own (the engine makes its context
- * and workspace then): the GEMMs protected and right, the capture ending in a graph that replays
- * right. Nothing here synchronises until the capture ended, as an application must not. */
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int state; /* 1: capture begun, 2: the GEMMs enqueued */
-} cap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-
-static void cap_step(int set, int wait)
-{
-    pthread_mutex_lock(&cap.lock);
-    if (set) {
-        cap.state = set;
-        pthread_cond_broadcast(&cap.cond);
-    }
-    while (cap.state < wait)
-        pthread_cond_wait(&cap.cond, &cap.lock);
-    pthread_mutex_unlock(&cap.lock);
-}
-
-static void *capturer(void *arg)
-{
-    int *ok = arg;
-    const size_t nb = (size_t)1 << 20;
-    unsigned char *buf = NULL, *back = malloc(nb);
-    cudaStream_t s;
-    *ok = cudaStreamCreate(&s) == cudaSuccess && cudaMalloc((void **)&buf, nb) == cudaSuccess &&
-          cudaMemset(buf, 0, nb) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
-          cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess &&
-          cudaMemsetAsync(buf, 0x11, nb / 2, s) == cudaSuccess;
-    cap_step(1, 2);
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    *ok = *ok && cudaMemsetAsync(buf + nb / 2, 0x22, nb / 2, s) == cudaSuccess &&
-          cudaStreamEndCapture(s, &graph) == cudaSuccess && graph &&
-          cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
-          cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess &&
-          cudaMemcpy(back, buf, nb, cudaMemcpyDeviceToHost) == cudaSuccess;
-    for (size_t i = 0; *ok && i < nb; i++)
-        *ok = back[i] == (i < nb / 2 ? 0x11 : 0x22);
-    cudaGetLastError();
-    if (exec)
-        cudaGraphExecDestroy(exec);
-    if (graph)
-        cudaGraphDestroy(graph);
-    cudaFree(buf);
-    cudaStreamDestroy(s);
-    free(back);
-    return NULL;
-}
-
+/* Another application thread captures a graph (app_probe.h) while this one runs GEMMs on a
+ * new handle and stream of its own (the engine makes its context and workspace then): the GEMMs
+ * protected and right, the capture ending in a graph that replays right. Nothing here
+ * synchronises until the capture ended, as an application must not. */
 static void while_captured(int prot)
 {
     enum { N = 3 };
@@ -1052,11 +1010,8 @@ static void while_captured(int prot)
               cublasSetStream_v2(h, s) == CUBLAS_STATUS_SUCCESS,
           "while captured: handle and stream");
     stats_t s0 = stats_now();
-    int ok = 0;
-    cap.state = 0;
-    pthread_t th;
-    pthread_create(&th, NULL, capturer, &ok);
-    cap_step(0, 1);
+    capture_probe probe;
+    capture_probe_start(&probe, NULL, NULL);
     for (int i = 0; i < N; i++) {
         double sc[2] = {gs[i].alpha, gs[i].beta};
         float scf[2] = {(float)gs[i].alpha, (float)gs[i].beta};
@@ -1066,9 +1021,8 @@ static void while_captured(int prot)
                    dC[i], r[i].ldc, r[i].sc) == CUBLAS_STATUS_SUCCESS,
               "while captured: GEMM %d refused", i);
     }
-    cap_step(2, 2);
-    pthread_join(th, NULL);
-    CHECK(ok, "while captured: the other thread's capture failed or replayed wrong");
+    const char *fault = capture_probe_finish(&probe);
+    CHECK(!fault, "while captured: the other thread's graph failed at %s", fault);
     CHECK(cudaStreamSynchronize(s) == cudaSuccess, "while captured: the GEMMs' stream");
     stats_t s1 = stats_now();
     for (int i = 0; i < N; i++) {
@@ -1092,31 +1046,18 @@ static void after_reset(int prot)
 {
     CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
     const size_t nb = (size_t)64 << 20;
-    unsigned char *own = NULL, *back = malloc(nb);
-    CHECK(cudaMalloc((void **)&own, nb) == cudaSuccess && cudaMemset(own, 0x5a, nb) == cudaSuccess,
-          "after reset: the application's buffer");
+    unsigned char *own = sentinel_alloc(nb, 0x5a);
+    CHECK(own != NULL, "after reset: the application's buffer");
     cublasHandle_t h;
     CHECK(cublasCreate_v2(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate after reset");
     const entry eps[] = {EP_V2, EP_EX, EP_STRIDED};
-    for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
-        for (int dbl = 0; dbl < 2; dbl++)
-            for (size_t i = 1; i < 4; i++) {
-                gcase g = shapes[i];
-                g.dbl = dbl;
-                one(h, eps[e], g, (int)(i == 2), prot);
-            }
+    sweep(h, eps, sizeof eps / sizeof eps[0], prot);
     if (prot) {
         planted(h, EP_V2, 1, 1);
         planted(h, EP_STRIDED, 0, 2);
     }
-    size_t bad = 0;
-    CHECK(cudaMemcpy(back, own, nb, cudaMemcpyDeviceToHost) == cudaSuccess,
-          "after reset: reading the application's buffer");
-    for (size_t i = 0; i < nb; i++)
-        bad += back[i] != 0x5a;
+    const size_t bad = sentinel_free(own, nb, 0x5a);
     CHECK(bad == 0, "after reset: %zu bytes of the application's buffer changed", bad);
-    cudaFree(own);
-    free(back);
     cublasDestroy_v2(h);
     printf("after reset: done\n");
 }

@@ -29,6 +29,7 @@
 #include "hpref.h"
 #include "offload.h"
 #include "offload_backend.h"
+#include "app_probe.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -1004,8 +1005,8 @@ static int part_devices(void)
     run_and_check(&p, VIA_DISPATCH, "devices: first, on device 0"); /* the cache starts here */
     /* the application's own work on device 1 */
     CHECK(cudaSetDevice(1) == cudaSuccess, "cudaSetDevice(1)");
-    void *own = NULL;
-    CHECK(cudaMalloc(&own, 1 << 20) == cudaSuccess, "cudaMalloc on device 1");
+    unsigned char *own = sentinel_alloc(1 << 20, 0x3c);
+    CHECK(own != NULL, "the application's buffer on device 1");
     for (int t = 0; t < 4; t++) {
         problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
         run_and_check(&q, VIA_DISPATCH, "devices: device 1 current");
@@ -1015,9 +1016,9 @@ static int part_devices(void)
               "devices: current device %d after the GEMM, not 1", dev);
         free(q.a); free(q.b); free(q.c);
     }
-    CHECK(cudaMemset(own, 0, 1 << 20) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess,
-          "devices: the application's device 1 memory after the GEMMs");
-    cudaFree(own);
+    const size_t bad = sentinel_free(own, 1 << 20, 0x3c);
+    CHECK(bad == 0, "devices: the application's device 1 memory after the GEMMs: %zu bytes "
+          "changed or unreadable", bad);
     pthread_t th;
     pthread_create(&th, NULL, devices_thread, &p);
     pthread_join(th, NULL);
@@ -1043,10 +1044,8 @@ static void part_reset(void)
         CHECK(cudaDeviceReset() == cudaSuccess, "cudaDeviceReset");
         /* the application's own buffer, allocated where the library's memory was */
         const size_t nb = (size_t)64 << 20;
-        unsigned char *own = NULL, *back = malloc(nb);
-        CHECK(cudaMalloc((void **)&own, nb) == cudaSuccess &&
-                  cudaMemset(own, 0x5a, nb) == cudaSuccess,
-              "reset: the application's buffer");
+        unsigned char *own = sentinel_alloc(nb, 0x5a);
+        CHECK(own != NULL, "reset: the application's buffer");
         for (int t = 0; t < 4; t++) {
             problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
             run_and_check(&q, VIA_DISPATCH, "reset: after");
@@ -1055,14 +1054,8 @@ static void part_reset(void)
             free(q.a); free(q.b); free(q.c);
         }
         run_and_check(&p, VIA_DISPATCH, "reset: the operands of before");
-        size_t bad = 0;
-        CHECK(cudaMemcpy(back, own, nb, cudaMemcpyDeviceToHost) == cudaSuccess,
-              "reset: reading the application's buffer");
-        for (size_t i = 0; i < nb; i++)
-            bad += back[i] != 0x5a;
+        const size_t bad = sentinel_free(own, nb, 0x5a);
         CHECK(bad == 0, "reset: %zu bytes of the application's buffer changed", bad);
-        cudaFree(own);
-        free(back);
         free(p.a); free(p.b); free(p.c);
     }
     printf("reset: done\n");
@@ -1072,76 +1065,19 @@ static void part_reset(void)
 
 /* One application thread captures a CUDA graph (cudaStreamCaptureModeGlobal, the default, as
  * PyTorch's graphs do) while another calls host GEMMs that go to the GPU: the GEMMs must be
- * right, and the capture must still end in a graph that replays right (in global mode a call
- * the capture forbids, from any thread, fails and can invalidate the capture). */
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int state; /* 1: capture begun, 2: the GEMMs done */
-} cap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+ * right, and the capture must still end in a graph that replays right (app_probe.h). */
 
-static void cap_set(int v)
-{
-    pthread_mutex_lock(&cap.lock);
-    cap.state = v;
-    pthread_cond_broadcast(&cap.cond);
-    pthread_mutex_unlock(&cap.lock);
-}
-
-static void cap_wait(int v)
-{
-    pthread_mutex_lock(&cap.lock);
-    while (cap.state < v)
-        pthread_cond_wait(&cap.cond, &cap.lock);
-    pthread_mutex_unlock(&cap.lock);
-}
-
-static void *capture_thread(void *arg)
+/* a host GEMM by the capturing thread itself: offloaded on the library's own streams, not
+ * captured */
+static void gemm_while_capturing(void *arg)
 {
     (void)arg;
-    const size_t nb = (size_t)1 << 20;
-    unsigned char *buf = NULL, *back = malloc(nb);
-    cudaStream_t s;
-    CHECK(cudaStreamCreate(&s) == cudaSuccess && /* blocking: the legacy stream waits for it */
-              cudaMalloc((void **)&buf, nb) == cudaSuccess && cudaMemset(buf, 0, nb) == cudaSuccess,
-          "capture: setup");
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
-    CHECK(cudaMemsetAsync(buf, 0x11, nb / 2, s) == cudaSuccess, "capture: first memset");
-    /* a host GEMM by the capturing thread itself: offloaded on the library's own streams, not
-     * captured */
-    {
-        dg_rng r;
-        dg_seed(&r, 0xca98);
-        const shape sh = {200, 150, 100, 0};
-        problem q = new_problem(&r, BLASFT_TYPE_D, 'C', 'T', 'N', &sh);
-        run_and_check(&q, VIA_DISPATCH, "capture: by the capturing thread");
-        free(q.a); free(q.b); free(q.c);
-    }
-    cap_set(1);
-    cap_wait(2);
-    CHECK(cudaMemsetAsync(buf + nb / 2, 0x22, nb / 2, s) == cudaSuccess, "capture: second memset");
-    cudaGraph_t graph = NULL;
-    const cudaError_t end = cudaStreamEndCapture(s, &graph);
-    CHECK(end == cudaSuccess && graph, "capture: ended with %s", cudaGetErrorString(end));
-    cudaGetLastError();
-    if (end == cudaSuccess && graph) {
-        cudaGraphExec_t exec = NULL;
-        CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess &&
-                  cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess,
-              "capture: replay");
-        CHECK(cudaMemcpy(back, buf, nb, cudaMemcpyDeviceToHost) == cudaSuccess, "capture: read");
-        size_t bad = 0;
-        for (size_t i = 0; i < nb; i++)
-            bad += back[i] != (i < nb / 2 ? 0x11 : 0x22);
-        CHECK(bad == 0, "capture: %zu bytes of the replayed graph's buffer wrong", bad);
-        if (exec)
-            cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-    }
-    cudaFree(buf);
-    cudaStreamDestroy(s);
-    free(back);
-    return NULL;
+    dg_rng r;
+    dg_seed(&r, 0xca98);
+    const shape sh = {200, 150, 100, 0};
+    problem q = new_problem(&r, BLASFT_TYPE_D, 'C', 'T', 'N', &sh);
+    run_and_check(&q, VIA_DISPATCH, "capture: by the capturing thread");
+    free(q.a); free(q.b); free(q.c);
 }
 
 static void part_capture(void)
@@ -1151,9 +1087,8 @@ static void part_capture(void)
     const shape s = {300, 257, 129, 1};
     problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s);
     run_and_check(&p, VIA_DISPATCH, "capture: before"); /* CUDA and the cache started */
-    pthread_t th;
-    pthread_create(&th, NULL, capture_thread, NULL);
-    cap_wait(1);
+    capture_probe probe;
+    capture_probe_start(&probe, gemm_while_capturing, NULL);
     int on_gpu = 0;
     for (int t = 0; t < 4; t++) {
         problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
@@ -1161,8 +1096,8 @@ static void part_capture(void)
         on_gpu += last_where == BLASFT_WHERE_GPU;
         free(q.a); free(q.b); free(q.c);
     }
-    cap_set(2);
-    pthread_join(th, NULL);
+    const char *fault = capture_probe_finish(&probe);
+    CHECK(!fault, "capture: the other thread's graph failed at %s", fault);
     CHECK(on_gpu == 4, "capture: %d of 4 GEMMs on the GPU while another thread captured", on_gpu);
     fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
     run_and_check(&p, VIA_DISPATCH, "capture: after");
