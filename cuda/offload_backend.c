@@ -258,7 +258,6 @@ typedef struct down_tile {
     size_t c0, end, lo, hi;
 } down_tile;
 
-/* The DMA of up to nslots tiles runs ahead while host threads unpack (and hash) the oldest. */
 /* Test hook: the next download_chunks with a tile number fail_at fails before that tile reaches
  * the host. */
 static int fail_at = -1;
@@ -268,6 +267,7 @@ int blasft_offload_backend_fail_download_at(int tile)
     return __atomic_exchange_n(&fail_at, tile, __ATOMIC_ACQ_REL);
 }
 
+/* The DMA of up to nslots tiles runs ahead while host threads unpack (and hash) the oldest. */
 static int cu_download_chunks(blasft_devmem *d, void *host, size_t ld_bytes, const void *src,
                               size_t row_bytes, size_t cols, blasft_hash128 *dig,
                               const blasft_devmem_fence *fence, size_t *done)

@@ -279,7 +279,6 @@ static void release_all(call *K, unsigned c_how)
         blasft_cache_release(cache, &K->c.ref, c_how);
 }
 
-/* One call whose operands fit the cache's budget together. */
 /* Runs g on the host: protected, else plain. */
 static void host_part(const blasft_gemm *g, const blasft_config *cfg)
 {
@@ -336,6 +335,7 @@ static int finish_on_host(const blasft_gemm *g, const blasft_config *cfg, size_t
     return 0;
 }
 
+/* One call whose operands fit the cache's budget together. */
 static int offload_call(const blasft_gemm *g, const blasft_config *cfg)
 {
     /* BLASFT_OFFLOAD_TRACE=on: one line per call on stderr with the phases' wall times */
