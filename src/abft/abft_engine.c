@@ -4,6 +4,7 @@
 #include "abft/abft_internal.h"
 #include "abft/abft_keep.h"
 #include "abft/abft_kernels.h"
+#include "log.h"
 #include "report.h"
 
 #include <stdlib.h>
@@ -136,6 +137,17 @@ static void save_old_c(abft_ctx *x)
                (size_t)(x->m * sz));
 }
 
+/* The old C back into C (beta != 0; with beta = 0 no caller reads C's old content). */
+static void restore_old_c(abft_ctx *x)
+{
+    if (x->beta_zero)
+        return;
+    const int sz = blasft_type_size(x->g->type);
+    for (int64_t j = 0; j < x->n; j++)
+        memcpy((char *)x->g->c + j * x->g->ldc * sz, (const char *)x->cold + j * x->m * sz,
+               (size_t)(x->m * sz));
+}
+
 /* g as one call, or (slice > 0 and k > slice) as calls over slices of k accumulated into C: the
  * first with g's beta, the others with beta = 1, so the order of the accumulation is known (PROJ's
  * slice model; the data GEMM and the reference checksum GEMMs alike). */
@@ -261,14 +273,26 @@ int abft_run(const blasft_gemm *g, blasft_type user_type, const blasft_config *c
     }
     if (abft_threshold_prepare(x) != 0 || abft_reference(x, 0, x->nbr, 0, x->nbc) != 0)
         goto out;
-    /* from here on C is written: no more falling back */
     diag->faults_injected = run_gemm(x) + x->injected;
     if (plant_hook)
         plant_hook(g, plant_user);
+    /* C is written. Where the check cannot run (out of memory before it changed anything), C
+     * gets its old content back and the caller computes the plain GEMM, which is then exact;
+     * an unchecked C must not pass for a protected one. */
+    if (abft_c_checksums(x, g->c, g->ldc, 0, 0, x->nbr, 0, x->nbc) != 0 ||
+        abft_check_and_correct(x, diag, want_checks) != 0) {
+        restore_old_c(x);
+        const uint64_t injected = diag->faults_injected;
+        blasft_abft_diag_free(diag);
+        memset(diag, 0, sizeof *diag);
+        diag->faults_injected = injected;
+        static int warned;
+        blasft_log_once(&warned, BLASFT_LOG_WARN, "out of memory for a GEMM's check: it runs "
+                                                  "unprotected");
+        goto out;
+    }
     rc = 0;
     diag->protected_run = 1;
-    abft_c_checksums(x, g->c, g->ldc, 0, 0, x->nbr, 0, x->nbc);
-    abft_check_and_correct(x, diag, want_checks);
 out:
     diag->encoder_faults = x->encoder_faults;
     if (rc == 0) {

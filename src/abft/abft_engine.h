@@ -49,8 +49,9 @@ typedef struct blasft_abft_diag {
 /* Runs g protected as cfg says (mode correct or detect; on_error; thresholds; injection from
  * cfg->inject). diag may be NULL; with diag and want_checks every first comparison is recorded
  * (free with blasft_abft_diag_free). Statistics and events are emitted as in normal operation.
- * Returns 0, or -1 if protection could not run: then C is unchanged and the caller runs the
- * plain GEMM (non-finite values in A, B or, with beta != 0, the old C; out of memory). */
+ * Returns 0, or -1 if protection could not run: then the caller runs the plain GEMM (non-finite
+ * values in A, B or, with beta != 0, the old C; out of memory), and C is as it was (with beta = 0
+ * it may hold values that the plain GEMM overwrites without reading). */
 int blasft_abft_run(const blasft_gemm *g, const blasft_config *cfg, blasft_abft_diag *diag,
                     int want_checks);
 

@@ -1,0 +1,131 @@
+/* The host engine out of memory: each allocation the library makes itself fails in turn (the
+ * first of a protected GEMM, then the second, ... until a run makes fewer than that), as a
+ * process near its memory limit would see them. The contract (abft_engine.h): either the GEMM
+ * finishes protected with C right, or blasft_abft_run returns -1 with C exactly as it was, so
+ * that the caller's plain GEMM is exact; never a crash, never a wrong C. Errors are planted after
+ * the multiplication, so that the check, the location and the correction allocate too.
+ * The library's allocations are told from those of libc, cmocka and OpenBLAS by the caller's
+ * address: the engine is linked into this executable. Not built with the sanitizers, whose
+ * allocator this replacement of malloc would fight. OOM_DEBUG=1 prints each failed allocation's
+ * offset in the executable (for addr2line). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "abft/abft_engine.h"
+#include "abft_test_gemm.h"
+#include "abft_test_util.h"
+
+#include <stdatomic.h>
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern char __executable_start[], etext[];
+
+static atomic_long countdown; /* > 0: armed; the allocation that takes it to 0 fails */
+static atomic_int fired;
+
+static int fail_now(const void *caller)
+{
+    if (atomic_load(&countdown) <= 0 || (const char *)caller < __executable_start ||
+        (const char *)caller >= etext)
+        return 0;
+    if (atomic_fetch_sub(&countdown, 1) != 1)
+        return 0;
+    atomic_store(&fired, 1);
+    if (getenv("OOM_DEBUG"))
+        fprintf(stderr, "failing allocation from +%#lx\n", (unsigned long)((const char *)caller - __executable_start));
+    return 1;
+}
+
+void *malloc(size_t n) { return fail_now(__builtin_return_address(0)) ? NULL : __libc_malloc(n); }
+
+void *calloc(size_t n, size_t size)
+{
+    return fail_now(__builtin_return_address(0)) ? NULL : __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    return fail_now(__builtin_return_address(0)) ? NULL : __libc_realloc(p, n);
+}
+
+/* the planted errors: an exponent flip in two elements of different blocks */
+static void plant(const blasft_gemm *g, void *user)
+{
+    (void)user;
+    for (int e = 0; e < 2; e++) {
+        const int64_t i = e ? g->m - 1 : 0, j = e ? g->n - 1 : 0;
+        unsigned char *el = (unsigned char *)g->c + (size_t)(i + j * g->ldc) * blasft_type_size(g->type);
+        el[blasft_type_size(g->type) == 4 || blasft_type_size(g->type) == 8 ? blasft_type_size(g->type) - 1
+                                                                            : 7] ^= 0x10;
+    }
+}
+
+/* Every allocation of one configuration's GEMM fails once; returns how many runs that took. */
+static int sweep(blasft_type t, blasft_config cfg, double beta)
+{
+    int n = 1;
+    for (;; n++) {
+        tgemm x = make(t, 'N', 'T', 97, 83, 131, 2, 1.25, beta, -1.0, 1.0);
+        blasft_abft_set_plant_hook(plant, NULL);
+        atomic_store(&fired, 0);
+        atomic_store(&countdown, n);
+        const int rc = blasft_abft_run(&x.g, &cfg, NULL, 0);
+        atomic_store(&countdown, 0);
+        blasft_abft_set_plant_hook(NULL, NULL);
+        const int hit = atomic_load(&fired);
+        if (rc != 0) {
+            /* refused: C as it was (with beta = 0 not read), and the caller's plain GEMM exact */
+            if (beta != 0.0) {
+                if (memcmp(x.c, x.c0, (size_t)x.csize * (size_t)blasft_type_size(t)) != 0)
+                    fprintf(stderr, "FAIL %c th %d allocation %d: refused with C changed\n",
+                            blasft_type_letter(t), (int)cfg.threshold, n);
+                assert_memory_equal(x.c, x.c0, (size_t)x.csize * (size_t)blasft_type_size(t));
+            }
+            blasft_host_gemm(&x.g);
+            assert_int_equal(compare_oracle(&x, 2.0), 0);
+        } else {
+            if (compare_oracle(&x, 2.0 * cfg.block_size) != 0)
+                fprintf(stderr, "FAIL %c th %d allocation %d: C wrong after a failed allocation\n",
+                        blasft_type_letter(t), (int)cfg.threshold, n);
+            assert_int_equal(compare_oracle(&x, 2.0 * cfg.block_size), 0);
+        }
+        drop(&x);
+        if (!hit)
+            return n; /* this run made fewer than n allocations: all were failed once */
+        assert_true(n < 100000);
+    }
+}
+
+static void test_allocations_fail_in_turn(void **state)
+{
+    (void)state;
+    const blasft_type types[] = {BLASFT_TYPE_S, BLASFT_TYPE_D, BLASFT_TYPE_C, BLASFT_TYPE_Z};
+    const blasft_threshold ths[] = {BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_PROJ,
+                                    BLASFT_THRESHOLD_NORM, BLASFT_THRESHOLD_SEA};
+    int runs = 0;
+    for (int ti = 0; ti < 4; ti++)
+        for (int hi = 0; hi < 4; hi++)
+            for (int b = 0; b < 2; b++) {
+                blasft_config cfg = abft_t_cfg(32, 1 + (ti + hi) % 2);
+                cfg.threshold = ths[hi];
+                runs += sweep(types[ti], cfg, b ? 0.5 : 0.0);
+            }
+    /* S and C computed in double */
+    blasft_config cfg = abft_t_cfg(32, 2);
+    cfg.promote = BLASFT_PROMOTE_ON;
+    runs += sweep(BLASFT_TYPE_S, cfg, 0.5);
+    runs += sweep(BLASFT_TYPE_C, cfg, 0.0);
+    printf("%d protected GEMMs, each with one of its allocations failed\n", runs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allocations_fail_in_turn),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
