@@ -50,6 +50,8 @@ rm -f "$REPORT"
 echo
 echo "== 2. the same binary under LD_PRELOAD=$LIB"
 echo "   BLASFT_MODE=correct (every GEMM with checksums), BLASFT_REPORT=$REPORT"
+echo "   (GEMMs without a product, alpha = 0 or k = 0, are C = beta C: nothing to check, so the"
+echo "   report counts them in unprotected_gemms)"
 LD_PRELOAD="$LIB" BLASFT_MODE=correct BLASFT_REPORT="$REPORT" OPENBLAS_NUM_THREADS=2 \
     "$APP" | tail -n 1
 echo
