@@ -2,8 +2,9 @@
  * first of a protected GEMM, then the second, ... until a run makes fewer than that), as a
  * process near its memory limit would see them. The contract (abft_engine.h): either the GEMM
  * finishes protected with C right, or blasft_abft_run returns -1 with C exactly as it was, so
- * that the caller's plain GEMM is exact; never a crash, never a wrong C. Errors are planted after
- * the multiplication, so that the check, the location and the correction allocate too.
+ * that the caller's plain GEMM is exact; never a crash, never a wrong C (in detect mode: never a
+ * planted error unreported). Errors are planted after the multiplication, so that the check, the
+ * location and the correction allocate too.
  * The library's allocations are told from those of libc, cmocka and OpenBLAS by the caller's
  * address: the engine is linked into this executable. Not built with the sanitizers, whose
  * allocator this replacement of malloc would fight. OOM_DEBUG=1 prints each failed allocation's
@@ -73,7 +74,8 @@ static int sweep(blasft_type t, blasft_config cfg, double beta)
         blasft_abft_set_plant_hook(plant, NULL);
         atomic_store(&fired, 0);
         atomic_store(&countdown, n);
-        const int rc = blasft_abft_run(&x.g, &cfg, NULL, 0);
+        blasft_abft_diag d;
+        const int rc = blasft_abft_run(&x.g, &cfg, &d, 0);
         atomic_store(&countdown, 0);
         blasft_abft_set_plant_hook(NULL, NULL);
         const int hit = atomic_load(&fired);
@@ -87,6 +89,12 @@ static int sweep(blasft_type t, blasft_config cfg, double beta)
             }
             blasft_host_gemm(&x.g);
             assert_int_equal(compare_oracle(&x, 2.0), 0);
+        } else if (cfg.mode == BLASFT_MODE_DETECT) {
+            /* the planted errors stay in C, but they must have been reported */
+            if (d.detected + d.uncorrectable == 0)
+                fprintf(stderr, "FAIL %c th %d allocation %d: detect mode reported nothing\n",
+                        blasft_type_letter(t), (int)cfg.threshold, n);
+            assert_true(d.detected + d.uncorrectable > 0);
         } else {
             if (compare_oracle(&x, 2.0 * cfg.block_size) != 0)
                 fprintf(stderr, "FAIL %c th %d allocation %d: C wrong after a failed allocation\n",
@@ -114,12 +122,21 @@ static void test_allocations_fail_in_turn(void **state)
                 cfg.threshold = ths[hi];
                 runs += sweep(types[ti], cfg, b ? 0.5 : 0.0);
             }
+    /* detect mode: nothing corrected, everything reported */
+    for (int ti = 1; ti < 4; ti += 2)
+        for (int hi = 0; hi < 2; hi++)
+            for (int b = 0; b < 2; b++) {
+                blasft_config cfg = abft_t_cfg(32, 2);
+                cfg.threshold = ths[hi];
+                cfg.mode = BLASFT_MODE_DETECT;
+                runs += sweep(types[ti], cfg, b ? 0.5 : 0.0);
+            }
     /* S and C computed in double */
     blasft_config cfg = abft_t_cfg(32, 2);
     cfg.promote = BLASFT_PROMOTE_ON;
     runs += sweep(BLASFT_TYPE_S, cfg, 0.5);
     runs += sweep(BLASFT_TYPE_C, cfg, 0.0);
-    printf("%d protected GEMMs, each with one of its allocations failed\n", runs);
+    printf("%d GEMMs, each with one of its allocations failed\n", runs);
 }
 
 int main(void)
