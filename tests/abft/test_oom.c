@@ -5,10 +5,8 @@
  * that the caller's plain GEMM is exact; never a crash, never a wrong C (in detect mode: never a
  * planted error unreported). Errors are planted after the multiplication, so that the check, the
  * location and the correction allocate too.
- * The library's allocations are told from those of libc, cmocka and OpenBLAS by the caller's
- * address: the engine is linked into this executable. Not built with the sanitizers, whose
- * allocator this replacement of malloc would fight. OOM_DEBUG=1 prints each failed allocation's
- * offset in the executable (for addr2line). */
+ * The failures come from fail_alloc.h (the library's own allocations only; not built with the
+ * sanitizers). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,40 +16,7 @@
 #include "abft_test_gemm.h"
 #include "abft_test_util.h"
 
-#include <stdatomic.h>
-
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-extern char __executable_start[], etext[];
-
-static atomic_long countdown; /* > 0: armed; the allocation that takes it to 0 fails */
-static atomic_int fired;
-
-static int fail_now(const void *caller)
-{
-    if (atomic_load(&countdown) <= 0 || (const char *)caller < __executable_start ||
-        (const char *)caller >= etext)
-        return 0;
-    if (atomic_fetch_sub(&countdown, 1) != 1)
-        return 0;
-    atomic_store(&fired, 1);
-    if (getenv("OOM_DEBUG"))
-        fprintf(stderr, "failing allocation from +%#lx\n", (unsigned long)((const char *)caller - __executable_start));
-    return 1;
-}
-
-void *malloc(size_t n) { return fail_now(__builtin_return_address(0)) ? NULL : __libc_malloc(n); }
-
-void *calloc(size_t n, size_t size)
-{
-    return fail_now(__builtin_return_address(0)) ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    return fail_now(__builtin_return_address(0)) ? NULL : __libc_realloc(p, n);
-}
+#include "fail_alloc.h"
 
 /* the planted errors: an exponent flip in two elements of different blocks */
 static void plant(const blasft_gemm *g, void *user)
@@ -72,13 +37,11 @@ static int sweep(blasft_type t, blasft_config cfg, double beta)
     for (;; n++) {
         tgemm x = make(t, 'N', 'T', 97, 83, 131, 2, 1.25, beta, -1.0, 1.0);
         blasft_abft_set_plant_hook(plant, NULL);
-        atomic_store(&fired, 0);
-        atomic_store(&countdown, n);
+        fail_alloc_arm(n);
         blasft_abft_diag d;
         const int rc = blasft_abft_run(&x.g, &cfg, &d, 0);
-        atomic_store(&countdown, 0);
+        const int hit = fail_alloc_disarm();
         blasft_abft_set_plant_hook(NULL, NULL);
-        const int hit = atomic_load(&fired);
         if (rc != 0) {
             /* refused: C as it was (with beta = 0 not read), and the caller's plain GEMM exact */
             if (beta != 0.0) {
