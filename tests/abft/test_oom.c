@@ -30,12 +30,15 @@ static void plant(const blasft_gemm *g, void *user)
     }
 }
 
-/* Every allocation of one configuration's GEMM fails once; returns how many runs that took. */
-static int sweep(blasft_type t, blasft_config cfg, double beta)
+/* Every allocation of one configuration's GEMM fails once; returns how many runs that took.
+ * big: a shape over ABFT_PARALLEL_MIN, whose passes run on the engine's threads where the host
+ * BLAS has two or more. */
+static int sweep_shape(blasft_type t, blasft_config cfg, double beta, int big)
 {
     int n = 1;
     for (;; n++) {
-        tgemm x = make(t, 'N', 'T', 97, 83, 131, 2, 1.25, beta, -1.0, 1.0);
+        tgemm x = big ? make(t, 'T', 'N', 150, 131, 140, 1, 1.25, beta, -1.0, 1.0)
+                      : make(t, 'N', 'T', 97, 83, 131, 2, 1.25, beta, -1.0, 1.0);
         blasft_abft_set_plant_hook(plant, NULL);
         fail_alloc_arm(n);
         blasft_abft_diag d;
@@ -71,6 +74,11 @@ static int sweep(blasft_type t, blasft_config cfg, double beta)
     }
 }
 
+static int sweep(blasft_type t, blasft_config cfg, double beta)
+{
+    return sweep_shape(t, cfg, beta, 0);
+}
+
 static void test_allocations_fail_in_turn(void **state)
 {
     (void)state;
@@ -94,6 +102,13 @@ static void test_allocations_fail_in_turn(void **state)
                 cfg.mode = BLASFT_MODE_DETECT;
                 runs += sweep(types[ti], cfg, b ? 0.5 : 0.0);
             }
+    /* the passes on threads */
+    for (int ti = 1; ti < 4; ti += 2)
+        for (int hi = 0; hi < 2; hi++) {
+            blasft_config cfg = abft_t_cfg(64, 2);
+            cfg.threshold = ths[hi];
+            runs += sweep_shape(types[ti], cfg, 0.5, 1);
+        }
     /* S and C computed in double */
     blasft_config cfg = abft_t_cfg(32, 2);
     cfg.promote = BLASFT_PROMOTE_ON;
