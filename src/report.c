@@ -6,6 +6,7 @@
 
 #include "blasft_build_config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,11 +259,13 @@ static void write_events(FILE *f)
 }
 
 /* Writes the JSON report to path. Returns 0 on success. */
+/* Writes the report to path; a path that cannot be opened or written (a missing directory, a
+ * full disk) is named with the reason on stderr. */
 static int report_write(const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "libblas_ft: cannot write BLASFT_REPORT '%s'\n", path);
+        fprintf(stderr, "libblas_ft: cannot write BLASFT_REPORT '%s': %s\n", path, strerror(errno));
         return -1;
     }
     fprintf(f, "{\n  \"version\": \"%s\",\n  \"pid\": %ld,\n", BLASFT_VERSION, (long)getpid());
@@ -271,7 +274,14 @@ static int report_write(const char *path)
     write_abft(f);
     write_events(f);
     fprintf(f, "}\n");
-    return fclose(f) == 0 ? 0 : -1;
+    const int failed = ferror(f);
+    errno = 0;
+    if (fclose(f) != 0 || failed) {
+        fprintf(stderr, "libblas_ft: writing BLASFT_REPORT '%s' failed: %s\n", path,
+                errno ? strerror(errno) : "write error");
+        return -1;
+    }
+    return 0;
 }
 
 /* The exit report. A forked child writes its own, to "<path>.<pid>", so it never overwrites the

@@ -1,8 +1,9 @@
 """The exit report: written at exit, valid JSON (checked with python3 -m json.tool as well as
 json), with version, config, calls and abft{protected_gemms, errors_detected, errors_corrected,
 blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, for events whose
-syndrome is infinite or NaN (written as strings), and a report path that cannot be written does
-not break the program.
+syndrome is infinite or NaN (written as strings), and a report path that cannot be opened or
+written (a missing directory, a full disk) does not break the program and is named with the
+reason.
 
 usage: test_report.py EXE   (EXE: gemm_app linked with the system BLAS; libblas_ft is preloaded)"""
 import os
@@ -73,8 +74,18 @@ def main():
         status, out, err = harness.run([exe], harness.preload_env(BLASFT_REPORT=bad), cwd=work)
         harness.check(status == 0 and "0 wrong" in out,
                       f"unwritable report: the program failed (status {status})", failures)
-        harness.check("BLASFT_REPORT" in err, f"unwritable report: no message naming "
-                      f"BLASFT_REPORT:\n{err}", failures)
+        harness.check("BLASFT_REPORT" in err and "No such file or directory" in err,
+                      f"unwritable report: no message naming BLASFT_REPORT and the reason:\n{err}",
+                      failures)
+        # a full disk: the write fails at the end (the file opens)
+        if os.path.exists("/dev/full"):
+            status, out, err = harness.run([exe], harness.preload_env(BLASFT_REPORT="/dev/full"),
+                                           cwd=work)
+            harness.check(status == 0 and "0 wrong" in out,
+                          f"full disk: the program failed (status {status})", failures)
+            harness.check("BLASFT_REPORT" in err and "failed" in err,
+                          f"full disk: no message that writing BLASFT_REPORT failed:\n{err}",
+                          failures)
     harness.finish(failures, "exit report")
 
 
