@@ -1452,12 +1452,19 @@ static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const bla
         dg.routine = g->routine;
         blasft_gpu_params p;
         blasft_gpu_params_from_cfg(&p, cfg);
-        if (blasft_gpu_gemm_run(ctx, &dg, &p) != 0)
+        /* a failure up to here has written nothing of the host C: the caller's rerun is exact */
+        if (blasft_gpu_gemm_run(ctx, &dg, &p) != 0 || cudaStreamSynchronize(st) != cudaSuccess)
             goto out;
         if (cudaMemcpy2DAsync(g->c, ts * g->ldc, dC, ts * g->m, ts * g->m, g->n,
                               cudaMemcpyDeviceToHost, st) != cudaSuccess ||
-            cudaStreamSynchronize(st) != cudaSuccess)
+            cudaStreamSynchronize(st) != cudaSuccess) {
+            /* part of C may be new already: with beta != 0 a rerun would read it as the old C */
+            if (g->beta[0] != 0.0 || g->beta[1] != 0.0) {
+                blasft_report_lost_result(g->routine, blasft_type_letter(g->type), cfg->on_error);
+                rc = 0;
+            }
             goto out;
+        }
         rc = 0;
     }
 out:

@@ -298,16 +298,7 @@ static int finish_on_host(const blasft_gemm *g, const blasft_config *cfg, size_t
     if (done == 0 || beta_zero)
         return -1;
     if (done == SIZE_MAX || done % ts) {
-        const int abort_now = cfg->on_error == BLASFT_ON_ERROR_ABORT;
-        blasft_event ev = {BLASFT_EVENT_UNCORRECTABLE, g->routine, "SDCZ"[g->type], -1, -1, -1, -1,
-                           0.0, 0.0, abort_now ? "aborted" : "reported"};
-        blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, 1);
-        blasft_event_emit(&ev);
-        blasft_log(BLASFT_LOG_ERROR, "%s: the GPU failed while C was copied back, and with beta "
-                   "!= 0 the part already written cannot be computed again: C is wrong%s",
-                   g->routine ? g->routine : "gemm", abort_now ? "; aborting" : "");
-        if (abort_now)
-            abort();
+        blasft_report_lost_result(g->routine, blasft_type_letter(g->type), cfg->on_error);
         return 0;
     }
     const int64_t j0 = (int64_t)(done / col), r0 = (int64_t)((done % col) / ts);

@@ -119,6 +119,20 @@ void blasft_event_emit(const blasft_event *ev)
         cb(ev, user);
 }
 
+void blasft_report_lost_result(const char *routine, char type, blasft_on_error on_error)
+{
+    const int abort_now = on_error == BLASFT_ON_ERROR_ABORT;
+    const blasft_event ev = {BLASFT_EVENT_UNCORRECTABLE, routine ? routine : "gemm", type, -1, -1,
+                             -1, -1, 0.0, 0.0, abort_now ? "aborted" : "reported"};
+    blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, 1);
+    blasft_event_emit(&ev);
+    blasft_log(BLASFT_LOG_ERROR, "%s: the GPU failed while C was copied back, and with beta != 0 "
+               "the part already written cannot be computed again: C is wrong%s", ev.routine,
+               abort_now ? "; aborting" : "");
+    if (abort_now)
+        abort();
+}
+
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);

@@ -44,4 +44,9 @@ void blasft_stat_add(blasft_stat_id id, uint64_t n);
 /* Delivers an event: to the callback, the log (info level) and the exit report's event list. */
 void blasft_event_emit(const blasft_event *ev);
 
+/* A GEMM whose result is lost: a device failed while C was copied back, part of C already new,
+ * and beta != 0, so that C cannot be computed again. Reported as an uncorrectable error (event,
+ * counter, an error naming why); with on_error abort the process aborts. */
+void blasft_report_lost_result(const char *routine, char type, blasft_on_error on_error);
+
 #endif
