@@ -279,11 +279,13 @@ static void release_all(call *K, unsigned c_how)
         blasft_cache_release(cache, &K->c.ref, c_how);
 }
 
-/* Runs g on the host: protected, else plain. */
-static void host_part(const blasft_gemm *g, const blasft_config *cfg)
+/* Runs g on the host: protected (1), else plain (0). */
+static int host_part(const blasft_gemm *g, const blasft_config *cfg)
 {
-    if (blasft_abft_run(g, cfg, NULL, 0) != 0)
-        blasft_host_gemm(g);
+    if (blasft_abft_run(g, cfg, NULL, 0) == 0)
+        return 1;
+    blasft_host_gemm(g);
+    return 0;
 }
 
 /* C's copy back failed after `done` dense bytes of C (column-major, m rows) had reached the host:
@@ -554,10 +556,8 @@ static int offload_tiles(const blasft_gemm *g, const blasft_config *cfg, double 
         if (rc != 0 && t->done == 0)
             return -1;
         t->done++;
-        if (rc == 0 || blasft_abft_run(g, cfg, NULL, 0) == 0)
+        if (rc == 0 || host_part(g, cfg))
             t->protected++;
-        else
-            blasft_host_gemm(g);
         return 0;
     }
     blasft_gemm t1, t2;
