@@ -1107,7 +1107,14 @@ int avail;
  * such a child (by the handler registered when this library starts CUDA), so that its GEMMs go
  * to the host without touching any of that. */
 std::atomic<bool> forked_from_cuda{false};
-void note_fork_child() { forked_from_cuda.store(true, std::memory_order_relaxed); }
+/* set while CUDA may be starting and once it has: a process whose CUDA found no driver or device
+ * has nothing a child could inherit, so its children use the host without a warning */
+std::atomic<bool> cuda_started{false};
+void note_fork_child()
+{
+    if (cuda_started.load(std::memory_order_relaxed))
+        forked_from_cuda.store(true, std::memory_order_relaxed);
+}
 
 } // namespace
 
@@ -1130,8 +1137,10 @@ int blasft_gpu_available(void)
         return 0;
     std::call_once(avail_once, [] {
         pthread_atfork(nullptr, nullptr, note_fork_child);
+        cuda_started.store(true, std::memory_order_relaxed);
         int count = 0;
         if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+            cuda_started.store(false, std::memory_order_relaxed);
             blasft_log(BLASFT_LOG_INFO, "no CUDA device: GPU path disabled");
             return;
         }
