@@ -6,6 +6,7 @@
 #include "abft/abft_inject.h"
 #include "blasft_gpu.h"
 #include "config.h"
+#include "cuda_errors.h"
 #include "gpu_cublas.h"
 #include "gpu_debug.h"
 #include "log.h"
@@ -499,9 +500,11 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     /* the engine's own calls (contexts, workspace, its streams) are relaxed towards a graph that
      * another thread of the application captures: in the default global mode they would be
      * refused and could end that capture */
+    const cudaError_t pending = blasft_err_pending(); /* and its last error left as it was */
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     cudaThreadExchangeStreamCaptureMode(&mode);
     const int r = protect(c, status);
     cudaThreadExchangeStreamCaptureMode(&mode);
+    blasft_err_restore(pending);
     return r;
 }

@@ -3,6 +3,7 @@
  * bias 1^T + beta C. With beta = 0 that old C is the bias itself, so D is rounded once, as
  * cublasLt rounds it; otherwise bias + beta C is rounded once more before the GEMM adds to it. */
 #include "blasft_gpu.h"
+#include "cuda_errors.h"
 
 #include <cuda_runtime_api.h>
 
@@ -24,12 +25,13 @@ template <typename T>
 int launch(int64_t m, int64_t n, const void *bias, const void *beta, const void *c_in,
            int64_t ldc_in, void *d, int64_t ldd, cudaStream_t st)
 {
+    const cudaError_t before = blasft_err_pending();
     const T b = beta ? *(const T *)beta : T(0);
     const unsigned int grid = (unsigned int)(n < 65535 ? n : 65535);
     bias_kernel<T><<<grid, kThreads, 0, st>>>(m, n, (const T *)bias, b,
                                               b != T(0) ? (const T *)c_in : nullptr, ldc_in,
                                               (T *)d, ldd);
-    return cudaGetLastError() == cudaSuccess ? 0 : -2;
+    return blasft_launched_ok(before) ? 0 : -2;
 }
 
 } // namespace

@@ -3,6 +3,7 @@
  * caller's stream, the main cuBLAS GEMM on the caller's stream, then one check over C; joined by
  * events, no host synchronisation, outcomes delivered by a host function in stream order. */
 #include "blasft_gpu.h"
+#include "cuda_errors.h"
 #include "gpu_debug.h"
 #include "gpu_cublas.h"
 #include "gpu_kernels.h"
@@ -98,19 +99,49 @@ namespace {
 
 const blasft_cublas_api *cb;
 
+/* A device the application has filled (a framework's memory cache) refuses every GEMM's
+ * memory: one warning, not an error per call; each call still tries, as memory may come back. */
+void out_of_memory(const char *what)
+{
+    static int warned;
+    blasft_log_once(&warned, BLASFT_LOG_WARN,
+                    "GPU: out of device memory (first at %s): a GEMM that cannot get device memory "
+                    "runs on the host, or unprotected where the application called cuBLAS; later "
+                    "ones are not logged", what);
+    blasft_log(BLASFT_LOG_DEBUG, "GPU: %s: out of device memory", what);
+}
+/* The runtime keeps one "last error" per thread, which the application reads after its own
+ * launches (PyTorch after every kernel): a failure of the library's own calls is taken from it
+ * here, so that the application never sees an error it did not cause. */
 bool cuda_ok(cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return true;
-    blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: %s", what, cudaGetErrorString(e));
+    cudaGetLastError();
+    if (e == cudaErrorMemoryAllocation)
+        out_of_memory(what);
+    else
+        blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: %s", what, cudaGetErrorString(e));
     return false;
 }
 bool blas_ok(cublasStatus_t s, const char *what)
 {
     if (s == CUBLAS_STATUS_SUCCESS)
         return true;
-    blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: cuBLAS status %d", what, (int)s);
+    if (s == CUBLAS_STATUS_ALLOC_FAILED)
+        out_of_memory(what);
+    else
+        blasft_log(BLASFT_LOG_ERROR, "GPU: %s failed: cuBLAS status %d", what, (int)s);
     return false;
+}
+
+/* The error pending when the engine was entered: the application's, left for it to read. The
+ * engine's launches are judged by what is pending after them, against that. */
+thread_local cudaError_t err_at_entry = cudaSuccess;
+bool launches_ok()
+{
+    const cudaError_t e = cudaPeekAtLastError();
+    return blasft_launched_ok(err_at_entry) || cuda_ok(e, "kernel launch");
 }
 
 
@@ -248,8 +279,10 @@ int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, cons
     const cudaError_t e = cudaMalloc(buf, bytes);
     if (e != cudaSuccess) {
         *buf = nullptr;
-        if (!what)
+        if (!what) {
+            cudaGetLastError(); /* the library's own failure (cuda_ok) */
             return -3;
+        }
         cuda_ok(e, what);
         return -2;
     }
@@ -265,8 +298,7 @@ int ensure_promo(blasft_gpu_ctx *ctx, size_t bytes)
     const int rc = ensure_buf(ctx, &ctx->promo, &ctx->promo_bytes, bytes, nullptr);
     if (rc != -3)
         return rc;
-    cudaGetLastError(); /* not sticky: the native path goes on */
-    ctx->no_promo = true;
+    ctx->no_promo = true; /* not sticky: the native path goes on */
     static int once;
     blasft_log_once(&once, BLASFT_LOG_WARN,
                     "GPU: no device memory for %zu bytes of promoted copies "
@@ -837,7 +869,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         slot->busy.store(0, std::memory_order_relaxed);
     else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
         return -2;
-    return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
+    return launches_ok() ? 0 : -2;
 }
 
 int64_t max1(int64_t v) { return v > 1 ? v : 1; }
@@ -1074,7 +1106,7 @@ int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gp
                 if (last_k)
                     gk_round(dC, P * tm, tn, gc + P * (i0 + j0 * g->ldc), P * g->ldc, s0);
             }
-    return cuda_ok(cudaGetLastError(), "kernel launch") ? 0 : -2;
+    return launches_ok() ? 0 : -2;
 }
 
 int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
@@ -1399,6 +1431,7 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
 {
     if (check_args(g, p))
         return -1;
+    err_at_entry = blasft_err_pending();
     if (refuse_stale(ctx))
         return -2;
     double2 hs[2];
@@ -1498,7 +1531,9 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
     const int device = ctx ? ctx_device : caller_device;
     if (device != caller_device && cudaSetDevice(device) != cudaSuccess)
         return -1;
-    /* the library's own calls: relaxed towards a capture by another thread (offload_gemm.c) */
+    /* the library's own calls: relaxed towards a capture by another thread (offload_gemm.c),
+     * and leaving the application's last error as it was (cuda_errors.h) */
+    const cudaError_t pending = blasft_err_pending();
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     cudaThreadExchangeStreamCaptureMode(&mode);
     if (ctx && blasft_gpu_ctx_stale(ctx)) { /* the device was reset: everything of ctx is gone */
@@ -1516,6 +1551,7 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
     cudaThreadExchangeStreamCaptureMode(&mode);
     if (device != caller_device)
         cudaSetDevice(caller_device);
+    blasft_err_restore(pending);
     return rc;
 }
 

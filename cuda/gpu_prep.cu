@@ -4,6 +4,7 @@
  * launchers as the engine's own passes, so a prepared operand gives the same checksums and lists
  * as one prepared inside the GEMM. */
 #include "blasft_gpu.h"
+#include "cuda_errors.h"
 #include "gpu_kernels.h"
 #include "gpu_prep.h"
 
@@ -17,8 +18,11 @@ int prepare(cudaStream_t st, int side, int64_t rows, int64_t cols, const T *x, i
     const int pp = p->pea_p < GK_PMAX ? p->pea_p : GK_PMAX;
     const gk_prep_layout Q = gk_prep_plan(side, sizeof(T), rows, cols, bs, r);
     gk_counters *cnt = (gk_counters *)(w + Q.cnt);
-    if (cudaMemsetAsync(cnt, 0, sizeof(gk_counters), st) != cudaSuccess)
+    const cudaError_t before = blasft_err_pending();
+    if (cudaMemsetAsync(cnt, 0, sizeof(gk_counters), st) != cudaSuccess) {
+        blasft_launched_ok(before); /* taken from the application's view */
         return -2;
+    }
     if (side == 0) {
         /* op(A) = X: rows m, index k; its column checksums along m, as the GEMM's encode(0) */
         const int64_t m = rows, k = cols, mb = (m + bs - 1) / bs;
@@ -40,7 +44,7 @@ int prepare(cudaStream_t st, int side, int64_t rows, int64_t cols, const T *x, i
         const gk_topp tb = {(double *)(w + Q.tb_v), (int *)(w + Q.tb_p)};
         gk_topp_run<T>(x, ld, 1, rows, cols, pp, tb, gk_topp{nullptr, nullptr}, st);
     }
-    return cudaGetLastError() == cudaSuccess ? 0 : -2;
+    return blasft_launched_ok(before) ? 0 : -2;
 }
 
 size_t elem_bytes(blasft_type t) { return t == BLASFT_TYPE_S ? 4 : t == BLASFT_TYPE_Z ? 16 : 8; }

@@ -3,6 +3,7 @@
 #include "abft/abft_engine.h"
 #include "blasft_gpu.h"
 #include "consistency/cache.h"
+#include "cuda_errors.h"
 #include "log.h"
 #include "offload_backend.h"
 #include "report.h"
@@ -600,9 +601,12 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     /* the caller may have made another GPU current for its own work: the GEMM runs where its
      * copies live, and the caller's device is current again on return */
     int caller_device = -1;
+    const cudaError_t pending = blasft_err_pending(); /* the application's, if any */
     if (cudaGetDevice(&caller_device) != cudaSuccess ||
-        (caller_device != offload_device && cudaSetDevice(offload_device) != cudaSuccess))
+        (caller_device != offload_device && cudaSetDevice(offload_device) != cudaSuccess)) {
+        blasft_err_restore(pending);
         return -1;
+    }
     /* this thread's calls are the library's own, on its own streams: they neither join nor
      * disturb a graph that some thread of the application captures (in the default global
      * mode the allocations and synchronisations would be refused, and could end that capture) */
@@ -613,6 +617,7 @@ int blasft_offload_gemm(const blasft_gemm *g, const blasft_config *cfg)
     cudaThreadExchangeStreamCaptureMode(&mode);
     if (caller_device != offload_device)
         cudaSetDevice(caller_device);
+    blasft_err_restore(pending);
     return rc;
 }
 

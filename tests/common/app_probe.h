@@ -7,7 +7,9 @@
  *    stream (the legacy stream waits for it) captured in the default global mode, a memset
  *    before and one after the test's work, the graph replayed and its buffer checked. In global
  *    mode a call that the capture forbids, from any thread, fails and can end the capture with
- *    an error: the probe sees that. */
+ *    an error: the probe sees that.
+ *  - A full device: the application holds nearly all device memory, as a framework's memory
+ *    cache does (device_fill, device_unfill). */
 #ifndef BLASFT_APP_PROBE_H
 #define BLASFT_APP_PROBE_H
 
@@ -130,6 +132,28 @@ static const char *capture_probe_finish(capture_probe *p)
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     return p->fault;
+}
+
+/* Allocates device memory in halving chunks until even 1 MiB fails; returns the number of
+ * buffers held (at most max) */
+static int device_fill(void **held, int max)
+{
+    int n = 0;
+    size_t chunk = (size_t)256 << 20;
+    while (n < max && chunk >= ((size_t)1 << 20)) {
+        if (cudaMalloc(&held[n], chunk) == cudaSuccess)
+            n++;
+        else
+            chunk /= 2;
+    }
+    cudaGetLastError(); /* the last refusal */
+    return n;
+}
+
+static void device_unfill(void **held, int n)
+{
+    for (int i = 0; i < n; i++)
+        cudaFree(held[i]);
 }
 
 #endif

@@ -1062,6 +1062,63 @@ static void after_reset(int prot)
     printf("after reset: done\n");
 }
 
+/* The application holds nearly all device memory (a framework's memory cache) and calls a GEMM
+ * of a shape larger than any before, so the interposer's workspace cannot grow: the call must
+ * succeed with the right result (protected or passed through, counted either way), and once
+ * the memory is back the same call is protected again. */
+static void on_full_device(cublasHandle_t h, int prot)
+{
+    const gcase g = {1, CUBLAS_OP_N, CUBLAS_OP_T, 900, 700, 600, 3, 1, 1.25, 0.5};
+    run r;
+    make(&r, &g);
+    void *dA = to_device(r.A, r.na, 1), *dB = to_device(r.B, r.nb, 1), *dC = to_device(r.C0, r.nc, 1);
+    const double alpha = g.alpha, beta = g.beta;
+    static void *held[4096];
+    for (int round = 0; round < 2; round++) {
+        const int nh = round ? 0 : device_fill(held, 4096);
+        stats_t s0 = stats_now();
+        cublasStatus_t st = call(h, EP_V2, &g, &alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, &beta, dC,
+                                 r.ldc, r.sc);
+        const cudaError_t left = cudaGetLastError(); /* the application's view */
+        cudaDeviceSynchronize();
+        stats_t s1 = stats_now();
+        device_unfill(held, nh);
+        CHECK(left == cudaSuccess, "%s: the call left the application's last error at %s",
+              round ? "memory back" : "full device", cudaGetErrorName(left));
+        const double q = compare(&r, &g, dC);
+        const uint64_t p1 = s1.protected_gemms - s0.protected_gemms,
+                       u1 = s1.unprotected_gemms - s0.unprotected_gemms;
+        printf("on a full device (%d buffers held): status %d, %llu protected, %llu unprotected\n",
+               nh, (int)st, (unsigned long long)p1, (unsigned long long)u1);
+        CHECK(st == CUBLAS_STATUS_SUCCESS && q <= 1.0, "%s: status %d, error %.3g x bound",
+              round ? "memory back" : "full device", (int)st, q);
+        CHECK(p1 + u1 == 1, "%s: %llu + %llu GEMMs counted", round ? "memory back" : "full device",
+              (unsigned long long)p1, (unsigned long long)u1);
+        if (round)
+            CHECK(p1 == (uint64_t)prot, "memory back: %llu protected, want %d",
+                  (unsigned long long)p1, prot);
+        cudaMemcpy(dC, r.C0, sizeof(double) * r.nc, cudaMemcpyHostToDevice);
+    }
+    /* an error the application left pending (a refused allocation of its own) is still its
+     * own to read after a protected call, and does not fail that call */
+    void *huge = NULL;
+    CHECK(cudaMalloc(&huge, (size_t)1 << 50) != cudaSuccess, "a 1 PiB cudaMalloc succeeded");
+    stats_t s0 = stats_now();
+    const cublasStatus_t st = call(h, EP_V2, &g, &alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, &beta,
+                                   dC, r.ldc, r.sc);
+    const cudaError_t left = cudaGetLastError();
+    stats_t s1 = stats_now();
+    CHECK(st == CUBLAS_STATUS_SUCCESS && compare(&r, &g, dC) <= 1.0,
+          "with the application's error pending: status %d", (int)st);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
+          "with the application's error pending: %llu protected, want %d",
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
+    CHECK(left == cudaErrorMemoryAllocation && cudaGetLastError() == cudaSuccess,
+          "the application's pending error read back as %s", cudaGetErrorName(left));
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    release(&r);
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = 0;
@@ -1186,6 +1243,7 @@ int main(int argc, char **argv)
     captured(h, 1, prot);
     other_device(h, prot);
     while_captured(prot);
+    on_full_device(h, prot);
     cublasDestroy_v2(h);
     after_reset(prot);
     printf("%d checks, %d failures\n", checks, failures);

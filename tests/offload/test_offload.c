@@ -1148,6 +1148,145 @@ static void part_partial(void)
     printf("partial: done\n");
 }
 
+/* GEMMs in an exit handler that the program registered before CUDA started, as a C++ object of
+ * static lifetime whose destructor multiplies matrices is: the CUDA runtime's own teardown has
+ * run by then. Each GEMM must still be right, wherever it runs, and the process must exit
+ * cleanly. */
+static void exit_gemms(void)
+{
+    const int before = failures;
+    dg_rng r;
+    dg_seed(&r, 0xe817);
+    const shape s = {300, 257, 129, 1};
+    int on_gpu = 0;
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'T', &s);
+        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "exit: a GEMM in an exit handler");
+        on_gpu += last_where == BLASFT_WHERE_GPU;
+        free(q.a); free(q.b); free(q.c);
+    }
+    printf("exit handler: %d checks, %d failures (%d of 4 GEMMs on the GPU)\n", checks,
+           failures, on_gpu);
+    fflush(stdout);
+    if (failures > before)
+        _exit(1);
+}
+
+static void part_exit(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0xe818);
+    const shape s = {300, 257, 129, 1};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &s);
+    run_and_check(&p, VIA_DISPATCH, "exit: before"); /* CUDA, cuBLAS and the cache started */
+    free(p.a); free(p.b); free(p.c);
+}
+
+/* A host GEMM inside a host function that the application enqueued (cudaLaunchHostFunc): CUDA
+ * forbids CUDA calls there, and the caller cannot know that its BLAS uses CUDA. The GEMM must
+ * still be right (on the host, or wherever the library can run it) and nothing may hang. */
+static void callback_gemms(void *arg)
+{
+    int *on_gpu = arg;
+    dg_rng r;
+    dg_seed(&r, 0xcb11);
+    const shape s = {300, 257, 129, 1};
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'T', 'N', &s);
+        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "callback: a GEMM in a host function");
+        *on_gpu += last_where == BLASFT_WHERE_GPU;
+        free(q.a); free(q.b); free(q.c);
+    }
+}
+
+static void part_callback(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0xcb12);
+    const shape s = {300, 257, 129, 1};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &s);
+    run_and_check(&p, VIA_DISPATCH, "callback: before");
+    alarm(120); /* a hang shows as SIGALRM */
+    cudaStream_t st;
+    int on_gpu = 0;
+    CHECK(cudaStreamCreate(&st) == cudaSuccess, "callback: stream");
+    CHECK(cudaLaunchHostFunc(st, callback_gemms, &on_gpu) == cudaSuccess &&
+              cudaStreamSynchronize(st) == cudaSuccess,
+          "callback: the host function ran");
+    cudaStreamDestroy(st);
+    printf("callback: %d of 4 GEMMs in the host function on the GPU\n", on_gpu);
+    fill(&p, &r, p.c, 'N', p.m, p.n, p.ldc);
+    run_and_check(&p, VIA_DISPATCH, "callback: after");
+    alarm(0);
+    free(p.a); free(p.b); free(p.c);
+}
+
+/* The application holds nearly all of the device's memory (as a framework's memory cache does):
+ * GEMMs must still be right (on the host, or on the GPU in what is left) with one warning, not
+ * an error per call, and once the application frees its memory they go to the GPU again. */
+static void part_full(void)
+{
+    dg_rng r;
+    dg_seed(&r, 0xf011);
+    const shape small = {300, 257, 129, 1}, large = {400, 300, 260, 0};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'N', &small);
+    run_and_check(&p, VIA_DISPATCH, "full: before"); /* CUDA, cuBLAS and the cache started */
+    static void *held[4096];
+    const int nh = device_fill(held, 4096);
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    printf("full: the application holds %d buffers; %zu of %zu MiB free\n", nh, free_b >> 20,
+           total_b >> 20);
+    fflush(NULL);
+    FILE *log = tmpfile(); /* the library's messages meanwhile */
+    const int saved = dup(2);
+    CHECK(log && saved >= 0 && dup2(fileno(log), 2) >= 0, "full: stderr to a file");
+    int on_gpu = 0, calls = 0;
+    for (int round = 0; round < 3; round++)
+        for (int t = 0; t < 4; t++) {
+            problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'T',
+                                    round ? &large : &small);
+            run_and_check(&q, VIA_DISPATCH_ANYWHERE, "full: a GEMM on a full device");
+            on_gpu += last_where == BLASFT_WHERE_GPU;
+            calls++;
+            const cudaError_t left = cudaGetLastError();
+            CHECK(left == cudaSuccess, "full: the GEMM left the program's last CUDA error at %s",
+                  cudaGetErrorName(left));
+            free(q.a); free(q.b); free(q.c);
+        }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int lines = 0, errors = 0;
+    char line[512];
+    if (log) {
+        rewind(log);
+        while (fgets(line, sizeof line, log)) {
+            fprintf(stderr, "  (while full) %s", line);
+            lines++;
+            errors += strstr(line, "libblas_ft: error") != NULL;
+        }
+        fclose(log);
+    }
+    printf("full: %d of %d GEMMs on the GPU while it was full; %d lines logged\n", on_gpu, calls,
+           lines);
+    CHECK(errors == 0 && lines <= 5, "full: %d lines logged for %d GEMMs on a full device, %d of "
+          "them errors (want a few warnings, each once)", lines, calls, errors);
+    device_unfill(held, nh);
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'T', 'N', &large);
+        /* the second with an error of the program's own pending: it stays the program's */
+        void *huge = NULL;
+        const int pend = t == 1 && cudaMalloc(&huge, (size_t)1 << 50) != cudaSuccess;
+        run_and_check(&q, VIA_DISPATCH, "full: after the application freed its memory");
+        const cudaError_t left = cudaGetLastError();
+        CHECK(left == (pend ? cudaErrorMemoryAllocation : cudaSuccess),
+              "full: the program's last CUDA error after the GEMM is %s", cudaGetErrorName(left));
+        free(q.a); free(q.b); free(q.c);
+    }
+    free(p.a); free(p.b); free(p.c);
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -1160,6 +1299,8 @@ int main(int argc, char **argv)
         setenv("BLASFT_DEVICE_MEM", "1M", 1);
     if (!strcmp(part, "evict"))
         setenv("BLASFT_DEVICE_MEM", "2M", 1);
+    if (!strcmp(part, "exit")) /* before anything of CUDA's: it runs after CUDA's teardown */
+        atexit(exit_gemms);
     if (!blasft_gpu_available()) {
         printf("no usable GPU: skipped\n");
         return 77;
@@ -1186,12 +1327,18 @@ int main(int argc, char **argv)
         part_capture();
     else if (!strcmp(part, "partial"))
         part_partial();
+    else if (!strcmp(part, "exit"))
+        part_exit();
+    else if (!strcmp(part, "callback"))
+        part_callback();
+    else if (!strcmp(part, "full"))
+        part_full();
     else if (!strcmp(part, "devices")) {
         if (part_devices() == 77)
             return 77;
     }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture|partial\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture|partial|exit|callback|full\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
