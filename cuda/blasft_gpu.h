@@ -68,6 +68,12 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx);
  * cudaFree of its old addresses could free the application's new allocations). */
 int blasft_gpu_ctx_stale(const blasft_gpu_ctx *ctx);
 void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx);
+/* Gives ctx up wherever it is called from (a thread's end): destroyed on `device` (made current
+ * for it, the caller's device current again on return), with its stream too if own_stream;
+ * forgotten where that device was reset since, or in a child forked after CUDA started. */
+void blasft_gpu_ctx_release(blasft_gpu_ctx *ctx, int device, int own_stream);
+/* 1 in the child of a fork made after this library started CUDA (no warning), else 0. */
+int blasft_gpu_forked(void);
 void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream);
 
 /* Protection parameters of the GPU engine (from blasft_config, see blasft_gpu_params_from_cfg). */

@@ -120,27 +120,34 @@ typedef struct ctx_slot {
     int64_t rm, rn, rk;
     int rkeep;
 } ctx_slot;
-/* Contexts of a thread that ends are not destroyed: the streams they belong to may be gone. */
 static __thread ctx_slot cache[CACHE_SLOTS];
 static __thread uint64_t cache_tick;
 
-/* Frees slot s's context: destroyed where its device's context is the one it was made in,
- * forgotten (host memory only) where the application has reset that device since. Called with
- * `device` current, which it is again on return. */
-static void release_slot(ctx_slot *s, int device)
+/* Frees slot s's context: destroyed where its device's context is the one it was made in (the
+ * device waited for, not its stream, which may be gone), forgotten (host memory only) where the
+ * application has reset that device since. The current device is the same again on return. */
+static void release_slot(ctx_slot *s)
 {
-    if (s->device != device && cudaSetDevice(s->device) != cudaSuccess) {
-        blasft_gpu_ctx_forget(s->ctx);
-    } else {
-        if (blasft_gpu_context_id() == s->ctx_id)
-            blasft_gpu_ctx_destroy(s->ctx);
-        else
-            blasft_gpu_ctx_forget(s->ctx);
-        if (s->device != device)
-            cudaSetDevice(device);
-    }
+    blasft_gpu_ctx_release(s->ctx, s->device, 0);
     s->ctx = NULL;
 }
+
+/* The contexts of a thread that ends are released (an application that starts a thread per
+ * task would otherwise leave handles and workspace behind for each): a key whose destructor
+ * runs at the thread's end, while its thread-local slots are still there. */
+static pthread_key_t slots_key;
+static pthread_once_t slots_key_once = PTHREAD_ONCE_INIT;
+static int slots_key_ok;
+
+static void slots_end(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].ctx)
+            release_slot(&cache[i]);
+}
+
+static void slots_key_init(void) { slots_key_ok = pthread_key_create(&slots_key, slots_end) == 0; }
 
 static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
 {
@@ -165,8 +172,11 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
     /* creating allocates and evicting synchronises: never while the application captures */
     if (capturing)
         return NULL;
+    pthread_once(&slots_key_once, slots_key_init);
+    if (!slots_key_ok || pthread_setspecific(slots_key, cache) != 0)
+        return NULL; /* a context that could not be released at the thread's end */
     if (lru->ctx)
-        release_slot(lru, device);
+        release_slot(lru);
     *lru = (ctx_slot){.ctx = blasft_gpu_ctx_create((void *)stream), .ctx_id = cid,
                       .device = device, .stream = stream, .used = ++cache_tick};
     return lru->ctx ? lru : NULL;

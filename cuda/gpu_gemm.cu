@@ -1256,6 +1256,31 @@ int blasft_gpu_ctx_stale(const blasft_gpu_ctx *ctx)
 
 void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx) { free(ctx); }
 
+int blasft_gpu_forked(void) { return forked_from_cuda.load(std::memory_order_relaxed) ? 1 : 0; }
+
+void blasft_gpu_ctx_release(blasft_gpu_ctx *ctx, int device, int own_stream)
+{
+    if (!ctx)
+        return;
+    int current = -1;
+    if (blasft_gpu_forked() || cudaGetDevice(&current) != cudaSuccess ||
+        (current != device && cudaSetDevice(device) != cudaSuccess)) {
+        cudaGetLastError();
+        blasft_gpu_ctx_forget(ctx);
+        return;
+    }
+    if (blasft_gpu_ctx_stale(ctx)) {
+        blasft_gpu_ctx_forget(ctx);
+    } else {
+        const cudaStream_t own = own_stream ? ctx->s0 : nullptr;
+        blasft_gpu_ctx_destroy(ctx);
+        if (own)
+            cudaStreamDestroy(own);
+    }
+    if (current != device)
+        cudaSetDevice(current);
+}
+
 namespace {
 /* The engine's entry points refuse a context whose device was reset since it was made: its
  * streams and handles are gone, and its old addresses may be the application's memory now. */
@@ -1516,6 +1541,41 @@ out:
     return rc;
 }
 
+/* The plain-copy path's context of a thread, given up when the thread ends (an application
+ * that starts a thread per task would otherwise leave a context, its handles and workspace
+ * behind for each). */
+struct thread_ctx {
+    blasft_gpu_ctx *ctx;
+    int device;
+};
+static pthread_key_t thread_ctx_key;
+static std::once_flag thread_ctx_once;
+static bool thread_ctx_key_ok;
+
+static void thread_ctx_end(void *p)
+{
+    thread_ctx *t = (thread_ctx *)p;
+    blasft_gpu_ctx_release(t->ctx, t->device, 1);
+    free(t);
+}
+
+/* this thread's record, NULL where it cannot be kept */
+static thread_ctx *thread_ctx_of_thread()
+{
+    std::call_once(thread_ctx_once, [] {
+        thread_ctx_key_ok = pthread_key_create(&thread_ctx_key, thread_ctx_end) == 0;
+    });
+    if (!thread_ctx_key_ok)
+        return nullptr;
+    thread_ctx *t = (thread_ctx *)pthread_getspecific(thread_ctx_key);
+    if (!t && (t = (thread_ctx *)calloc(1, sizeof *t)) &&
+        pthread_setspecific(thread_ctx_key, t) != 0) {
+        free(t);
+        t = nullptr;
+    }
+    return t;
+}
+
 int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
 {
     if (!blasft_gpu_available())
@@ -1523,8 +1583,11 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
     /* this thread's context, on a non-blocking stream of its own (the legacy stream would wait
      * for the application's blocking streams), lives on the device current at its first use; a
      * caller that made another device current since finds it current again on return */
-    static thread_local blasft_gpu_ctx *ctx;
-    static thread_local int ctx_device;
+    thread_ctx *t = thread_ctx_of_thread();
+    if (!t)
+        return -1;
+    blasft_gpu_ctx *&ctx = t->ctx;
+    int &ctx_device = t->device;
     int caller_device = -1;
     if (cudaGetDevice(&caller_device) != cudaSuccess)
         return -1;

@@ -131,16 +131,50 @@ typedef struct thread_gpu {
     cudaEvent_t panel_done[PANELS];
 } thread_gpu;
 
+/* A thread's state is given up when the thread ends: an application that starts a thread per
+ * task would otherwise leave streams, events, a context, its handles and workspace behind for
+ * each. Made before a device reset (or in a forked child), only its host memory is freed. */
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static int thread_key_ok;
+
+static void thread_end(void *p)
+{
+    thread_gpu *t = p;
+    int current = -1;
+    if (t->generation != __atomic_load_n(&offload_generation, __ATOMIC_ACQUIRE) ||
+        blasft_gpu_forked() || cudaGetDevice(&current) != cudaSuccess ||
+        (current != offload_device && cudaSetDevice(offload_device) != cudaSuccess)) {
+        blasft_gpu_ctx_forget(t->ctx);
+        free(t);
+        return;
+    }
+    blasft_gpu_ctx_release(t->ctx, offload_device, 0); /* waits for the device */
+    for (int i = 0; i < PANELS; i++)
+        cudaEventDestroy(t->panel_done[i]);
+    cudaStreamDestroy(t->stream);
+    cudaStreamDestroy(t->prep_stream);
+    if (current != offload_device)
+        cudaSetDevice(current);
+    free(t);
+}
+
+static void thread_key_init(void) { thread_key_ok = pthread_key_create(&thread_key, thread_end) == 0; }
+
 static thread_gpu *thread_state(void)
 {
     static _Thread_local thread_gpu *tg;
     const unsigned gen = __atomic_load_n(&offload_generation, __ATOMIC_ACQUIRE);
     if (tg && tg->generation == gen)
         return tg;
+    pthread_once(&thread_key_once, thread_key_init);
+    if (!thread_key_ok)
+        return NULL;
     if (tg) { /* made before a device reset: its streams, events and context are gone */
         blasft_gpu_ctx_forget(tg->ctx);
         free(tg);
         tg = NULL;
+        pthread_setspecific(thread_key, NULL);
     }
     thread_gpu *t = calloc(1, sizeof *t);
     if (!t)
@@ -156,10 +190,12 @@ static thread_gpu *thread_state(void)
     for (int i = 0; i < PANELS; i++)
         if (cudaEventCreateWithFlags(&t->panel_done[i], cudaEventDisableTiming) != cudaSuccess)
             goto fail;
-    if (!(t->ctx = blasft_gpu_ctx_create(t->stream)))
+    if (!(t->ctx = blasft_gpu_ctx_create(t->stream)) || pthread_setspecific(thread_key, t) != 0)
         goto fail;
     return tg = t;
 fail:
+    if (t->ctx)
+        blasft_gpu_ctx_destroy(t->ctx);
     for (int i = 0; i < PANELS; i++)
         if (t->panel_done[i])
             cudaEventDestroy(t->panel_done[i]);

@@ -1119,6 +1119,65 @@ static void on_full_device(cublasHandle_t h, int prot)
     release(&r);
 }
 
+/* Threads that each make a stream, run a GEMM on it through the shared handle and end (a thread
+ * per task): the interposer's context for each thread and stream (handles, streams, workspace)
+ * must go with the thread, so device memory does not shrink with the number of threads. */
+typedef struct thread_end_arg {
+    cublasHandle_t h;
+    const gcase *g;
+    run *r;
+    void *dA, *dB, *dC;
+    cublasStatus_t st;
+} thread_end_arg;
+
+static void *thread_end_gemm(void *p)
+{
+    thread_end_arg *a = p;
+    cudaStream_t s;
+    const double alpha = a->g->alpha, beta = a->g->beta;
+    a->st = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (cudaStreamCreate(&s) == cudaSuccess) {
+        cublasSetStream_v2(a->h, s);
+        a->st = call(a->h, EP_V2, a->g, &alpha, a->dA, a->r->lda, a->r->sa, a->dB, a->r->ldb,
+                     a->r->sb, &beta, a->dC, a->r->ldc, a->r->sc);
+        cudaStreamSynchronize(s);
+        cublasSetStream_v2(a->h, NULL);
+        cudaStreamDestroy(s);
+    }
+    return NULL;
+}
+
+static void thread_end(cublasHandle_t h, int prot)
+{
+    enum { THREADS = 16 };
+    const gcase g = {1, CUBLAS_OP_T, CUBLAS_OP_N, 300, 257, 129, 2, 1, 1.0, 0.0};
+    run r;
+    make(&r, &g);
+    thread_end_arg a = {h, &g, &r, to_device(r.A, r.na, 1), to_device(r.B, r.nb, 1),
+                        to_device(r.C0, r.nc, 1), CUBLAS_STATUS_SUCCESS};
+    size_t free_at[THREADS + 1], total = 0;
+    stats_t s0 = stats_now();
+    int bad = 0;
+    for (int i = 0; i <= THREADS; i++) {
+        pthread_t th;
+        pthread_create(&th, NULL, thread_end_gemm, &a);
+        pthread_join(th, NULL);
+        bad += a.st != CUBLAS_STATUS_SUCCESS || compare(&r, &g, a.dC) > 1.0;
+        cudaDeviceSynchronize();
+        cudaMemGetInfo(&free_at[i], &total);
+    }
+    stats_t s1 = stats_now();
+    const double lost = ((double)free_at[0] - (double)free_at[THREADS]) / (1 << 20);
+    printf("thread ends: %.2f MiB of device memory per ended thread kept\n", lost / THREADS);
+    CHECK(bad == 0, "thread ends: %d of %d GEMMs failed or wrong", bad, THREADS + 1);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)(prot ? THREADS + 1 : 0),
+          "thread ends: %llu protected", (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+    CHECK(lost < 8.0, "thread ends: %.1f MiB of device memory kept for %d threads that ended",
+          lost, THREADS);
+    cudaFree(a.dA); cudaFree(a.dB); cudaFree(a.dC);
+    release(&r);
+}
+
 int main(int argc, char **argv)
 {
     int expect_off = 0;
@@ -1244,6 +1303,7 @@ int main(int argc, char **argv)
     other_device(h, prot);
     while_captured(prot);
     on_full_device(h, prot);
+    thread_end(h, prot);
     cublasDestroy_v2(h);
     after_reset(prot);
     printf("%d checks, %d failures\n", checks, failures);

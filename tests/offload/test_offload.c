@@ -1287,6 +1287,47 @@ static void part_full(void)
     free(p.a); free(p.b); free(p.c);
 }
 
+/* Threads that each run a GEMM and end, as an application that starts a thread per task: what
+ * the library made for each thread (stream, engine context, handles, workspace) must go with it,
+ * so device memory does not shrink with the number of threads. */
+static void *thread_end_gemm(void *arg)
+{
+    problem *p = arg;
+    run_and_check(p, VIA_DISPATCH, "thread_end: a thread's GEMM");
+    return NULL;
+}
+
+static size_t device_free(void)
+{
+    size_t free_b = 0, total_b = 0;
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&free_b, &total_b);
+    return free_b;
+}
+
+static void part_thread_end(void)
+{
+    enum { THREADS = 16 };
+    dg_rng r;
+    dg_seed(&r, 0x7e4d);
+    const shape s = {300, 257, 129, 1};
+    problem p = new_problem(&r, BLASFT_TYPE_D, 'C', 'N', 'T', &s); /* the same operands: cached */
+    size_t free_at[THREADS + 1];
+    for (int i = 0; i <= THREADS; i++) {
+        pthread_t th;
+        pthread_create(&th, NULL, thread_end_gemm, &p);
+        pthread_join(th, NULL);
+        free_at[i] = device_free(); /* after thread i ended */
+    }
+    const double lost = ((double)free_at[0] - (double)free_at[THREADS]) / (1 << 20);
+    printf("thread_end: device memory free after the first thread %.1f MiB, after %d more %.1f "
+           "MiB: %.2f MiB per thread kept\n", free_at[0] / 1048576.0, THREADS,
+           free_at[THREADS] / 1048576.0, lost / THREADS);
+    CHECK(lost < 8.0, "thread_end: %.1f MiB of device memory kept for %d threads that ended", lost,
+          THREADS);
+    free(p.a); free(p.b); free(p.c);
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "shapes";
@@ -1333,12 +1374,14 @@ int main(int argc, char **argv)
         part_callback();
     else if (!strcmp(part, "full"))
         part_full();
+    else if (!strcmp(part, "thread_end"))
+        part_thread_end();
     else if (!strcmp(part, "devices")) {
         if (part_devices() == 77)
             return 77;
     }
     else {
-        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture|partial|exit|callback|full\n", argv[0]);
+        fprintf(stderr, "usage: %s shapes|property [n]|declared [n]|evict|tiles|threads|speculate|fork|devices|reset|capture|partial|exit|callback|full|thread_end\n", argv[0]);
         return 2;
     }
     printf("%s: %d checks, %d failures\n", part, checks, failures);
