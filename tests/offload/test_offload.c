@@ -298,6 +298,20 @@ static problem new_problem(dg_rng *r, blasft_type t, char lay, char ta, char tb,
     return p;
 }
 
+/* S, D, C, Z GEMMs of shape s, the layouts alternating, each run where the library can and
+ * checked; returns how many ran on the GPU */
+static int each_type_anywhere(dg_rng *r, char ta, char tb, const shape *s, const char *what)
+{
+    int on_gpu = 0;
+    for (int t = 0; t < 4; t++) {
+        problem q = new_problem(r, (blasft_type)t, t % 2 ? 'R' : 'C', ta, tb, s);
+        run_and_check(&q, VIA_DISPATCH_ANYWHERE, what);
+        on_gpu += last_where == BLASFT_WHERE_GPU;
+        free(q.a); free(q.b); free(q.c);
+    }
+    return on_gpu;
+}
+
 static void part_chain(void);
 
 static void part_shapes(void)
@@ -926,13 +940,7 @@ static void part_fork(void)
             checks = failures = 0;
             dg_rng cr;
             dg_seed(&cr, 0xc41d + (uint64_t)round);
-            int on_gpu = 0;
-            for (int t = 0; t < 4; t++) {
-                problem q = new_problem(&cr, (blasft_type)t, t % 2 ? 'R' : 'C', 'T', 'N', &s);
-                run_and_check(&q, VIA_DISPATCH_ANYWHERE, "fork: the child");
-                on_gpu += last_where == BLASFT_WHERE_GPU;
-                free(q.a); free(q.b); free(q.c);
-            }
+            const int on_gpu = each_type_anywhere(&cr, 'T', 'N', &s, "fork: the child");
             CHECK(on_gpu == 0, "fork: %d GEMMs of the child on its parent's GPU", on_gpu);
             printf("fork: child %d: %d checks, %d failures, %d of 4 GEMMs on the GPU\n", round,
                    checks, failures, on_gpu);
@@ -1089,13 +1097,8 @@ static void part_capture(void)
     run_and_check(&p, VIA_DISPATCH, "capture: before"); /* CUDA and the cache started */
     capture_probe probe;
     capture_probe_start(&probe, gemm_while_capturing, NULL);
-    int on_gpu = 0;
-    for (int t = 0; t < 4; t++) {
-        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'N', &s);
-        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "capture: while another thread captures");
-        on_gpu += last_where == BLASFT_WHERE_GPU;
-        free(q.a); free(q.b); free(q.c);
-    }
+    const int on_gpu =
+        each_type_anywhere(&r, 'N', 'N', &s, "capture: while another thread captures");
     const char *fault = capture_probe_finish(&probe);
     CHECK(!fault, "capture: the other thread's graph failed at %s", fault);
     CHECK(on_gpu == 4, "capture: %d of 4 GEMMs on the GPU while another thread captured", on_gpu);
@@ -1158,13 +1161,7 @@ static void exit_gemms(void)
     dg_rng r;
     dg_seed(&r, 0xe817);
     const shape s = {300, 257, 129, 1};
-    int on_gpu = 0;
-    for (int t = 0; t < 4; t++) {
-        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'T', &s);
-        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "exit: a GEMM in an exit handler");
-        on_gpu += last_where == BLASFT_WHERE_GPU;
-        free(q.a); free(q.b); free(q.c);
-    }
+    const int on_gpu = each_type_anywhere(&r, 'N', 'T', &s, "exit: a GEMM in an exit handler");
     printf("exit handler: %d checks, %d failures (%d of 4 GEMMs on the GPU)\n", checks,
            failures, on_gpu);
     fflush(stdout);
@@ -1191,12 +1188,7 @@ static void callback_gemms(void *arg)
     dg_rng r;
     dg_seed(&r, 0xcb11);
     const shape s = {300, 257, 129, 1};
-    for (int t = 0; t < 4; t++) {
-        problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'T', 'N', &s);
-        run_and_check(&q, VIA_DISPATCH_ANYWHERE, "callback: a GEMM in a host function");
-        *on_gpu += last_where == BLASFT_WHERE_GPU;
-        free(q.a); free(q.b); free(q.c);
-    }
+    *on_gpu = each_type_anywhere(&r, 'T', 'N', &s, "callback: a GEMM in a host function");
 }
 
 static void part_callback(void)
@@ -1242,18 +1234,15 @@ static void part_full(void)
     const int saved = dup(2);
     CHECK(log && saved >= 0 && dup2(fileno(log), 2) >= 0, "full: stderr to a file");
     int on_gpu = 0, calls = 0;
-    for (int round = 0; round < 3; round++)
-        for (int t = 0; t < 4; t++) {
-            problem q = new_problem(&r, (blasft_type)t, t % 2 ? 'R' : 'C', 'N', 'T',
-                                    round ? &large : &small);
-            run_and_check(&q, VIA_DISPATCH_ANYWHERE, "full: a GEMM on a full device");
-            on_gpu += last_where == BLASFT_WHERE_GPU;
-            calls++;
-            const cudaError_t left = cudaGetLastError();
-            CHECK(left == cudaSuccess, "full: the GEMM left the program's last CUDA error at %s",
-                  cudaGetErrorName(left));
-            free(q.a); free(q.b); free(q.c);
-        }
+    for (int round = 0; round < 3; round++) {
+        on_gpu += each_type_anywhere(&r, 'N', 'T', round ? &large : &small,
+                                     "full: a GEMM on a full device");
+        calls += 4;
+        /* the last error stays until read: one look covers the round */
+        const cudaError_t left = cudaGetLastError();
+        CHECK(left == cudaSuccess, "full: the GEMMs left the program's last CUDA error at %s",
+              cudaGetErrorName(left));
+    }
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
