@@ -119,6 +119,7 @@ typedef struct ctx_slot {
     blasft_type rtype;
     int64_t rm, rn, rk;
     int rkeep;
+    int in_graph; /* a protected GEMM was captured with it: a graph may replay its workspace */
 } ctx_slot;
 static __thread ctx_slot cache[CACHE_SLOTS];
 static __thread uint64_t cache_tick;
@@ -128,7 +129,9 @@ static __thread uint64_t cache_tick;
  * application has reset that device since. The current device is the same again on return. */
 static void release_slot(ctx_slot *s)
 {
-    blasft_gpu_ctx_release(s->ctx, s->device, 0);
+    /* one captured into a graph stays: the graph may be replayed at any time later */
+    if (!s->in_graph)
+        blasft_gpu_ctx_release(s->ctx, s->device, 0);
     s->ctx = NULL;
 }
 
@@ -431,6 +434,7 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                       "workspace is too small passes through unprotected (run it once before)");
             return 0;
         }
+        slot->in_graph = 1;
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
