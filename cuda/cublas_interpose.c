@@ -9,6 +9,7 @@
 #include "cuda_errors.h"
 #include "gpu_cublas.h"
 #include "gpu_debug.h"
+#include "graph_hold.h"
 #include "log.h"
 
 #include <cuda_runtime_api.h>
@@ -119,20 +120,23 @@ typedef struct ctx_slot {
     blasft_type rtype;
     int64_t rm, rn, rk;
     int rkeep;
-    int in_graph; /* a protected GEMM was captured with it: a graph may replay its workspace */
+    graph_hold *hold; /* made when a protected GEMM is captured with it (graph_hold.h) */
 } ctx_slot;
 static __thread ctx_slot cache[CACHE_SLOTS];
 static __thread uint64_t cache_tick;
 
 /* Frees slot s's context: destroyed where its device's context is the one it was made in (the
  * device waited for, not its stream, which may be gone), forgotten (host memory only) where the
- * application has reset that device since. The current device is the same again on return. */
+ * application has reset that device since. One that a graph may still replay is released only
+ * once its graphs are gone (graph_hold.h). The current device is the same again on return. */
 static void release_slot(ctx_slot *s)
 {
-    /* one captured into a graph stays: the graph may be replayed at any time later */
-    if (!s->in_graph)
+    if (s->hold)
+        graph_hold_retire(s->hold, 0);
+    else
         blasft_gpu_ctx_release(s->ctx, s->device, 0);
     s->ctx = NULL;
+    s->hold = NULL;
 }
 
 /* The contexts of a thread that ends are released (an application that starts a thread per
@@ -159,15 +163,31 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
     const uint64_t cid = blasft_gpu_context_id();
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].ctx && cache[i].device == device && cache[i].ctx_id != cid) {
-            blasft_gpu_ctx_forget(cache[i].ctx);
+            if (cache[i].hold)
+                graph_hold_retire(cache[i].hold, 1);
+            else
+                blasft_gpu_ctx_forget(cache[i].ctx);
             cache[i].ctx = NULL;
+            cache[i].hold = NULL;
         }
+    if (!capturing)
+        graph_hold_reap();
     ctx_slot *lru = &cache[0];
     for (int i = 0; i < CACHE_SLOTS; i++) {
         ctx_slot *s = &cache[i];
         if (s->ctx && s->device == device && s->stream == stream) {
             s->used = ++cache_tick;
-            return s;
+            if (capturing || !s->hold)
+                return s;
+            if (!graph_hold_live(s->hold)) { /* its graphs are gone: the context is free again */
+                graph_hold_drop(s->hold);
+                s->hold = NULL;
+                return s;
+            }
+            /* a graph may replay this context's workspace: outside the capture the stream gets
+             * a context of its own (which may grow), the graphs keep theirs */
+            lru = s;
+            break;
         }
         if (!s->ctx || (lru->ctx && s->used < lru->used))
             lru = s;
@@ -330,7 +350,8 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 
 /* Logs once per reason why calls pass through unprotected (info level: they are counted). */
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
-static int once_math, once_capture_ctx, once_capture_ws, once_reserve, once_large, once_arrays;
+static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
+    once_arrays;
 
 /* The addresses of a batch given by device arrays of pointers, read back on the host (waits for
  * the stream, which may still be writing them): A's, then B's, then C's; NULL on failure. */
@@ -434,7 +455,13 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                       "workspace is too small passes through unprotected (run it once before)");
             return 0;
         }
-        slot->in_graph = 1;
+        /* the graph keeps the context (and its workspace) for as long as it may be replayed */
+        if ((!slot->hold && !(slot->hold = graph_hold_new(ctx, device))) ||
+            graph_hold_capture(slot->hold, stream)) {
+            PASS_ONCE(once_capture_hold, "cuBLAS interposer: a GEMM captured on a stream whose "
+                      "graph cannot hold its workspace passes through unprotected");
+            return 0;
+        }
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */

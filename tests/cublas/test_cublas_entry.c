@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { EP_V2, EP_V2_64, EP_EX, EP_EX_64, EP_STRIDED, EP_STRIDED_64, EP_STRIDED_EX,
                EP_STRIDED_EX_64, EP_PTRS, EP_PTRS_64, EP_PTRS_EX, EP_PTRS_EX_64, EP_COUNT } entry;
@@ -224,7 +225,10 @@ static double compare(const run *r, const gcase *g, const void *dC)
 {
     size_t es = g->dbl ? 8 : 4, n = r->nc * (size_t)g->batch;
     void *h = malloc(es * (n ? n : 1));
-    cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost);
+    if (cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(h);
+        return INFINITY; /* nothing to judge: never a pass */
+    }
     double worst = 0;
     for (size_t b = 0; b < (size_t)g->batch; b++)
         for (int j = 0; j < g->n; j++)
@@ -371,6 +375,110 @@ static void captured(cublasHandle_t h, int warm, int expect_protected)
     cudaStreamDestroy(s);
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
     release(&r);
+}
+
+/* A graph captured with a protected GEMM, then a larger GEMM outside the capture on the same
+ * stream. The graph bakes in the workspace of its context, so the larger GEMM must neither grow
+ * (reallocate) that workspace nor share it (the graph may be replayed on any stream). Before, it
+ * grew it: the replays then wrote their checksums into freed memory, which the application may
+ * have got back (here: buffers allocated after it, their pattern checked). Once the graph and
+ * its instance are destroyed, the context they held is released. */
+static void captured_then_grown(cublasHandle_t h, int prot)
+{
+    const gcase gs = {1, CUBLAS_OP_N, CUBLAS_OP_N, 200, 150, 170, 0, 1, 1.0, 0.0};
+    const gcase gl = {1, CUBLAS_OP_T, CUBLAS_OP_N, 700, 600, 500, 1, 1, 1.0, 0.5};
+    run rs, rl;
+    make(&rs, &gs);
+    make(&rl, &gl);
+    void *sA = to_device(rs.A, rs.na, 1), *sB = to_device(rs.B, rs.nb, 1), *sC = to_device(rs.C0, rs.nc, 1);
+    void *lA = to_device(rl.A, rl.na, 1), *lB = to_device(rl.B, rl.nb, 1), *lC = to_device(rl.C0, rl.nc, 1);
+    const double sc[2] = {gs.alpha, gs.beta}, lc[2] = {gl.alpha, gl.beta};
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cublasSetStream_v2(h, s);
+    CHECK(call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC, rs.ldc, 0) ==
+              CUBLAS_STATUS_SUCCESS, "grown: warm-up");
+    cudaStreamSynchronize(s);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "grown: capture");
+    const cublasStatus_t st = call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC,
+                                   rs.ldc, 0);
+    CHECK(cudaStreamEndCapture(s, &graph) == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
+              cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "grown: captured GEMM");
+    if (!exec) {
+        fprintf(stderr, "grown: no graph, the rest skipped\n");
+        return;
+    }
+    stats_t s0 = stats_now();
+    CHECK(call(h, EP_V2, &gl, &lc[0], lA, rl.lda, 0, lB, rl.ldb, 0, &lc[1], lC, rl.ldc, 0) ==
+              CUBLAS_STATUS_SUCCESS, "grown: the larger GEMM");
+    cudaStreamSynchronize(s);
+    const double ql = compare(&rl, &gl, lC);
+    CHECK(ql <= 1.0, "grown: the larger GEMM off by %.3g x bound", ql);
+    /* memory the application allocates next, in sizes around any workspace given up */
+    enum { FILL = 24 };
+    void *fill[FILL];
+    size_t fill_bytes[FILL];
+    for (int i = 0; i < FILL; i++) {
+        fill_bytes[i] = ((size_t)64 << 10) << (i / 2);
+        fill[i] = NULL;
+        if (cudaMalloc(&fill[i], fill_bytes[i]) == cudaSuccess)
+            cudaMemset(fill[i], 0xa5, fill_bytes[i]);
+        else
+            fill[i] = NULL;
+    }
+    cudaGetLastError();
+    /* NaN: a replay that did not run leaves C wrong */
+    CHECK(cudaMemset(sC, 0xff, sizeof(double) * rs.nc) == cudaSuccess && cudaDeviceSynchronize() ==
+              cudaSuccess, "grown: C cleared");
+    for (int i = 0; i < 2; i++)
+        CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "grown: replay %d", i);
+    cudaStreamSynchronize(s);
+    const double qs = compare(&rs, &gs, sC);
+    CHECK(qs <= 1.0, "grown: the replayed GEMM off by %.3g x bound", qs);
+    size_t touched = 0;
+    unsigned char *back = malloc(fill_bytes[FILL - 1]);
+    for (int i = 0; i < FILL; i++) {
+        if (!fill[i])
+            continue;
+        cudaMemcpy(back, fill[i], fill_bytes[i], cudaMemcpyDeviceToHost);
+        for (size_t b = 0; b < fill_bytes[i]; b++)
+            touched += back[b] != 0xa5;
+        cudaFree(fill[i]);
+    }
+    free(back);
+    CHECK(touched == 0, "grown: the replays wrote %zu bytes of the application's memory", touched);
+    stats_t s1 = stats_now();
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)(prot ? 3 : 0) &&
+              s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(prot ? 0 : 1),
+          "grown: %llu protected, %llu unprotected",
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
+    /* the graph gone (CUDA tells the library asynchronously), the next call releases its context */
+    size_t held = 0, now = 0, total = 0;
+    cudaMemGetInfo(&held, &total);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    for (int i = 0; i < 100; i++) {
+        call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC, rs.ldc, 0);
+        cudaDeviceSynchronize();
+        cudaMemGetInfo(&now, &total);
+        if (now > held + ((size_t)1 << 20))
+            break;
+        usleep(20000);
+    }
+    const double back_mib = ((double)now - (double)held) / 1048576.0;
+    printf("captured then grown: replays right (%.3g x bound), %zu bytes touched, %.1f MiB back "
+           "after the graph was destroyed\n", qs, touched, back_mib);
+    if (prot)
+        CHECK(back_mib > 1.0, "grown: the graph's context not released (%.1f MiB back)", back_mib);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(sA); cudaFree(sB); cudaFree(sC);
+    cudaFree(lA); cudaFree(lB); cudaFree(lC);
+    release(&rs);
+    release(&rl);
 }
 
 /* Arrays of pointers under capture: their addresses cannot be read back there, so the call is
@@ -554,7 +662,10 @@ static double zcompare(const run *r, const zcase *g, const void *dC)
 {
     size_t es = g->dbl ? 8 : 4, n = 2 * r->nc * (size_t)g->batch;
     void *h = malloc(es * (n ? n : 1));
-    cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost);
+    if (cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(h);
+        return INFINITY; /* nothing to judge: never a pass */
+    }
     double worst = 0;
     for (size_t b = 0; b < (size_t)g->batch; b++)
         for (int j = 0; j < g->n; j++)
@@ -1190,6 +1301,14 @@ int main(int argc, char **argv)
         return 1;
     }
     const int prot = !expect_off;
+    if (argc > 1 && strcmp(argv[argc - 1], "--graphs") == 0) { /* (for compute-sanitizer) */
+        captured(h, 0, prot);
+        captured(h, 1, prot);
+        captured_then_grown(h, prot);
+        cublasDestroy_v2(h);
+        printf("%d checks, %d failures\n", checks, failures);
+        return failures ? 1 : 0;
+    }
     for (int e = 0; e < EP_COUNT; e++)
         for (int dbl = 0; dbl < 2; dbl++)
             for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -1300,6 +1419,7 @@ int main(int argc, char **argv)
     /* cold first: a stream created after another was destroyed may reuse its handle value */
     captured(h, 0, prot);
     captured(h, 1, prot);
+    captured_then_grown(h, prot);
     other_device(h, prot);
     while_captured(prot);
     on_full_device(h, prot);
