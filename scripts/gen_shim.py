@@ -31,7 +31,7 @@ OUTPUTS = [
     os.path.join('tests', 'shim', 'generated', 'export_list.h'),
 ]
 KINDS = {'f77', 'f77-gemm', 'f77-own', 'f77-result', 'cblas', 'cblas-gemm', 'cblas-own',
-         'cblas-f77', 'data', 'pattern'}
+         'cblas-f77', 'gemm-alias', 'data', 'pattern'}
 ENUMS = {'CBLAS_LAYOUT', 'CBLAS_TRANSPOSE', 'CBLAS_UPLO', 'CBLAS_DIAG', 'CBLAS_SIDE'}
 BY_VALUE = {'int', 'size_t', 'float', 'double'} | ENUMS
 RETURNS = {'void', 'int', 'size_t', 'float', 'double', 'float _Complex', 'double _Complex'}

@@ -1,12 +1,20 @@
-/* The GEMM entry points (Fortran ?gemm_/?gemm and cblas_?gemm, S/D/C/Z). Each turns its calling
- * convention into one column-major blasft_gemm and hands it to the dispatch. Invalid arguments
- * are passed to the host BLAS unchanged, so that its xerbla reports them exactly as the
- * reference does. */
+/* The GEMM entry points (Fortran ?gemm_/?gemm and cblas_?gemm, S/D/C/Z, and the same under the
+ * names of BLAS builds that applications bundle privately). Each turns its calling convention
+ * into one column-major blasft_gemm and hands it to the dispatch. Invalid arguments are passed to
+ * the host BLAS unchanged, so that its xerbla reports them exactly as the reference does; under
+ * a bundled name, to the application's own routine of that name. */
+#include "config.h"
+#include "foreign.h"
 #include "gemm.h"
 #include "hostblas.h"
+#include "log.h"
 #include "report.h"
 
+#include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -58,29 +66,21 @@ static void run_recorded(blasft_call_stat *stat, const blasft_gemm *g)
     blasft_call_record(stat, where, t0 ? blasft_now_ns() - t0 + 1 : 0);
 }
 
-static void fortran_gemm(blasft_type type, blasft_call_stat *stat, const char *host_name,
-                         void (*scalar)(double[2], const void *), const char *ta, const char *tb,
-                         const int *m, const int *n, const int *k, const void *alpha,
-                         const void *a, const int *lda, const void *b, const int *ldb,
-                         const void *beta, void *c, const int *ldc, size_t la, size_t lb)
+/* Fills *g from a Fortran call; returns nonzero if the call is invalid. */
+static int fortran_gemm_desc(blasft_gemm *g, blasft_type type, const char *routine, const char *ta,
+                             const char *tb, int64_t m, int64_t n, int64_t k, const void *a,
+                             int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc)
 {
-    blasft_gemm g = {.type = type, .transa = fortran_trans(ta), .transb = fortran_trans(tb),
-                     .m = *m, .n = *n, .k = *k, .a = a, .lda = *lda, .b = b, .ldb = *ldb,
-                     .c = c, .ldc = *ldc, .routine = stat->name};
-    if (blasft_gemm_check(&g)) {
-        ((fortran_gemm_fn *)blasft_host_sym(host_name))(ta, tb, m, n, k, alpha, a, lda, b, ldb,
-                                                        beta, c, ldc, la, lb);
-        return;
-    }
-    scalar(g.alpha, alpha);
-    scalar(g.beta, beta);
-    run_recorded(stat, &g);
+    *g = (blasft_gemm){.type = type, .transa = fortran_trans(ta), .transb = fortran_trans(tb),
+                       .m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b, .ldb = ldb, .c = c,
+                       .ldc = ldc, .routine = routine};
+    return blasft_gemm_check(g);
 }
 
 /* Fills *g from a CBLAS call; returns nonzero if the call is invalid. */
 static int cblas_gemm_desc(blasft_gemm *g, blasft_type type, const char *routine, int layout,
-                           int ta, int tb, int m, int n, int k, const void *a, int lda,
-                           const void *b, int ldb, void *c, int ldc)
+                           int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc)
 {
     if (layout == CblasColMajor) {
         *g = (blasft_gemm){.type = type, .transa = cblas_trans(ta), .transb = cblas_trans(tb),
@@ -105,8 +105,16 @@ static int cblas_gemm_desc(blasft_gemm *g, blasft_type type, const char *routine
                     size_t lb)                                                                    \
     {                                                                                             \
         static blasft_call_stat stat = {.name = #sym};                                            \
-        fortran_gemm(TYPE, &stat, host, scalar, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,  \
-                     ldc, la, lb);                                                                \
+        blasft_gemm g;                                                                            \
+        if (fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b, *ldb, c,       \
+                              *ldc)) {                                                            \
+            ((fortran_gemm_fn *)blasft_host_sym(host))(ta, tb, m, n, k, alpha, a, lda, b, ldb,    \
+                                                       beta, c, ldc, la, lb);                     \
+            return;                                                                               \
+        }                                                                                         \
+        scalar(g.alpha, alpha);                                                                   \
+        scalar(g.beta, beta);                                                                     \
+        run_recorded(&stat, &g);                                                                  \
     }
 
 FORTRAN_GEMM_ENTRY(sgemm_, "sgemm_", BLASFT_TYPE_S, scalar_real_f)
@@ -141,3 +149,125 @@ CBLAS_GEMM_ENTRY(s, BLASFT_TYPE_S, scalar_real_f, float, cblas_gemm_real_s_fn, &
 CBLAS_GEMM_ENTRY(d, BLASFT_TYPE_D, scalar_real_d, double, cblas_gemm_real_d_fn, &)
 CBLAS_GEMM_ENTRY(c, BLASFT_TYPE_C, scalar_cplx_f, const void *, cblas_gemm_cplx_fn, )
 CBLAS_GEMM_ENTRY(z, BLASFT_TYPE_Z, scalar_cplx_d, const void *, cblas_gemm_cplx_fn, )
+
+/* ---- the same GEMMs under the names of privately bundled BLAS builds ----
+ * numpy's and scipy's wheels carry their own OpenBLAS under prefixed names, ILP64 (64-bit
+ * integers) for numpy, and load it where no LD_PRELOAD reaches it by the usual names; Debian's
+ * and Julia's ILP64 OpenBLAS use the suffix 64_. Exported under those names, libblas_ft takes the
+ * calls before the bundled library does (the preloaded library comes first in every lookup) and
+ * protects them with its own host BLAS. A call it does not take goes to the application's own
+ * routine of that name (blasft_foreign_sym), unchanged: an invalid one (its xerbla reports it),
+ * and one that does not fit the host BLAS's 32-bit integers or finds no host BLAS (unprotected,
+ * counted, one warning). The families: prefix, Fortran suffix, CBLAS suffix, integer type. */
+#define BUNDLED_GEMM_FAMILIES(X)                                                                  \
+    X(scipy_, _64_, 64_, int64_t) /* numpy >= 2 (scipy-openblas64) */                             \
+    X(, _64_, 64_, int64_t)       /* OpenBLAS built with INTERFACE64 and SYMBOLSUFFIX=64_ */      \
+    X(scipy_, _, , int)           /* scipy (scipy-openblas32) */
+
+/* Whether a valid call under a bundled name runs here; if not, it is counted unprotected (under
+ * BLASFT_MODE=off it goes to the application's routine as if libblas_ft were not there). */
+static int bundled_takes(const blasft_gemm *g, const char *host, const char *routine)
+{
+    static int once_size, once_host;
+    if (blasft_cfg()->mode == BLASFT_MODE_OFF)
+        return 0;
+    const int64_t dims[] = {g->m, g->n, g->k, g->lda, g->ldb, g->ldc};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i] > INT_MAX) {
+            blasft_log_once(&once_size, BLASFT_LOG_WARN,
+                            "%s: a dimension or leading dimension above 2^31 - 1 does not fit the "
+                            "host BLAS: such GEMMs run unprotected in the application's own BLAS",
+                            routine);
+            blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+            return 0;
+        }
+    if (!blasft_host_sym_optional(host)) {
+        blasft_log_once(&once_host, BLASFT_LOG_WARN,
+                        "%s: no host BLAS could be loaded (install OpenBLAS, Debian: libopenblas0, "
+                        "or set BLASFT_HOST_BLAS): GEMMs under bundled names run unprotected in the "
+                        "application's own BLAS", routine);
+        blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+        return 0;
+    }
+    return 1;
+}
+
+/* The application's routine `name`, looked up once per entry point (*cache). With none (a
+ * program linked against libblas_ft alone), a call that cannot be taken here cannot be answered
+ * at all: named, and the process aborts, as for a routine the host BLAS lacks. */
+static void *bundled_original(void **cache, const char *name)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        if (!(p = blasft_foreign_sym(name))) {
+            fprintf(stderr, "libblas_ft: fatal: %s was called with arguments libblas_ft cannot take "
+                            "(invalid, or above 2^31 - 1), and the process has no other %s\n",
+                    name, name);
+            abort();
+        }
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
+}
+
+#define BUNDLED_FORTRAN_ENTRY(sym, host, TYPE, scalar, INT)                                       \
+    EXPORT void sym(const char *ta, const char *tb, const INT *m, const INT *n, const INT *k,     \
+                    const void *alpha, const void *a, const INT *lda, const void *b,              \
+                    const INT *ldb, const void *beta, void *c, const INT *ldc, size_t la,         \
+                    size_t lb)                                                                    \
+    {                                                                                             \
+        static blasft_call_stat stat = {.name = #sym};                                            \
+        static void *original;                                                                    \
+        blasft_gemm g;                                                                            \
+        if (fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b, *ldb, c,       \
+                              *ldc) ||                                                            \
+            !bundled_takes(&g, host, stat.name)) {                                                \
+            typedef void fn(const char *, const char *, const INT *, const INT *, const INT *,    \
+                            const void *, const void *, const INT *, const void *, const INT *,   \
+                            const void *, void *, const INT *, size_t, size_t);                   \
+            ((fn *)bundled_original(&original, stat.name))(ta, tb, m, n, k, alpha, a, lda, b,     \
+                                                           ldb, beta, c, ldc, la, lb);            \
+            return;                                                                               \
+        }                                                                                         \
+        scalar(g.alpha, alpha);                                                                   \
+        scalar(g.beta, beta);                                                                     \
+        run_recorded(&stat, &g);                                                                  \
+    }
+
+#define BUNDLED_CBLAS_ENTRY(sym, host, TYPE, scalar, S, PASS, INT)                                \
+    EXPORT void sym(int layout, int ta, int tb, INT m, INT n, INT k, S alpha, const void *a,      \
+                    INT lda, const void *b, INT ldb, S beta, void *c, INT ldc)                    \
+    {                                                                                             \
+        static blasft_call_stat stat = {.name = #sym};                                            \
+        static void *original;                                                                    \
+        blasft_gemm g;                                                                            \
+        if (cblas_gemm_desc(&g, TYPE, stat.name, layout, ta, tb, m, n, k, a, lda, b, ldb, c,      \
+                            ldc) ||                                                               \
+            !bundled_takes(&g, host, stat.name)) {                                                \
+            typedef void fn(int, int, int, INT, INT, INT, S, const void *, INT, const void *,     \
+                            INT, S, void *, INT);                                                 \
+            ((fn *)bundled_original(&original, stat.name))(layout, ta, tb, m, n, k, alpha, a,     \
+                                                           lda, b, ldb, beta, c, ldc);            \
+            return;                                                                               \
+        }                                                                                         \
+        scalar(g.alpha, PASS alpha);                                                              \
+        scalar(g.beta, PASS beta);                                                                \
+        run_recorded(&stat, &g);                                                                  \
+    }
+
+/* Every type of one family: prefix ?gemm fsuffix and prefix cblas_?gemm csuffix. */
+#define BUNDLED_FAMILY(prefix, fsuffix, csuffix, INT)                                             \
+    BUNDLED_FORTRAN_ENTRY(prefix##sgemm##fsuffix, "sgemm_", BLASFT_TYPE_S, scalar_real_f, INT)    \
+    BUNDLED_FORTRAN_ENTRY(prefix##dgemm##fsuffix, "dgemm_", BLASFT_TYPE_D, scalar_real_d, INT)    \
+    BUNDLED_FORTRAN_ENTRY(prefix##cgemm##fsuffix, "cgemm_", BLASFT_TYPE_C, scalar_cplx_f, INT)    \
+    BUNDLED_FORTRAN_ENTRY(prefix##zgemm##fsuffix, "zgemm_", BLASFT_TYPE_Z, scalar_cplx_d, INT)    \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_sgemm##csuffix, "sgemm_", BLASFT_TYPE_S, scalar_real_f,     \
+                        float, &, INT)                                                            \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_dgemm##csuffix, "dgemm_", BLASFT_TYPE_D, scalar_real_d,     \
+                        double, &, INT)                                                           \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_cgemm##csuffix, "cgemm_", BLASFT_TYPE_C, scalar_cplx_f,     \
+                        const void *, , INT)                                                      \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_zgemm##csuffix, "zgemm_", BLASFT_TYPE_Z, scalar_cplx_d,     \
+                        const void *, , INT)
+
+BUNDLED_GEMM_FAMILIES(BUNDLED_FAMILY)

@@ -63,7 +63,7 @@ static void *self_base(void)
     return NULL;
 }
 
-static int is_inside_self(void *addr)
+int blasft_inside_self(const void *addr)
 {
     Dl_info info;
     return addr && dladdr(addr, &info) && info.dli_fbase == self_base();
@@ -77,7 +77,7 @@ static void *try_open(const char *name)
     if (!h)
         return NULL;
     void *probe = dlsym(h, "dgemm_");
-    if (!probe || is_inside_self(probe)) {
+    if (!probe || blasft_inside_self(probe)) {
         dlclose(h);
         return NULL;
     }
@@ -118,7 +118,7 @@ void *blasft_host_sym_optional(const char *name)
     if (!host_handle)
         return NULL;
     void *p = dlsym(host_handle, name);
-    return is_inside_self(p) ? NULL : p;
+    return blasft_inside_self(p) ? NULL : p;
 }
 
 void *blasft_host_sym(const char *name)

@@ -10,6 +10,9 @@ void *blasft_host_sym(const char *name);
 /* Like blasft_host_sym, but returns NULL for a missing routine. */
 void *blasft_host_sym_optional(const char *name);
 
+/* Whether addr lies inside libblas_ft itself. */
+int blasft_inside_self(const void *addr);
+
 /* The path of the loaded host library ("" before it is loaded). */
 const char *blasft_host_path(void);
 

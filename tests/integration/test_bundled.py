@@ -1,0 +1,84 @@
+"""GEMMs under the names of a privately bundled BLAS (numpy's and scipy's wheels carry OpenBLAS
+as scipy_cblas_dgemm64_ and the like, ILP64 OpenBLAS uses the suffix 64_), called from an
+extension module that the program loads with RTLD_LOCAL. Without libblas_ft every call reaches
+the bundled library; under LD_PRELOAD every valid one must be taken, right and protected
+(planted faults corrected), while invalid calls and one whose leading dimension exceeds
+2^31 - 1 reach the bundled library unchanged (before: no call was taken at all).
+
+usage: test_bundled.py APP USER_LIBRARY"""
+import os
+import re
+import sys
+import tempfile
+
+import harness
+
+NAMES = 24
+
+
+def summary(out):
+    m = re.search(r"(\d+) names, (\d+) GEMMs with elements, (\d+) wrong; valid calls that reached "
+                  r"the bundled BLAS: (\d+) of \d+; invalid calls reported by it: (\d+) (\d+); "
+                  r"the call with lda = 2\^31 \+ 5 reached it: (\d+)", out)
+    return [int(x) for x in m.groups()] if m else None
+
+
+def main():
+    app, user = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="blasft-bundled-") as work:
+        report_path = os.path.join(work, "report.json")
+        runs = [("without libblas_ft", None),
+                ("preloaded, BLASFT_MODE=off", {"BLASFT_MODE": "off"}),
+                ("preloaded", {"BLASFT_REPORT": report_path}),
+                ("preloaded, planted faults", {"BLASFT_REPORT": report_path,
+                                               "BLASFT_MODE": "correct",
+                                               "BLASFT_INJECT": "faults=1,bits=20-30,seed=5"})]
+        for what, extra in runs:
+            if os.path.exists(report_path):
+                os.remove(report_path)
+            env = harness.base_env() if extra is None else harness.preload_env(**extra)
+            status, out, err = harness.run([app, user], env, cwd=work, timeout=300)
+            print(f"--- {what}: status {status}\n{out}{err}")
+            s = summary(out)
+            if not harness.check(status == 0 and s is not None, f"{what}: status {status}",
+                                 failures):
+                continue
+            names, nontrivial, wrong, reached, inv_m, inv_lda, big = s
+            harness.check(names == NAMES and wrong == 0 and (inv_m, inv_lda) == (3, 8) and
+                          big == 1, f"{what}: {s}", failures)
+            if extra is None or extra.get("BLASFT_MODE") == "off":
+                harness.check(reached == NAMES, f"{what}: {reached} of {NAMES} calls reached "
+                              "the bundled BLAS", failures)
+                continue
+            harness.check(reached == 0, f"{what}: {reached} valid calls were not taken",
+                          failures)
+            harness.check("above 2^31 - 1 does not fit the host BLAS" in err,
+                          f"{what}: no warning for the ILP64 call passed on", failures)
+            report = harness.load_report(report_path)
+            for p in harness.report_problems(report):
+                harness.check(False, f"{what}: {p}", failures)
+            calls = report["calls"]
+            missing = [n for n in ("scipy_cblas_dgemm64_", "scipy_zgemm_64_", "dgemm_64_",
+                                   "cblas_cgemm64_", "scipy_sgemm_", "scipy_cblas_zgemm")
+                       if harness.call_count(report, n) < 1]
+            harness.check(not missing, f"{what}: the report lacks {missing}: {sorted(calls)}",
+                          failures)
+            abft = report["abft"]
+            # empty products (m or n = 0) count as unprotected, as they do by the usual names
+            unprotected = 1 + names - nontrivial
+            harness.check(abft["protected_gemms"] == nontrivial and
+                          abft["unprotected_gemms"] == unprotected,
+                          f"{what}: {abft['protected_gemms']} protected ({nontrivial} expected), "
+                          f"{abft['unprotected_gemms']} unprotected ({unprotected} expected)",
+                          failures)
+            if "BLASFT_INJECT" in extra:
+                harness.check(abft["faults_injected"] >= nontrivial // 2 and
+                              abft["errors_corrected"] + abft["blocks_recomputed"] >= 1 and
+                              abft["uncorrectable"] == 0,
+                              f"{what}: planted faults not all corrected: {abft}", failures)
+    harness.finish(failures, "bundled BLAS names")
+
+
+if __name__ == "__main__":
+    main()
