@@ -166,7 +166,7 @@ CBLAS_GEMM_ENTRY(z, BLASFT_TYPE_Z, scalar_cplx_d, const void *, cblas_gemm_cplx_
 
 /* Whether a valid call under a bundled name runs here; if not, it is counted unprotected (under
  * BLASFT_MODE=off it goes to the application's routine as if libblas_ft were not there). */
-static int bundled_takes(const blasft_gemm *g, const char *host, const char *routine)
+static int bundled_takes(const blasft_gemm *g, const char *routine)
 {
     static int once_size, once_host;
     if (blasft_cfg()->mode == BLASFT_MODE_OFF)
@@ -181,11 +181,12 @@ static int bundled_takes(const blasft_gemm *g, const char *host, const char *rou
             blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
             return 0;
         }
-    if (!blasft_host_sym_optional(host)) {
+    if (!blasft_host_gemm_ready(g->type)) {
         blasft_log_once(&once_host, BLASFT_LOG_WARN,
-                        "%s: no host BLAS could be loaded (install OpenBLAS, Debian: libopenblas0, "
-                        "or set BLASFT_HOST_BLAS): GEMMs under bundled names run unprotected in the "
-                        "application's own BLAS", routine);
+                        "%s: no host BLAS could be loaded and the application's BLAS has no "
+                        "Fortran GEMM under a bundled name (install OpenBLAS, Debian: "
+                        "libopenblas0, or set BLASFT_HOST_BLAS): such GEMMs run unprotected in "
+                        "the application's own BLAS", routine);
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return 0;
     }
@@ -200,8 +201,8 @@ static void *bundled_original(void **cache, const char *name)
     void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (!p) {
         if (!(p = blasft_foreign_sym(name))) {
-            fprintf(stderr, "libblas_ft: fatal: %s was called with arguments libblas_ft cannot take "
-                            "(invalid, or above 2^31 - 1), and the process has no other %s\n",
+            fprintf(stderr, "libblas_ft: fatal: %s was called with arguments libblas_ft cannot "
+                            "take (invalid, or above 2^31 - 1), and the process has no other %s\n",
                     name, name);
             abort();
         }
@@ -210,7 +211,7 @@ static void *bundled_original(void **cache, const char *name)
     return p;
 }
 
-#define BUNDLED_FORTRAN_ENTRY(sym, host, TYPE, scalar, INT)                                       \
+#define BUNDLED_FORTRAN_ENTRY(sym, TYPE, scalar, INT)                                             \
     EXPORT void sym(const char *ta, const char *tb, const INT *m, const INT *n, const INT *k,     \
                     const void *alpha, const void *a, const INT *lda, const void *b,              \
                     const INT *ldb, const void *beta, void *c, const INT *ldc, size_t la,         \
@@ -221,7 +222,7 @@ static void *bundled_original(void **cache, const char *name)
         blasft_gemm g;                                                                            \
         if (fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b, *ldb, c,       \
                               *ldc) ||                                                            \
-            !bundled_takes(&g, host, stat.name)) {                                                \
+            !bundled_takes(&g, stat.name)) {                                                      \
             typedef void fn(const char *, const char *, const INT *, const INT *, const INT *,    \
                             const void *, const void *, const INT *, const void *, const INT *,   \
                             const void *, void *, const INT *, size_t, size_t);                   \
@@ -234,7 +235,7 @@ static void *bundled_original(void **cache, const char *name)
         run_recorded(&stat, &g);                                                                  \
     }
 
-#define BUNDLED_CBLAS_ENTRY(sym, host, TYPE, scalar, S, PASS, INT)                                \
+#define BUNDLED_CBLAS_ENTRY(sym, TYPE, scalar, S, PASS, INT)                                      \
     EXPORT void sym(int layout, int ta, int tb, INT m, INT n, INT k, S alpha, const void *a,      \
                     INT lda, const void *b, INT ldb, S beta, void *c, INT ldc)                    \
     {                                                                                             \
@@ -243,7 +244,7 @@ static void *bundled_original(void **cache, const char *name)
         blasft_gemm g;                                                                            \
         if (cblas_gemm_desc(&g, TYPE, stat.name, layout, ta, tb, m, n, k, a, lda, b, ldb, c,      \
                             ldc) ||                                                               \
-            !bundled_takes(&g, host, stat.name)) {                                                \
+            !bundled_takes(&g, stat.name)) {                                                      \
             typedef void fn(int, int, int, INT, INT, INT, S, const void *, INT, const void *,     \
                             INT, S, void *, INT);                                                 \
             ((fn *)bundled_original(&original, stat.name))(layout, ta, tb, m, n, k, alpha, a,     \
@@ -257,17 +258,17 @@ static void *bundled_original(void **cache, const char *name)
 
 /* Every type of one family: prefix ?gemm fsuffix and prefix cblas_?gemm csuffix. */
 #define BUNDLED_FAMILY(prefix, fsuffix, csuffix, INT)                                             \
-    BUNDLED_FORTRAN_ENTRY(prefix##sgemm##fsuffix, "sgemm_", BLASFT_TYPE_S, scalar_real_f, INT)    \
-    BUNDLED_FORTRAN_ENTRY(prefix##dgemm##fsuffix, "dgemm_", BLASFT_TYPE_D, scalar_real_d, INT)    \
-    BUNDLED_FORTRAN_ENTRY(prefix##cgemm##fsuffix, "cgemm_", BLASFT_TYPE_C, scalar_cplx_f, INT)    \
-    BUNDLED_FORTRAN_ENTRY(prefix##zgemm##fsuffix, "zgemm_", BLASFT_TYPE_Z, scalar_cplx_d, INT)    \
-    BUNDLED_CBLAS_ENTRY(prefix##cblas_sgemm##csuffix, "sgemm_", BLASFT_TYPE_S, scalar_real_f,     \
+    BUNDLED_FORTRAN_ENTRY(prefix##sgemm##fsuffix, BLASFT_TYPE_S, scalar_real_f, INT)              \
+    BUNDLED_FORTRAN_ENTRY(prefix##dgemm##fsuffix, BLASFT_TYPE_D, scalar_real_d, INT)              \
+    BUNDLED_FORTRAN_ENTRY(prefix##cgemm##fsuffix, BLASFT_TYPE_C, scalar_cplx_f, INT)              \
+    BUNDLED_FORTRAN_ENTRY(prefix##zgemm##fsuffix, BLASFT_TYPE_Z, scalar_cplx_d, INT)              \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_sgemm##csuffix, BLASFT_TYPE_S, scalar_real_f,               \
                         float, &, INT)                                                            \
-    BUNDLED_CBLAS_ENTRY(prefix##cblas_dgemm##csuffix, "dgemm_", BLASFT_TYPE_D, scalar_real_d,     \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_dgemm##csuffix, BLASFT_TYPE_D, scalar_real_d,               \
                         double, &, INT)                                                           \
-    BUNDLED_CBLAS_ENTRY(prefix##cblas_cgemm##csuffix, "cgemm_", BLASFT_TYPE_C, scalar_cplx_f,     \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_cgemm##csuffix, BLASFT_TYPE_C, scalar_cplx_f,               \
                         const void *, , INT)                                                      \
-    BUNDLED_CBLAS_ENTRY(prefix##cblas_zgemm##csuffix, "zgemm_", BLASFT_TYPE_Z, scalar_cplx_d,     \
+    BUNDLED_CBLAS_ENTRY(prefix##cblas_zgemm##csuffix, BLASFT_TYPE_Z, scalar_cplx_d,               \
                         const void *, , INT)
 
 BUNDLED_GEMM_FAMILIES(BUNDLED_FAMILY)

@@ -48,31 +48,6 @@ int blasft_gemm_check(const blasft_gemm *g)
     return 0;
 }
 
-/* Fortran ?gemm_ of the host BLAS; gfortran passes the two string lengths last. */
-typedef void gemm_fn(const char *, const char *, const int *, const int *, const int *,
-                     const void *, const void *, const int *, const void *, const int *,
-                     const void *, void *, const int *, size_t, size_t);
-
-static const char *const host_gemm_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_"};
-static gemm_fn *host_gemm_fn[4];
-
-void blasft_host_gemm(const blasft_gemm *g)
-{
-    gemm_fn *fn = __atomic_load_n(&host_gemm_fn[g->type], __ATOMIC_ACQUIRE);
-    if (!fn) {
-        fn = (gemm_fn *)blasft_host_sym(host_gemm_names[g->type]);
-        __atomic_store_n(&host_gemm_fn[g->type], fn, __ATOMIC_RELEASE);
-    }
-    int m = (int)g->m, n = (int)g->n, k = (int)g->k;
-    int lda = (int)g->lda, ldb = (int)g->ldb, ldc = (int)g->ldc;
-    float salpha[2] = {(float)g->alpha[0], (float)g->alpha[1]};
-    float sbeta[2] = {(float)g->beta[0], (float)g->beta[1]};
-    int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
-    fn(&g->transa, &g->transb, &m, &n, &k, single ? (const void *)salpha : (const void *)g->alpha,
-       g->a, &lda, g->b, &ldb, single ? (const void *)sbeta : (const void *)g->beta, g->c, &ldc, 1,
-       1);
-}
-
 /* Whether auto mode sends g to the GPU: above BLASFT_MIN_FLOPS when that is set, else when the
  * offload model (consistency/offload_model.h) predicts it finishes sooner there. */
 static int auto_wants_gpu(const blasft_gemm *g, const blasft_config *cfg)

@@ -1,6 +1,8 @@
 #include "hostblas.h"
 
 #include "config.h"
+#include "foreign.h"
+#include "gemm.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -84,9 +86,14 @@ static void *try_open(const char *name)
     return h;
 }
 
+/* BLASFT_HOST_BLAS=none: no host library; GEMMs use a bundled one (blasft_host_gemm). */
+static int host_none(void) { return strcmp(blasft_cfg()->host_blas, "none") == 0; }
+
 static void host_load(void)
 {
     const char *wanted = blasft_cfg()->host_blas;
+    if (host_none())
+        return;
     if (wanted[0]) {
         host_handle = try_open(wanted);
         if (host_handle) {
@@ -126,7 +133,10 @@ void *blasft_host_sym(const char *name)
     void *p = blasft_host_sym_optional(name);
     if (p)
         return p;
-    if (!host_handle)
+    if (!host_handle && host_none())
+        fprintf(stderr, "libblas_ft: fatal: BLASFT_HOST_BLAS=none, and the process has no bundled "
+                        "BLAS routine for '%s'\n", name);
+    else if (!host_handle)
         fprintf(stderr,
                 "libblas_ft: fatal: no host BLAS could be loaded (tried BLASFT_HOST_BLAS and "
                 "libopenblas.so.0, libopenblas.so, libblas.so.3, libblas.so); install OpenBLAS "
@@ -135,4 +145,71 @@ void *blasft_host_sym(const char *name)
         fprintf(stderr, "libblas_ft: fatal: the host BLAS '%s' has no routine '%s'\n", host_path,
                 name);
     abort();
+}
+
+/* ---- the GEMM every product of the engines is computed with ---- */
+
+/* Per type: the host BLAS's ?gemm_, or where no host BLAS could be loaded (or
+ * BLASFT_HOST_BLAS=none) the application's own bundled one (docs/bundled-blas.md), the first of
+ * these found: scipy's ILP64 and LP64 names and the suffix 64_. gfortran passes the two string
+ * lengths last. */
+typedef struct host_gemm {
+    void *fn;
+    int ilp64;
+} host_gemm;
+static host_gemm host_gemms[4];
+static pthread_once_t host_gemms_once = PTHREAD_ONCE_INIT;
+static const char *const host_gemm_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_"};
+static const struct {
+    const char *name[4];
+    int ilp64;
+} bundled_gemms[] = {
+    {{"scipy_sgemm_64_", "scipy_dgemm_64_", "scipy_cgemm_64_", "scipy_zgemm_64_"}, 1},
+    {{"sgemm_64_", "dgemm_64_", "cgemm_64_", "zgemm_64_"}, 1},
+    {{"scipy_sgemm_", "scipy_dgemm_", "scipy_cgemm_", "scipy_zgemm_"}, 0},
+};
+
+static void find_host_gemms(void)
+{
+    for (int t = 0; t < 4; t++) {
+        host_gemms[t].fn = blasft_host_sym_optional(host_gemm_names[t]);
+        for (size_t f = 0; !host_gemms[t].fn && f < sizeof bundled_gemms / sizeof bundled_gemms[0];
+             f++)
+            if ((host_gemms[t].fn = blasft_foreign_sym(bundled_gemms[f].name[t])))
+                host_gemms[t].ilp64 = bundled_gemms[f].ilp64;
+    }
+}
+
+int blasft_host_gemm_ready(int type)
+{
+    pthread_once(&host_gemms_once, find_host_gemms);
+    return type >= 0 && type < 4 && host_gemms[type].fn != NULL;
+}
+
+typedef void gemm_fn(const char *, const char *, const int *, const int *, const int *,
+                     const void *, const void *, const int *, const void *, const int *,
+                     const void *, void *, const int *, size_t, size_t);
+typedef void gemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
+                       const int64_t *, const void *, const void *, const int64_t *, const void *,
+                       const int64_t *, const void *, void *, const int64_t *, size_t, size_t);
+
+void blasft_host_gemm(const blasft_gemm *g)
+{
+    if (!blasft_host_gemm_ready(g->type))
+        blasft_host_sym(host_gemm_names[g->type]); /* names what is missing and aborts */
+    const host_gemm *h = &host_gemms[g->type];
+    float salpha[2] = {(float)g->alpha[0], (float)g->alpha[1]};
+    float sbeta[2] = {(float)g->beta[0], (float)g->beta[1]};
+    int single = g->type == BLASFT_TYPE_S || g->type == BLASFT_TYPE_C;
+    const void *alpha = single ? (const void *)salpha : (const void *)g->alpha;
+    const void *beta = single ? (const void *)sbeta : (const void *)g->beta;
+    if (h->ilp64) {
+        ((gemm64_fn *)h->fn)(&g->transa, &g->transb, &g->m, &g->n, &g->k, alpha, g->a, &g->lda,
+                             g->b, &g->ldb, beta, g->c, &g->ldc, 1, 1);
+        return;
+    }
+    int m = (int)g->m, n = (int)g->n, k = (int)g->k;
+    int lda = (int)g->lda, ldb = (int)g->ldb, ldc = (int)g->ldc;
+    ((gemm_fn *)h->fn)(&g->transa, &g->transb, &m, &n, &k, alpha, g->a, &lda, g->b, &ldb, beta,
+                       g->c, &ldc, 1, 1);
 }

@@ -13,6 +13,10 @@ void *blasft_host_sym_optional(const char *name);
 /* Whether addr lies inside libblas_ft itself. */
 int blasft_inside_self(const void *addr);
 
+/* Whether a GEMM of type t (blasft_type) can be computed: the host BLAS's, or a bundled one of
+ * the application where no host BLAS could be loaded or BLASFT_HOST_BLAS=none. */
+int blasft_host_gemm_ready(int t);
+
 /* The path of the loaded host library ("" before it is loaded). */
 const char *blasft_host_path(void);
 
