@@ -268,6 +268,50 @@ def run_checks(name):
         dp = s1.protected_gemms - s0.protected_gemms
         check(ok, f"torch graph replay of linear + bias: error {q:.3g} x bound")
         check(dp == 2, f"torch graph replay of linear + bias: {dp} protected")
+        # a larger product on the capture stream after the capture: the graph keeps its own
+        # engine context (before 8b5dfb4 its workspace was reallocated under it and the replay
+        # failed); once the graph is gone, its context is released by the next product there
+        a = fw.rand((256, 192), np.float32, 61)
+        b = fw.rand((192, 320), np.float32, 62)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                out = a @ b
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            out = a @ b
+        big_a = fw.rand((1500, 1300), np.float32, 63)
+        big_b = fw.rand((1300, 1100), np.float32, 64)
+        s0 = stats(lib, fw)
+        with torch.cuda.stream(s):
+            big = big_a @ big_b
+        torch.cuda.current_stream().wait_stream(s)
+        a.copy_(fw.rand((256, 192), np.float32, 65))
+        g.replay()
+        g.replay()
+        s1 = stats(lib, fw)
+        ok_big, q_big = within_bound(fw, big_a, big_b, big, "float32")
+        ok, q = within_bound(fw, a, b, out, "float32")
+        dp = s1.protected_gemms - s0.protected_gemms
+        check(ok_big and ok, f"torch graph replay after a larger product on its stream: errors "
+              f"{q_big:.3g}, {q:.3g} x bound")
+        check(dp == 3, f"torch graph replay after a larger product on its stream: {dp} protected")
+        del g
+        torch.cuda.synchronize()
+        held = torch.cuda.mem_get_info()[0]
+        back = 0
+        for _ in range(50):  # CUDA tells the library of the graph's end asynchronously
+            with torch.cuda.stream(s):
+                out = a @ b
+            torch.cuda.synchronize()
+            back = torch.cuda.mem_get_info()[0] - held
+            if back > 64 << 20:
+                break
+            time.sleep(0.02)
+        check(back > 64 << 20, f"torch graph destroyed: {back / 2**20:.1f} MiB of the engine's "
+              "context given back")
 
 
 def timed(fw, f, burst):
