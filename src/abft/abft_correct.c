@@ -800,10 +800,13 @@ static int line_verdict(const abft_ctx *x, const blockview *b, const void *saved
     return beyond == 0 ? 0 : 2;
 }
 
+/* Whether the block's checksums, taken again from C, pass. Where they cannot be taken (out of
+ * memory) the correction is not verified and the caller goes on to recompute the block (before,
+ * the stale checksums were scanned as if taken again). */
 static int verify(abft_ctx *x, blockview *b)
 {
-    abft_c_checksums(x, x->g->c, x->g->ldc, 0, b->bi, b->bi + 1, b->bj, b->bj + 1);
-    return scan_block(x, b) == 0;
+    return abft_c_checksums(x, x->g->c, x->g->ldc, 0, b->bi, b->bi + 1, b->bj, b->bj + 1) == 0 &&
+           scan_block(x, b) == 0;
 }
 
 static int verify(abft_ctx *x, blockview *b);
@@ -1035,13 +1038,10 @@ int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
     diag->checks += (uint64_t)((nc + nr) * x->P);
     outcome o;
     memset(&o, 0, sizeof o);
-    blockview *b = malloc(sizeof *b);
     uint8_t *dirty = malloc((size_t)(x->nbr * x->nbc + 1));
-    if (!b || !dirty) {
-        free(b);
-        free(dirty);
+    if (!dirty)
         return -1;
-    }
+    blockview *b = NULL; /* 16 KiB: made for the first flagged block only */
     /* Most blocks are clean: their elements are compared first on the threads, read-only. A
      * block is then scanned as before when it was flagged there, and so is every block after
      * the first such one (handling a block changes the engine's state), so the order and the
@@ -1053,6 +1053,11 @@ int abft_check_and_correct(abft_ctx *x, blasft_abft_diag *diag, int want_checks)
         for (int64_t bi = 0; bi < x->nbr; bi++) {
             if (!sequential && !dirty[bi + x->nbr * bj])
                 continue;
+            /* nothing has been changed before the first flagged block */
+            if (!b && !(b = malloc(sizeof *b))) {
+                free(dirty);
+                return -1;
+            }
             sequential = 1;
             b->bi = bi;
             b->bj = bj;

@@ -21,14 +21,6 @@ static inline void add_prod(blasft_csum *s, double w, double v)
 
 /* Whether weight set r has a weight other than 1 (then each product's rounding error is added;
  * with weight 1 it is exactly zero). */
-static int weighted(const abft_ctx *x, int r)
-{
-    for (int i = 0; i < x->bs; i++)
-        if (x->w[r][i] != 1.0)
-            return 1;
-    return 0;
-}
-
 static int single_prec(const abft_ctx *x)
 {
     return x->g->type == BLASFT_TYPE_S || x->g->type == BLASFT_TYPE_C;
@@ -49,7 +41,7 @@ static void sums_down(const abft_ctx *x, const void *base, int64_t ld, int64_t c
 {
     const int P = x->P, R = x->R, single = single_prec(x);
     const int64_t ns = (col1 - col0) * P; /* one stream per column and part */
-    int wr[2] = {weighted(x, 0), R > 1 ? weighted(x, 1) : 0};
+    int wr[2] = {x->weighted[0], R > 1 ? x->weighted[1] : 0};
     for (int64_t q0 = 0; q0 < ns; q0 += ABFT_K_STREAMS)
         for (int64_t b = b0; b < b1; b++) {
             int64_t i0 = b * x->bs, len = abft_len(rows_total, b, x->bs);
@@ -78,10 +70,11 @@ static int sums_across(const abft_ctx *x, const void *base, int64_t ld, int64_t 
 {
     const int P = x->P, R = x->R, single = single_prec(x);
     const int64_t nreal = (row1 - row0) * P;
-    double *tmp = malloc((size_t)(nreal + 2 * 512 + 1) * sizeof *tmp);
+    /* the sums, then abft_k_across's work: two chunks of at most 512 rows */
+    double *tmp = malloc((size_t)(nreal + 2 * (nreal < 512 ? nreal : 512) + 1) * sizeof *tmp);
     if (!tmp)
         return -1;
-    int wr[2] = {weighted(x, 0), R > 1 ? weighted(x, 1) : 0};
+    int wr[2] = {x->weighted[0], R > 1 ? x->weighted[1] : 0};
     for (int64_t b = b0; b < b1; b++) {
         int64_t j0 = b * x->bs, len = abft_len(cols_total, b, x->bs);
         for (int r = 0; r < R; r++) {

@@ -4,6 +4,7 @@
 #include "abft/abft_internal.h"
 #include "abft/abft_keep.h"
 #include "abft/abft_kernels.h"
+#include "abft/abft_weights.h"
 #include "log.h"
 #include "report.h"
 
@@ -42,27 +43,47 @@ static void ctx_free(abft_ctx *x)
     abft_keep_put(0, x->ad);
     abft_keep_put(1, x->bd);
     x->ad = x->bd = NULL;
-    double **arrays[] = {&x->ac, &x->bc, &x->refc, &x->refr, &x->oldc, &x->oldr,
-                         &x->osqc, &x->osqr, &x->oabsc, &x->oabsr, &x->recc, &x->recr, &x->sqc,
-                         &x->sqr, &x->absc, &x->absr, &x->vdc, &x->vdr, &x->c2c, &x->c2r,
-                         &x->na2, &x->nb2, &x->encc, &x->encr, &x->scratch};
+    double **arrays[] = {&x->ac, &x->bc, &x->na2, &x->nb2, &x->encc, &x->encr};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
         free(*arrays[i]);
         *arrays[i] = NULL;
     }
     free(x->cold);
     x->cold = NULL;
-    free(x->exc);
-    free(x->exr);
-    x->exc = x->exr = NULL;
+    free(x->arrays); /* and with it every array alloc_arrays carved from it */
+    x->arrays = NULL;
 }
 
-static double *alloc_d(int64_t n, int *ok)
+/* The check's arrays, zeroed, carved from one allocation (x->arrays): one each made a tiny GEMM
+ * pay for about twenty allocations. The old C's sums only where beta != 0. */
+static int alloc_arrays(abft_ctx *x)
 {
-    double *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
-    if (!p)
-        *ok = 0;
-    return p;
+    const int64_t nc = abft_nc(x), nr = abft_nr(x), P = x->P;
+    const struct {
+        double **p;
+        int64_t n;
+    } want[] = {{&x->refc, nc * P}, {&x->refr, nr * P}, {&x->recc, nc * P}, {&x->recr, nr * P},
+                {&x->sqc, nc},      {&x->sqr, nr},      {&x->absc, nc},     {&x->absr, nr},
+                {&x->vdc, nc},      {&x->vdr, nr},      {&x->c2c, nc},      {&x->c2r, nr},
+                {&x->scratch, (nc + nr) * P},
+                {&x->oldc, nc * P}, {&x->oldr, nr * P}, {&x->osqc, nc},     {&x->osqr, nr},
+                {&x->oabsc, nc},    {&x->oabsr, nr}};
+    const size_t count = x->beta_zero ? 13 : sizeof want / sizeof want[0];
+    size_t doubles = 0;
+    for (size_t i = 0; i < count; i++)
+        doubles += (size_t)(want[i].n > 0 ? want[i].n : 1);
+    char *block = calloc(1, doubles * sizeof(double) + (size_t)(nc + 1) + (size_t)(nr + 1));
+    if (!block)
+        return -1;
+    x->arrays = block;
+    double *d = (double *)block;
+    for (size_t i = 0; i < count; i++) {
+        *want[i].p = d;
+        d += want[i].n > 0 ? want[i].n : 1;
+    }
+    x->exc = (uint8_t *)d;
+    x->exr = x->exc + nc + 1;
+    return 0;
 }
 
 static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
@@ -85,46 +106,23 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
     x->beta_zero = g->beta[0] == 0.0 && g->beta[1] == 0.0;
     x->parallel = g->m * g->n + g->m * g->k + g->k * g->n >= ABFT_PARALLEL_MIN && abft_k_parallel();
     x->threads = x->parallel ? abft_k_threads() : 1;
-    double wabs[2] = {0.0, 0.0};
-    for (int i = 0; i < x->bs; i++) {
-        x->w[0][i] = 1.0;
-        x->w[1][i] = blasft_weight(x->scheme, i, x->bs);
-        wabs[0] += 1.0;
-        wabs[1] += fabs(x->w[1][i]);
-    }
+    const abft_weights *wt = abft_weights_get(x->scheme, x->bs);
+    if (!wt)
+        return -1;
+    x->w[0] = wt->ones;
+    x->w[1] = wt->w;
+    x->weighted[0] = 0;
+    x->weighted[1] = wt->weighted;
+    const double wabs[2] = {(double)x->bs, wt->abs_sum};
     const double u = ldexp(1.0, -x->t), gam = blasft_gamma((double)(x->k * x->P + 2), u);
     const double aa = fabs(g->alpha[0]) + fabs(g->alpha[1]);
     for (int r = 0; r < 2; r++)
         x->underflow[r] = blasft_underflow_eps(gam, u, wabs[r], aa);
-    int64_t nc = abft_nc(x), nr = abft_nr(x);
-    int ok = 1;
-    x->refc = alloc_d(nc * x->P, &ok);
-    x->refr = alloc_d(nr * x->P, &ok);
-    x->recc = alloc_d(nc * x->P, &ok);
-    x->recr = alloc_d(nr * x->P, &ok);
-    x->sqc = alloc_d(nc, &ok);
-    x->sqr = alloc_d(nr, &ok);
-    x->absc = alloc_d(nc, &ok);
-    x->absr = alloc_d(nr, &ok);
-    x->vdc = alloc_d(nc, &ok);
-    x->vdr = alloc_d(nr, &ok);
-    x->c2c = alloc_d(nc, &ok);
-    x->c2r = alloc_d(nr, &ok);
-    x->scratch = alloc_d((nc + nr) * x->P, &ok);
-    x->exc = calloc((size_t)(nc + 1), 1);
-    x->exr = calloc((size_t)(nr + 1), 1);
-    ok &= x->exc && x->exr;
-    if (!x->beta_zero) {
-        x->oldc = alloc_d(nc * x->P, &ok);
-        x->oldr = alloc_d(nr * x->P, &ok);
-        x->osqc = alloc_d(nc, &ok);
-        x->osqr = alloc_d(nr, &ok);
-        x->oabsc = alloc_d(nc, &ok);
-        x->oabsr = alloc_d(nr, &ok);
-        x->cold = malloc((size_t)(x->m * x->n * blasft_type_size(g->type)));
-        ok &= x->cold != NULL;
-    }
-    return ok ? 0 : -1;
+    if (alloc_arrays(x))
+        return -1;
+    if (!x->beta_zero && !(x->cold = malloc((size_t)(x->m * x->n * blasft_type_size(g->type)))))
+        return -1;
+    return 0;
 }
 
 /* Copies the old C (m x n of ldc) into a packed buffer, so beta*C_old stays available for block

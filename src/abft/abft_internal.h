@@ -25,7 +25,9 @@ typedef struct abft_ctx {
     int beta_zero;  /* beta == 0: the old C is never read */
     int parallel;   /* redundant passes may run on two threads (abft_k_parallel, size) */
     int threads;    /* threads for the redundant passes (abft_k_threads where parallel, else 1) */
-    double w[2][1024]; /* weights by position in a block; w[0] is the unweighted checksum */
+    const double *w[2]; /* weights by position in a block (abft_weights.h); w[0] is the
+                           unweighted checksum's ones */
+    int weighted[2];    /* whether w[r] has an entry other than 1 */
     double underflow[2]; /* blasft_underflow_eps of checksum r (its |weights| over a full block) */
 
     double *ac, *bc;         /* encodings of op(A) ((R*nbr) x k) and op(B) (k x (R*nbc)) */
@@ -43,6 +45,8 @@ typedef struct abft_ctx {
                                 vector x: the energy of the encoding's own rounding */
     int64_t slice;           /* PROJ: the data GEMM runs in slices of this many k (0: one call) */
     uint8_t *exc, *exr;      /* reference refined to compensated accuracy (flagged once) */
+    void *arrays;            /* the one allocation the arrays above are carved from
+                                (refc ... c2r, scratch, oldc ... oabsr, exc, exr) */
     void *cold;              /* copy of the old C, m x n packed (beta != 0) */
     double *scratch;         /* redundant checksum pass */
     uint64_t encoder_faults;

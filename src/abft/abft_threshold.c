@@ -104,7 +104,9 @@ static int scan_blocks(const abft_ctx *x, const void *base, int64_t ld, int by_c
     const int esz = blasft_type_size(x->g->type), p = per_vec->p;
     const int64_t k = x->k, bs = x->bs;
     double *env = malloc((size_t)(k + 1) * sizeof *env);
-    void *work = malloc((size_t)((bs / 4) * p * 64 + 32));
+    /* abft_k_topp's work for the longest block here (a small matrix's is shorter than bs) */
+    const int64_t longest = nvec - b0 * bs < bs ? nvec - b0 * bs : bs;
+    void *work = malloc((size_t)((longest + 3) / 4 * p * 64 + 32));
     int rc = env && work ? 0 : -1;
     for (int64_t b = b0; rc == 0 && b < b1; b++) {
         int64_t v0 = b * bs, len = abft_len(nvec, b, x->bs);

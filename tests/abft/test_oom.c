@@ -18,16 +18,21 @@
 
 #include "fail_alloc.h"
 
-/* the planted errors: an exponent flip in two elements of different blocks */
+/* the planted errors: 1e4 added to one part of two elements of different blocks, beyond every
+ * threshold method's bound for this data (an exponent flip, as before, can shrink a small element
+ * by less than SEA's bound: then nothing was detected, rightly, and C failed the test) */
 static void plant(const blasft_gemm *g, void *user)
 {
     (void)user;
     for (int e = 0; e < 2; e++) {
         const int64_t i = e ? g->m - 1 : 0, j = e ? g->n - 1 : 0;
         const int ts = blasft_type_size(g->type);
-        unsigned char *el = (unsigned char *)g->c + (size_t)(i + j * g->ldc) * (size_t)ts;
-        /* an exponent bit: the top byte of S, of D, of C's imaginary part, of Z's real part */
-        el[ts == 4 ? 3 : 7] ^= 0x10;
+        char *el = (char *)g->c + (size_t)(i + j * g->ldc) * (size_t)ts;
+        /* S, D: the element; C: its imaginary part; Z: its real part */
+        if (ts == 4 || g->type == BLASFT_TYPE_C)
+            ((float *)el)[g->type == BLASFT_TYPE_C] += 1e4f;
+        else
+            *(double *)el += 1e4;
     }
 }
 
