@@ -163,21 +163,35 @@ static const char *const host_gemm_names[] = {"sgemm_", "dgemm_", "cgemm_", "zge
 static const struct {
     const char *name[4];
     int ilp64;
+    const char *threads; /* the family's openblas_get_num_threads */
 } bundled_gemms[] = {
-    {{"scipy_sgemm_64_", "scipy_dgemm_64_", "scipy_cgemm_64_", "scipy_zgemm_64_"}, 1},
-    {{"sgemm_64_", "dgemm_64_", "cgemm_64_", "zgemm_64_"}, 1},
-    {{"scipy_sgemm_", "scipy_dgemm_", "scipy_cgemm_", "scipy_zgemm_"}, 0},
+    {{"scipy_sgemm_64_", "scipy_dgemm_64_", "scipy_cgemm_64_", "scipy_zgemm_64_"}, 1,
+     "scipy_openblas_get_num_threads64_"},
+    {{"sgemm_64_", "dgemm_64_", "cgemm_64_", "zgemm_64_"}, 1, "openblas_get_num_threads64_"},
+    {{"scipy_sgemm_", "scipy_dgemm_", "scipy_cgemm_", "scipy_zgemm_"}, 0,
+     "scipy_openblas_get_num_threads"},
 };
+static void *host_threads; /* the thread count of the library the GEMMs come from */
 
 static void find_host_gemms(void)
 {
+    host_threads = blasft_host_sym_optional("openblas_get_num_threads");
     for (int t = 0; t < 4; t++) {
         host_gemms[t].fn = blasft_host_sym_optional(host_gemm_names[t]);
         for (size_t f = 0; !host_gemms[t].fn && f < sizeof bundled_gemms / sizeof bundled_gemms[0];
              f++)
-            if ((host_gemms[t].fn = blasft_foreign_sym(bundled_gemms[f].name[t])))
+            if ((host_gemms[t].fn = blasft_foreign_sym(bundled_gemms[f].name[t]))) {
                 host_gemms[t].ilp64 = bundled_gemms[f].ilp64;
+                if (t == BLASFT_TYPE_D && !host_threads)
+                    host_threads = blasft_foreign_sym(bundled_gemms[f].threads);
+            }
     }
+}
+
+void *blasft_host_threads_fn(void)
+{
+    pthread_once(&host_gemms_once, find_host_gemms);
+    return host_threads;
 }
 
 int blasft_host_gemm_ready(int type)

@@ -17,6 +17,10 @@ int blasft_inside_self(const void *addr);
  * the application where no host BLAS could be loaded or BLASFT_HOST_BLAS=none. */
 int blasft_host_gemm_ready(int t);
 
+/* openblas_get_num_threads (an int (void) function) of the library the GEMMs are computed with
+ * (blasft_host_gemm_ready), NULL where it has none: the engine sizes its passes by it. */
+void *blasft_host_threads_fn(void);
+
 /* The path of the loaded host library ("" before it is loaded). */
 const char *blasft_host_path(void);
 

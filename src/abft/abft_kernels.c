@@ -803,7 +803,12 @@ static pthread_once_t host_threads_once = PTHREAD_ONCE_INIT;
 
 static void find_host_threads(void)
 {
-    host_threads = (int (*)(void))blasft_host_sym_optional("openblas_get_num_threads");
+    /* also a bundled OpenBLAS's where that computes the GEMMs (BLASFT_HOST_BLAS=none) */
+    union {
+        void *p;
+        int (*f)(void);
+    } fn = {.p = blasft_host_threads_fn()};
+    host_threads = fn.f;
 }
 
 int abft_k_parallel(void)
