@@ -155,22 +155,50 @@ CBLAS_GEMM_ENTRY(z, BLASFT_TYPE_Z, scalar_cplx_d, const void *, cblas_gemm_cplx_
  * integers) for numpy, and load it where no LD_PRELOAD reaches it by the usual names; Debian's
  * and Julia's ILP64 OpenBLAS use the suffix 64_. Exported under those names, libblas_ft takes the
  * calls before the bundled library does (the preloaded library comes first in every lookup) and
- * protects them with its own host BLAS. A call it does not take goes to the application's own
- * routine of that name (blasft_foreign_sym), unchanged: an invalid one (its xerbla reports it),
- * and one that does not fit the host BLAS's 32-bit integers or finds no host BLAS (unprotected,
- * counted, one warning). The families: prefix, Fortran suffix, CBLAS suffix, integer type. */
+ * protects them with its own host BLAS (where there is none, with the bundled library's GEMM:
+ * blasft_host_gemm). A call it does not take goes to the application's own routine of that name
+ * (blasft_foreign_sym), unchanged: an invalid one (its xerbla reports it), one that does not fit
+ * the host BLAS's 32-bit integers or finds no GEMM to compute with (unprotected, counted, one
+ * warning), and every one under BLASFT_MODE=off. The families: prefix, Fortran suffix, CBLAS
+ * suffix, integer type. */
 #define BUNDLED_GEMM_FAMILIES(X)                                                                  \
     X(scipy_, _64_, 64_, int64_t) /* numpy >= 2 (scipy-openblas64) */                             \
     X(, _64_, 64_, int64_t)       /* OpenBLAS built with INTERFACE64 and SYMBOLSUFFIX=64_ */      \
     X(scipy_, _, , int)           /* scipy (scipy-openblas32) */
 
-/* Whether a valid call under a bundled name runs here; if not, it is counted unprotected (under
- * BLASFT_MODE=off it goes to the application's routine as if libblas_ft were not there). */
-static int bundled_takes(const blasft_gemm *g, const char *routine)
+/* The application's routine `name`, looked up once per entry point (*cache); NULL if the
+ * process has none (a program linked against libblas_ft alone). */
+static void *bundled_lookup(void **cache, const char *name)
+{
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p && (p = blasft_foreign_sym(name)))
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    return p;
+}
+
+/* bundled_lookup for a call that cannot be taken here: with no such routine it cannot be
+ * answered at all, so it is named and the process aborts, as for a routine the host BLAS lacks. */
+static void *bundled_original(void **cache, const char *name)
+{
+    void *p = bundled_lookup(cache, name);
+    if (!p) {
+        fprintf(stderr, "libblas_ft: fatal: %s was called in a way libblas_ft does not take "
+                        "(invalid arguments, a dimension above 2^31 - 1, or no GEMM to compute "
+                        "with), and the process has no other %s\n",
+                name, name);
+        abort();
+    }
+    return p;
+}
+
+/* Whether a valid call under a bundled name runs here; if not, it is counted unprotected. Under
+ * BLASFT_MODE=off it goes to the application's routine as if libblas_ft were not there (where
+ * there is one; else it runs here, unprotected as every call in that mode). */
+static int bundled_takes(const blasft_gemm *g, const char *routine, void **original)
 {
     static int once_size, once_host;
     if (blasft_cfg()->mode == BLASFT_MODE_OFF)
-        return 0;
+        return bundled_lookup(original, routine) == NULL;
     const int64_t dims[] = {g->m, g->n, g->k, g->lda, g->ldb, g->ldc};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i] > INT_MAX) {
@@ -193,24 +221,6 @@ static int bundled_takes(const blasft_gemm *g, const char *routine)
     return 1;
 }
 
-/* The application's routine `name`, looked up once per entry point (*cache). With none (a
- * program linked against libblas_ft alone), a call that cannot be taken here cannot be answered
- * at all: named, and the process aborts, as for a routine the host BLAS lacks. */
-static void *bundled_original(void **cache, const char *name)
-{
-    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-    if (!p) {
-        if (!(p = blasft_foreign_sym(name))) {
-            fprintf(stderr, "libblas_ft: fatal: %s was called with arguments libblas_ft cannot "
-                            "take (invalid, or above 2^31 - 1), and the process has no other %s\n",
-                    name, name);
-            abort();
-        }
-        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
-    }
-    return p;
-}
-
 #define BUNDLED_FORTRAN_ENTRY(sym, TYPE, scalar, INT)                                             \
     EXPORT void sym(const char *ta, const char *tb, const INT *m, const INT *n, const INT *k,     \
                     const void *alpha, const void *a, const INT *lda, const void *b,              \
@@ -222,7 +232,7 @@ static void *bundled_original(void **cache, const char *name)
         blasft_gemm g;                                                                            \
         if (fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b, *ldb, c,       \
                               *ldc) ||                                                            \
-            !bundled_takes(&g, stat.name)) {                                                      \
+            !bundled_takes(&g, stat.name, &original)) {                                           \
             typedef void fn(const char *, const char *, const INT *, const INT *, const INT *,    \
                             const void *, const void *, const INT *, const void *, const INT *,   \
                             const void *, void *, const INT *, size_t, size_t);                   \
@@ -244,7 +254,7 @@ static void *bundled_original(void **cache, const char *name)
         blasft_gemm g;                                                                            \
         if (cblas_gemm_desc(&g, TYPE, stat.name, layout, ta, tb, m, n, k, a, lda, b, ldb, c,      \
                             ldc) ||                                                               \
-            !bundled_takes(&g, stat.name)) {                                                      \
+            !bundled_takes(&g, stat.name, &original)) {                                           \
             typedef void fn(int, int, int, INT, INT, INT, S, const void *, INT, const void *,     \
                             INT, S, void *, INT);                                                 \
             ((fn *)bundled_original(&original, stat.name))(layout, ta, tb, m, n, k, alpha, a,     \

@@ -7,7 +7,11 @@ the bundled library; under LD_PRELOAD every valid one must be taken, right and p
 BLASFT_HOST_BLAS=none the protected products are computed by the bundled library's own GEMM, as on
 a machine that has no system BLAS.
 
-usage: test_bundled.py APP USER_LIBRARY"""
+The module linked against libblas_ft instead of the bundled library (a program built for those
+names): every call computed and protected there, and under BLASFT_MODE=off computed unprotected
+(there is no other routine to pass it to).
+
+usage: test_bundled.py APP USER_LIBRARY USER_LIBRARY_LINKED_TO_LIBBLAS_FT"""
 import os
 import re
 import sys
@@ -86,6 +90,32 @@ def main():
                               abft["errors_corrected"] + abft["blocks_recomputed"] >= 1 and
                               abft["uncorrectable"] == 0,
                               f"{what}: planted faults not all corrected: {abft}", failures)
+        user_ft = os.path.abspath(sys.argv[3])
+        for what, extra in [("linked against libblas_ft", {"BLASFT_REPORT": report_path}),
+                            ("linked against libblas_ft, BLASFT_MODE=off",
+                             {"BLASFT_REPORT": report_path, "BLASFT_MODE": "off"})]:
+            if os.path.exists(report_path):
+                os.remove(report_path)
+            env = harness.base_env(**extra)
+            runtimes = harness.sanitizer_runtimes(harness.lib_path())
+            if runtimes:
+                env["LD_PRELOAD"] = " ".join(runtimes)
+            status, out, err = harness.run([app, user_ft], env, cwd=work, timeout=300)
+            print(f"--- {what}: status {status}\n{out}{err}")
+            m = re.search(r"(\d+) names, (\d+) GEMMs with elements, (\d+) wrong; linked", out)
+            if not harness.check(status == 0 and m is not None, f"{what}: status {status}",
+                                 failures):
+                continue
+            names, nontrivial, wrong = (int(x) for x in m.groups())
+            harness.check(names == NAMES and wrong == 0, f"{what}: {wrong} wrong", failures)
+            report = harness.load_report(report_path)
+            abft = report["abft"]
+            want = 0 if extra.get("BLASFT_MODE") == "off" else nontrivial
+            harness.check(abft["protected_gemms"] == want,
+                          f"{what}: {abft['protected_gemms']} protected, {want} expected", failures)
+            harness.check(harness.call_count(report, "scipy_cblas_dgemm64_") == 1,
+                          f"{what}: the report lacks the calls: {sorted(report['calls'])}",
+                          failures)
     harness.finish(failures, "bundled BLAS names")
 
 
