@@ -70,8 +70,11 @@ static int sums_across(const abft_ctx *x, const void *base, int64_t ld, int64_t 
 {
     const int P = x->P, R = x->R, single = single_prec(x);
     const int64_t nreal = (row1 - row0) * P;
-    /* the sums, then abft_k_across's work: two chunks of at most 512 rows */
-    double *tmp = malloc((size_t)(nreal + 2 * (nreal < 512 ? nreal : 512) + 1) * sizeof *tmp);
+    /* the sums, then abft_k_across's work: two chunks of at most 512 rows; on the stack for a
+     * small matrix (each protected GEMM makes several of these) */
+    const size_t need = (size_t)(nreal + 2 * (nreal < 512 ? nreal : 512) + 1);
+    double small[96];
+    double *tmp = need <= sizeof small / sizeof small[0] ? small : malloc(need * sizeof *tmp);
     if (!tmp)
         return -1;
     int wr[2] = {x->weighted[0], R > 1 ? x->weighted[1] : 0};
@@ -88,7 +91,8 @@ static int sums_across(const abft_ctx *x, const void *base, int64_t ld, int64_t 
                     o[(row0 + ri / P) * cstr + ri % P] = tmp[ri];
         }
     }
-    free(tmp);
+    if (tmp != small)
+        free(tmp);
     return 0;
 }
 
