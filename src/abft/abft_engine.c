@@ -66,9 +66,11 @@ static int alloc_arrays(abft_ctx *x)
                 {&x->sqc, nc},      {&x->sqr, nr},      {&x->absc, nc},     {&x->absr, nr},
                 {&x->vdc, nc},      {&x->vdr, nr},      {&x->c2c, nc},      {&x->c2r, nr},
                 {&x->scratch, (nc + nr) * P},
+                /* the old C's (from here on): beta != 0 only */
                 {&x->oldc, nc * P}, {&x->oldr, nr * P}, {&x->osqc, nc},     {&x->osqr, nr},
                 {&x->oabsc, nc},    {&x->oabsr, nr}};
-    const size_t count = x->beta_zero ? 13 : sizeof want / sizeof want[0];
+    const size_t old_c_sums = 6, all = sizeof want / sizeof want[0];
+    const size_t count = x->beta_zero ? all - old_c_sums : all;
     size_t doubles = 0;
     for (size_t i = 0; i < count; i++)
         doubles += (size_t)(want[i].n > 0 ? want[i].n : 1);
