@@ -192,8 +192,10 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
         if (!s->ctx || (lru->ctx && s->used < lru->used))
             lru = s;
     }
-    /* creating allocates and evicting synchronises: never while the application captures */
-    if (capturing)
+    /* evicting synchronises: never while the application captures; creating only allocates
+     * (cudaMalloc, cudaHostAlloc, handles: no synchronisation, nothing captured), so a free slot
+     * takes a new context even then */
+    if (capturing && lru->ctx)
         return NULL;
     pthread_once(&slots_key_once, slots_key_init);
     if (!slots_key_ok || pthread_setspecific(slots_key, cache) != 0)
@@ -426,8 +428,9 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     ctx_slot *slot = context_for(device, stream, capturing);
     if (!slot) {
         if (capturing)
-            PASS_ONCE(once_capture_ctx, "cuBLAS interposer: first GEMM on a stream while it is "
-                      "captured passes through unprotected (run one before capturing)");
+            PASS_ONCE(once_capture_ctx, "cuBLAS interposer: a GEMM captured on a stream without "
+                      "a context (the thread's %d all in use, or none could be made) passes "
+                      "through unprotected", CACHE_SLOTS);
         return 0;
     }
     blasft_gpu_ctx *ctx = slot->ctx;
@@ -449,7 +452,21 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                          .alpha = c->alpha, .a = c->a, .lda = c->lda, .b = c->b, .ldb = c->ldb,
                          .beta = beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
                          .routine = c->stat->name, .c_vector = bias_vector ? c->bias : NULL};
+    /* the old C is kept where blocks may be recomputed and beta may be nonzero */
+    const int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
+                         p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
     if (capturing) {
+        /* a context with no workspace yet (made for this capture) gets it now: allocations
+         * only, nothing to free or wait for */
+        if (blasft_gpu_workspace_bytes(ctx) == 0) {
+            if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old) == 0) {
+                slot->rtype = c->type;
+                slot->rm = c->m;
+                slot->rn = c->n;
+                slot->rk = c->k;
+                slot->rkeep = keep_old;
+            }
+        }
         if (blasft_gpu_gemm_would_sync(ctx, &g, &p, c->batch)) {
             PASS_ONCE(once_capture_ws, "cuBLAS interposer: a GEMM captured on a stream whose "
                       "workspace is too small passes through unprotected (run it once before)");
@@ -465,8 +482,6 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
-        int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
-                       p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
         if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
             slot->rkeep < keep_old) {
             if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old)) {

@@ -238,9 +238,11 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     size_t need = plan(ts, P, m, n, k, bs, r, flag_cap, proj).end;
     if (need <= ctx->ws_bytes && flag_cap == ctx->flag_cap)
         return 0;
-    /* growing frees memory the stream may still use: the one synchronisation, off the hot path */
-    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
-        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+    /* growing frees memory the stream may still use: the one synchronisation, off the hot path
+     * (none for a first workspace, which nothing uses yet: a context made while its stream is
+     * captured must not synchronise it) */
+    if (ctx->ws && (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+                    !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize")))
         return -2;
     if (ctx->ws)
         cudaFree(ctx->ws);
@@ -269,8 +271,8 @@ int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, cons
 {
     if (bytes <= *have)
         return 0;
-    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
-        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+    if (*buf && (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+                 !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize")))
         return -2;
     if (*buf)
         cudaFree(*buf);
