@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +482,96 @@ static void captured_then_grown(cublasHandle_t h, int prot)
     cudaFree(lA); cudaFree(lB); cudaFree(lC);
     release(&rs);
     release(&rl);
+}
+
+/* A thread captures a protected GEMM into a graph on a stream of its own and ends; the graph is
+ * replayed afterwards by another thread. The context the graph baked in must outlive the thread
+ * (its end releases the thread's contexts) and be released once the graph is destroyed. */
+typedef struct ended_capture {
+    cublasHandle_t h;
+    const gcase *g;
+    const run *r;
+    void *dA, *dB, *dC;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    int ok;
+} ended_capture;
+
+static void *capture_and_end(void *p)
+{
+    ended_capture *e = p;
+    const double alpha = e->g->alpha, beta = e->g->beta;
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+        return NULL;
+    cublasSetStream_v2(e->h, s);
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
+        const cublasStatus_t st = call(e->h, EP_V2, e->g, &alpha, e->dA, e->r->lda, 0, e->dB,
+                                       e->r->ldb, 0, &beta, e->dC, e->r->ldc, 0);
+        e->ok = cudaStreamEndCapture(s, &e->graph) == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
+                cudaGraphInstantiate(&e->exec, e->graph, 0) == cudaSuccess;
+    }
+    cublasSetStream_v2(e->h, NULL);
+    cudaStreamDestroy(s);
+    return NULL;
+}
+
+static void captured_by_ended_thread(cublasHandle_t h, int prot)
+{
+    const gcase g = {1, CUBLAS_OP_N, CUBLAS_OP_T, 220, 130, 190, 0, 1, 1.0, 0.0};
+    run r;
+    make(&r, &g);
+    ended_capture e = {h, &g, &r, to_device(r.A, r.na, 1), to_device(r.B, r.nb, 1),
+                       to_device(r.C0, r.nc, 1), NULL, NULL, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, capture_and_end, &e);
+    pthread_join(th, NULL);
+    CHECK(e.ok, "ended thread: capture");
+    if (!e.ok) {
+        release(&r);
+        return;
+    }
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    CHECK(cudaMemset(e.dC, 0xff, sizeof(double) * r.nc) == cudaSuccess, "ended thread: C cleared");
+    cudaDeviceSynchronize();
+    stats_t s0 = stats_now();
+    for (int i = 0; i < 2; i++)
+        CHECK(cudaGraphLaunch(e.exec, s) == cudaSuccess, "ended thread: replay %d", i);
+    cudaStreamSynchronize(s);
+    stats_t s1 = stats_now();
+    const double q = compare(&r, &g, e.dC);
+    CHECK(q <= 1.0, "ended thread: the replayed GEMM off by %.3g x bound", q);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)(prot ? 2 : 0),
+          "ended thread: %llu replays protected",
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
+    /* this thread's context for s made first, so that the memory measured is the graph's */
+    const double alpha = g.alpha, beta = g.beta;
+    cublasSetStream_v2(h, s);
+    call(h, EP_V2, &g, &alpha, e.dA, r.lda, 0, e.dB, r.ldb, 0, &beta, e.dC, r.ldc, 0);
+    cudaDeviceSynchronize();
+    size_t held = 0, now = 0, total = 0;
+    cudaMemGetInfo(&held, &total);
+    cudaGraphExecDestroy(e.exec);
+    cudaGraphDestroy(e.graph);
+    for (int i = 0; i < 100; i++) { /* any uncaptured call releases what no graph holds now */
+        call(h, EP_V2, &g, &alpha, e.dA, r.lda, 0, e.dB, r.ldb, 0, &beta, e.dC, r.ldc, 0);
+        cudaDeviceSynchronize();
+        cudaMemGetInfo(&now, &total);
+        if (now > held + ((size_t)64 << 20))
+            break;
+        usleep(20000);
+    }
+    const double back_mib = ((double)now - (double)held) / 1048576.0;
+    printf("captured by an ended thread: replays right (%.3g x bound), %.1f MiB back after the "
+           "graph was destroyed\n", q, back_mib);
+    if (prot)
+        CHECK(back_mib > 64.0, "ended thread: the graph's context not released (%.1f MiB back)",
+              back_mib);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(e.dA); cudaFree(e.dB); cudaFree(e.dC);
+    release(&r);
 }
 
 /* Arrays of pointers under capture: their addresses cannot be read back there, so the call is
@@ -1307,6 +1398,7 @@ int main(int argc, char **argv)
         captured(h, 0, prot);
         captured(h, 1, prot);
         captured_then_grown(h, prot);
+        captured_by_ended_thread(h, prot);
         cublasDestroy_v2(h);
         printf("%d checks, %d failures\n", checks, failures);
         return failures ? 1 : 0;
@@ -1422,6 +1514,7 @@ int main(int argc, char **argv)
     captured(h, 0, prot);
     captured(h, 1, prot);
     captured_then_grown(h, prot);
+    captured_by_ended_thread(h, prot);
     other_device(h, prot);
     while_captured(prot);
     on_full_device(h, prot);
