@@ -380,6 +380,29 @@ static void captured(cublasHandle_t h, int warm, int expect_protected)
     release(&r);
 }
 
+/* Destroys a graph and its instance, then runs the uncaptured GEMM g (double scalars) on h
+ * until at least `enough` bytes of device memory come back (CUDA tells the library of a graph's
+ * end asynchronously; its next call releases what no graph holds any more), 2 s at most; returns
+ * the MiB that came back. */
+static double graph_gone_mib(cublasHandle_t h, cudaGraphExec_t exec, cudaGraph_t graph,
+                             const gcase *g, const double sc[2], const void *A, int lda,
+                             const void *B, int ldb, void *C, int ldc, size_t enough)
+{
+    size_t held = 0, now = 0, total = 0;
+    cudaMemGetInfo(&held, &total);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    for (int i = 0; i < 100; i++) {
+        call(h, EP_V2, g, &sc[0], A, lda, 0, B, ldb, 0, &sc[1], C, ldc, 0);
+        cudaDeviceSynchronize();
+        cudaMemGetInfo(&now, &total);
+        if (now > held + enough)
+            break;
+        usleep(20000);
+    }
+    return ((double)now - (double)held) / 1048576.0;
+}
+
 /* A graph captured with a protected GEMM, then a larger GEMM outside the capture on the same
  * stream. The graph bakes in the workspace of its context, so the larger GEMM must neither grow
  * (reallocate) that workspace nor share it (the graph may be replayed on any stream). Before, it
@@ -458,20 +481,8 @@ static void captured_then_grown(cublasHandle_t h, int prot)
           "grown: %llu protected, %llu unprotected",
           (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
           (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms));
-    /* the graph gone (CUDA tells the library asynchronously), the next call releases its context */
-    size_t held = 0, now = 0, total = 0;
-    cudaMemGetInfo(&held, &total);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    for (int i = 0; i < 100; i++) {
-        call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC, rs.ldc, 0);
-        cudaDeviceSynchronize();
-        cudaMemGetInfo(&now, &total);
-        if (now > held + ((size_t)1 << 20))
-            break;
-        usleep(20000);
-    }
-    const double back_mib = ((double)now - (double)held) / 1048576.0;
+    const double back_mib = graph_gone_mib(h, exec, graph, &gs, sc, sA, rs.lda, sB, rs.ldb, sC,
+                                           rs.ldc, (size_t)1 << 20);
     printf("captured then grown: replays right (%.3g x bound), %zu bytes touched, %.1f MiB back "
            "after the graph was destroyed\n", qs, touched, back_mib);
     if (prot)
@@ -546,23 +557,12 @@ static void captured_by_ended_thread(cublasHandle_t h, int prot)
           "ended thread: %llu replays protected",
           (unsigned long long)(s1.protected_gemms - s0.protected_gemms));
     /* this thread's context for s made first, so that the memory measured is the graph's */
-    const double alpha = g.alpha, beta = g.beta;
+    const double sc[2] = {g.alpha, g.beta};
     cublasSetStream_v2(h, s);
-    call(h, EP_V2, &g, &alpha, e.dA, r.lda, 0, e.dB, r.ldb, 0, &beta, e.dC, r.ldc, 0);
+    call(h, EP_V2, &g, &sc[0], e.dA, r.lda, 0, e.dB, r.ldb, 0, &sc[1], e.dC, r.ldc, 0);
     cudaDeviceSynchronize();
-    size_t held = 0, now = 0, total = 0;
-    cudaMemGetInfo(&held, &total);
-    cudaGraphExecDestroy(e.exec);
-    cudaGraphDestroy(e.graph);
-    for (int i = 0; i < 100; i++) { /* any uncaptured call releases what no graph holds now */
-        call(h, EP_V2, &g, &alpha, e.dA, r.lda, 0, e.dB, r.ldb, 0, &beta, e.dC, r.ldc, 0);
-        cudaDeviceSynchronize();
-        cudaMemGetInfo(&now, &total);
-        if (now > held + ((size_t)64 << 20))
-            break;
-        usleep(20000);
-    }
-    const double back_mib = ((double)now - (double)held) / 1048576.0;
+    const double back_mib = graph_gone_mib(h, e.exec, e.graph, &g, sc, e.dA, r.lda, e.dB, r.ldb,
+                                           e.dC, r.ldc, (size_t)64 << 20);
     printf("captured by an ended thread: replays right (%.3g x bound), %.1f MiB back after the "
            "graph was destroyed\n", q, back_mib);
     if (prot)
