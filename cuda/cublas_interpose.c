@@ -355,6 +355,21 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
     once_arrays;
 
+/* Grows the slot's context for c's shape (and an old-C copy where keep_old) and notes that shape
+ * as the one last reserved there; 0, or nonzero where the memory could not be had. */
+static int reserve_shape(ctx_slot *slot, const blasft_cublas_call *c, const blasft_gpu_params *p,
+                         int keep_old)
+{
+    if (blasft_gpu_reserve(slot->ctx, c->type, c->m, c->n, c->k, p, keep_old))
+        return -1;
+    slot->rtype = c->type;
+    slot->rm = c->m;
+    slot->rn = c->n;
+    slot->rk = c->k;
+    slot->rkeep = keep_old;
+    return 0;
+}
+
 /* The addresses of a batch given by device arrays of pointers, read back on the host (waits for
  * the stream, which may still be writing them): A's, then B's, then C's; NULL on failure. */
 static const void **read_arrays(const blasft_cublas_call *c, cudaStream_t stream)
@@ -458,15 +473,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (capturing) {
         /* a context with no workspace yet (made for this capture) gets it now: allocations
          * only, nothing to free or wait for */
-        if (blasft_gpu_workspace_bytes(ctx) == 0) {
-            if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old) == 0) {
-                slot->rtype = c->type;
-                slot->rm = c->m;
-                slot->rn = c->n;
-                slot->rk = c->k;
-                slot->rkeep = keep_old;
-            }
-        }
+        if (blasft_gpu_workspace_bytes(ctx) == 0)
+            reserve_shape(slot, c, &p, keep_old); /* failing, the check below passes it on */
         if (blasft_gpu_gemm_would_sync(ctx, &g, &p, c->batch)) {
             PASS_ONCE(once_capture_ws, "cuBLAS interposer: a GEMM captured on a stream whose "
                       "workspace is too small passes through unprotected (run it once before)");
@@ -482,19 +490,13 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */
-        if (slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
-            slot->rkeep < keep_old) {
-            if (blasft_gpu_reserve(ctx, c->type, c->m, c->n, c->k, &p, keep_old)) {
-                PASS_ONCE(once_reserve, "cuBLAS interposer: no GPU workspace for a "
-                          "%lldx%lldx%lld GEMM: passes through unprotected", (long long)c->m,
-                          (long long)c->n, (long long)c->k);
-                return 0;
-            }
-            slot->rtype = c->type;
-            slot->rm = c->m;
-            slot->rn = c->n;
-            slot->rk = c->k;
-            slot->rkeep = keep_old;
+        if ((slot->rtype != c->type || slot->rm != c->m || slot->rn != c->n || slot->rk != c->k ||
+             slot->rkeep < keep_old) &&
+            reserve_shape(slot, c, &p, keep_old)) {
+            PASS_ONCE(once_reserve, "cuBLAS interposer: no GPU workspace for a "
+                      "%lldx%lldx%lld GEMM: passes through unprotected", (long long)c->m,
+                      (long long)c->n, (long long)c->k);
+            return 0;
         }
     }
     /* cublasLt: D prepared from C (and a bias with beta != 0). Should the engine refuse the call

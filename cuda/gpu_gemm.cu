@@ -230,6 +230,22 @@ layout plan(size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r, in
     return L;
 }
 
+/* Frees buf to make room for a larger one. Growing frees memory the streams may still use: the
+ * one synchronisation, off the hot path; none where there is no buffer yet, which nothing can
+ * use (a context made while its stream is captured must not synchronise it). False where the
+ * streams failed (buf kept). */
+template <typename T> bool drop_buf(blasft_gpu_ctx *ctx, T *&buf)
+{
+    if (!buf)
+        return true;
+    if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
+        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+        return false;
+    cudaFree(buf);
+    buf = nullptr;
+    return true;
+}
+
 int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64_t k, int bs, int r,
               bool proj)
 {
@@ -238,15 +254,8 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     size_t need = plan(ts, P, m, n, k, bs, r, flag_cap, proj).end;
     if (need <= ctx->ws_bytes && flag_cap == ctx->flag_cap)
         return 0;
-    /* growing frees memory the stream may still use: the one synchronisation, off the hot path
-     * (none for a first workspace, which nothing uses yet: a context made while its stream is
-     * captured must not synchronise it) */
-    if (ctx->ws && (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
-                    !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize")))
+    if (!drop_buf(ctx, ctx->ws))
         return -2;
-    if (ctx->ws)
-        cudaFree(ctx->ws);
-    ctx->ws = nullptr;
     ctx->ws_bytes = 0;
     if (!cuda_ok(cudaMalloc((void **)&ctx->ws, need), "cudaMalloc(workspace)"))
         return -2;
@@ -264,19 +273,15 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     return 0;
 }
 
-/* A buffer of the context grown to `bytes` (never shrunk). Growing frees memory that either
- * stream may still use: the one synchronisation, off the hot path. Returns 0, or -2 where a CUDA
- * call failed (logged as `what`); with `what` NULL a failed cudaMalloc returns -3 unlogged. */
+/* A buffer of the context grown to `bytes` (never shrunk; the old one dropped as drop_buf says).
+ * Returns 0, or -2 where a CUDA call failed (logged as `what`); with `what` NULL a failed
+ * cudaMalloc returns -3 unlogged. */
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what)
 {
     if (bytes <= *have)
         return 0;
-    if (*buf && (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
-                 !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize")))
+    if (!drop_buf(ctx, *buf))
         return -2;
-    if (*buf)
-        cudaFree(*buf);
-    *buf = nullptr;
     *have = 0;
     const cudaError_t e = cudaMalloc(buf, bytes);
     if (e != cudaSuccess) {
