@@ -380,6 +380,21 @@ static void captured(cublasHandle_t h, int warm, int expect_protected)
     release(&r);
 }
 
+/* Captures the GEMM g through gemm_v2 (double scalars sc) on stream s, the handle's stream, into
+ * a graph, and instantiates it; 1 where every step succeeded. */
+static int capture_gemm(cublasHandle_t h, cudaStream_t s, const gcase *g, const double sc[2],
+                        const void *A, int lda, const void *B, int ldb, void *C, int ldc,
+                        cudaGraph_t *graph, cudaGraphExec_t *exec)
+{
+    *graph = NULL;
+    *exec = NULL;
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess)
+        return 0;
+    const cublasStatus_t st = call(h, EP_V2, g, &sc[0], A, lda, 0, B, ldb, 0, &sc[1], C, ldc, 0);
+    return cudaStreamEndCapture(s, graph) == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
+           cudaGraphInstantiate(exec, *graph, 0) == cudaSuccess;
+}
+
 /* Destroys a graph and its instance, then runs the uncaptured GEMM g (double scalars) on h
  * until at least `enough` bytes of device memory come back (CUDA tells the library of a graph's
  * end asynchronously; its next call releases what no graph holds any more), 2 s at most; returns
@@ -425,13 +440,10 @@ static void captured_then_grown(cublasHandle_t h, int prot)
     CHECK(call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC, rs.ldc, 0) ==
               CUBLAS_STATUS_SUCCESS, "grown: warm-up");
     cudaStreamSynchronize(s);
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "grown: capture");
-    const cublasStatus_t st = call(h, EP_V2, &gs, &sc[0], sA, rs.lda, 0, sB, rs.ldb, 0, &sc[1], sC,
-                                   rs.ldc, 0);
-    CHECK(cudaStreamEndCapture(s, &graph) == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
-              cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "grown: captured GEMM");
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK(capture_gemm(h, s, &gs, sc, sA, rs.lda, sB, rs.ldb, sC, rs.ldc, &graph, &exec),
+          "grown: the GEMM captured and instantiated");
     if (!exec) {
         fprintf(stderr, "grown: no graph, the rest skipped\n");
         return;
@@ -511,17 +523,13 @@ typedef struct ended_capture {
 static void *capture_and_end(void *p)
 {
     ended_capture *e = p;
-    const double alpha = e->g->alpha, beta = e->g->beta;
+    const double sc[2] = {e->g->alpha, e->g->beta};
     cudaStream_t s;
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
         return NULL;
     cublasSetStream_v2(e->h, s);
-    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess) {
-        const cublasStatus_t st = call(e->h, EP_V2, e->g, &alpha, e->dA, e->r->lda, 0, e->dB,
-                                       e->r->ldb, 0, &beta, e->dC, e->r->ldc, 0);
-        e->ok = cudaStreamEndCapture(s, &e->graph) == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
-                cudaGraphInstantiate(&e->exec, e->graph, 0) == cudaSuccess;
-    }
+    e->ok = capture_gemm(e->h, s, e->g, sc, e->dA, e->r->lda, e->dB, e->r->ldb, e->dC, e->r->ldc,
+                         &e->graph, &e->exec);
     cublasSetStream_v2(e->h, NULL);
     cudaStreamDestroy(s);
     return NULL;
