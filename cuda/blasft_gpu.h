@@ -105,6 +105,9 @@ typedef struct blasft_gpu_params {
                                natively protected from then on (one warning) */
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
+    int graphs;             /* 1: a call repeated with the same arguments is captured once into
+                               a CUDA graph of the context's and replayed (BLASFT_GPU_GRAPHS=on,
+                               the default; cuda/graph_cache.h); 0: every call enqueued (=off) */
 } blasft_gpu_params;
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
@@ -157,8 +160,9 @@ int blasft_gpu_prepare(void *stream, int side, blasft_type t, int64_t rows, int6
 
 /* Enqueues the protected GEMM on the context's stream; no host synchronisation unless the
  * workspace must grow (then the stream is synchronised once, outside any graph capture: call
- * blasft_gpu_reserve before capturing). Returns 0; -1 for invalid arguments or an unsupported
- * type (nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+ * blasft_gpu_reserve before capturing). With p->graphs a call repeated with the same arguments
+ * is replayed from the context's own graph of it (graph_cache.h). Returns 0; -1 for invalid
+ * arguments or an unsupported type (nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
 
 /* The plain cuBLAS GEMM through the context's handle (the benchmark's baseline). */

@@ -40,6 +40,13 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
 /* fn(stream, user) is called when the protected GEMM has enqueued its main GEMM; NULL removes. */
 typedef void (*blasft_gpu_hook)(void *stream, void *user);
 void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *user);
+/* 1: calls with a fault hook are captured into the engine's own graphs too (BLASFT_GPU_GRAPHS),
+ * the hook's launches with them, so that every replay plants the same faults; 0 (the default):
+ * such calls are enqueued directly. */
+void blasft_gpu_set_graph_hook(blasft_gpu_ctx *ctx, int captured);
+/* The context's own graphs so far: captured, replays of them, held now. */
+void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *replays,
+                             int *cached);
 /* Inside a hook: the C that the running protected GEMM checks, its type and leading dimension:
  * the caller's C, or where an S or C GEMM is promoted (blasft_gpu_params.promote) its double
  * copy (type D or Z, packed). */

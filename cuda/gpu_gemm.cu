@@ -5,6 +5,7 @@
 #include "blasft_gpu.h"
 #include "cuda_errors.h"
 #include "gpu_debug.h"
+#include "graph_cache.h"
 #include "gpu_cublas.h"
 #include "gpu_kernels.h"
 #include "gpu_prep.h"
@@ -30,15 +31,29 @@ namespace {
 /* Calls that may be in flight on one context before enqueueing waits for the oldest. */
 constexpr int kSlots = 64;
 
-struct report_slot {
-    gk_counters c;             /* pinned: the device counters land here */
+/* What a protected GEMM's report says besides its counters (set when it is enqueued). */
+struct report_meta {
     uint64_t checks;
-    char type;
     const char *routine;
     blasft_on_error on_error;
     int64_t row0, col0, bs; /* the part's place in the caller's C (promoted tiles), its BS */
     int gemms;              /* protected GEMMs the part completes: 1, or 0 for all but a call's last */
+    char type;
+};
+
+struct report_slot {
+    gk_counters c; /* pinned: the device counters land here */
+    report_meta m;
     std::atomic<int> busy;
+};
+
+/* The checked run that debug fetches may read (blasft_gpu_debug_fetch): its type, shape and
+ * layout parameters. */
+struct run_shape {
+    bool valid, proj;
+    blasft_type t;
+    int64_t m, n, k;
+    int bs, r;
 };
 
 /* The part of the caller's GEMM that protected_gemm runs: all of it, or one tile (and k chunk)
@@ -77,14 +92,18 @@ struct blasft_gpu_ctx {
     /* the last protected_gemm's checked type, shape and layout parameters: blasft_gpu_debug_fetch
      * reads its buffers only with these (a promoted GEMM checks a double copy, a tiled one its
      * last tile; anything else would read another layout's bytes) */
-    struct {
-        bool valid, proj;
-        blasft_type t;
-        int64_t m, n, k;
-        int bs, r;
-    } last_run;
+    run_shape last_run;
     report_slot *slots; /* pinned, kSlots */
     int next_slot;
+    /* the engine's own graphs (graph_cache.h): made on demand; captured on sc, a stream of the
+     * context's own, with the report left out of the graph (deferred) and enqueued after each
+     * launch, so that the counters go to a free slot and the host function stays off s0 */
+    blasft_graph_cache *graphs;
+    cudaStream_t sc;
+    bool deferring;
+    int deferred_n;       /* protected GEMMs run while deferring: a graph holds exactly one */
+    report_meta deferred; /* its report */
+    bool graph_with_hook; /* tests: a fault hook is captured into the graph too */
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
     int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
     int64_t ref_parts_mn; /* the reference GEMMs in parts from m n = this on (0: kRefPartMn) */
@@ -241,6 +260,8 @@ template <typename T> bool drop_buf(blasft_gpu_ctx *ctx, T *&buf)
     if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize") ||
         !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
         return false;
+    if (ctx->graphs) /* they bake the buffers' addresses */
+        blasft_graph_clear(ctx->graphs);
     cudaFree(buf);
     buf = nullptr;
     return true;
@@ -323,8 +344,9 @@ void CUDART_CB deliver(void *arg)
 {
     report_slot *s = (report_slot *)arg;
     const gk_counters &c = s->c;
-    blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)s->gemms);
-    blasft_stat_add(BLASFT_STAT_CHECKS, s->checks + c.row_checks);
+    const report_meta &m = s->m;
+    blasft_stat_add(BLASFT_STAT_PROTECTED_GEMMS, (uint64_t)m.gemms);
+    blasft_stat_add(BLASFT_STAT_CHECKS, m.checks + c.row_checks);
     blasft_stat_add(BLASFT_STAT_ERRORS_DETECTED, c.detected);
     blasft_stat_add(BLASFT_STAT_ERRORS_CORRECTED, c.corrected);
     blasft_stat_add(BLASFT_STAT_BLOCKS_RECOMPUTED, c.recomputed);
@@ -340,25 +362,64 @@ void CUDART_CB deliver(void *arg)
                                                   BLASFT_EVENT_DETECTED, BLASFT_EVENT_UNCORRECTABLE};
         static const char *const actions[] = {"corrected", "recomputed", "reported", "reported"};
         ev.kind = kinds[r.kind];
-        ev.routine = s->routine;
-        ev.type = s->type;
+        ev.routine = m.routine;
+        ev.type = m.type;
         /* a tile's positions in the caller's C (tiles start at multiples of BS) */
-        ev.block_row = r.block_row < 0 ? r.block_row : r.block_row + s->row0 / s->bs;
-        ev.block_col = r.block_col < 0 ? r.block_col : r.block_col + s->col0 / s->bs;
-        ev.row = r.row < 0 ? r.row : r.row + s->row0;
-        ev.col = r.col < 0 ? r.col : r.col + s->col0;
+        ev.block_row = r.block_row < 0 ? r.block_row : r.block_row + m.row0 / m.bs;
+        ev.block_col = r.block_col < 0 ? r.block_col : r.block_col + m.col0 / m.bs;
+        ev.row = r.row < 0 ? r.row : r.row + m.row0;
+        ev.col = r.col < 0 ? r.col : r.col + m.col0;
         ev.syndrome = r.syndrome < 0 ? -r.syndrome : r.syndrome;
         ev.threshold = r.threshold;
         ev.action = actions[r.kind];
         blasft_event_emit(&ev);
     }
-    bool abort_now = s->on_error == BLASFT_ON_ERROR_ABORT && c.uncorrectable > 0;
+    bool abort_now = m.on_error == BLASFT_ON_ERROR_ABORT && c.uncorrectable > 0;
+    const char *routine = m.routine;
     s->busy.store(0, std::memory_order_release);
     if (abort_now) {
         blasft_log(BLASFT_LOG_ERROR, "GPU %s: uncorrectable error, aborting (BLASFT_ON_ERROR=abort)",
-                   s->routine);
+                   routine);
         abort();
     }
+}
+
+/* A free report slot; if every one is still in flight, the oldest once the stream has passed it.
+ * NULL where that wait failed. */
+report_slot *take_slot(blasft_gpu_ctx *ctx)
+{
+    report_slot *slot = &ctx->slots[ctx->next_slot];
+    ctx->next_slot = (ctx->next_slot + 1) % kSlots;
+    if (slot->busy.load(std::memory_order_acquire) &&
+        !cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
+        return nullptr;
+    return slot;
+}
+
+/* The report of the protected GEMM just enqueued on s0 (its counters in the workspace's header).
+ * The counters are copied in the caller's stream order (the next GEMM resets them); the host
+ * function that delivers them runs on the helper stream, so the caller's stream never waits for
+ * the host thread. Under graph capture the helper stream must be joined back, so there the host
+ * function stays on the caller's stream. */
+int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m)
+{
+    const cudaStream_t s0 = ctx->s0;
+    slot->busy.store(1, std::memory_order_relaxed);
+    slot->m = m;
+    cudaMemcpyAsync(&slot->c, ctx->ws, sizeof(gk_counters), cudaMemcpyDeviceToHost, s0);
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(s0, &capturing);
+    cudaStream_t rs = s0;
+    if (capturing == cudaStreamCaptureStatusNone) {
+        cudaEventRecord(ctx->ev_done, s0);
+        cudaStreamWaitEvent(ctx->s1, ctx->ev_done, 0);
+        rs = ctx->s1;
+    }
+    if (ctx->skip & BLASFT_GPU_SKIP_REPORT)
+        slot->busy.store(0, std::memory_order_relaxed);
+    else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
+        return -2;
+    return launches_ok() ? 0 : -2;
 }
 
 cublasOperation_t op_of(char t)
@@ -534,13 +595,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     if (set_mode(ctx, on_dev))
         return -2;
 
-    /* a free report slot; if every one is still in flight, wait for the oldest */
-    report_slot *slot = &ctx->slots[ctx->next_slot];
-    ctx->next_slot = (ctx->next_slot + 1) % kSlots;
-    if (slot->busy.load(std::memory_order_acquire)) {
-        if (!cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
-            return -2;
-    }
+    /* a report slot (none while a graph is captured: its launches take one each) */
+    report_slot *slot = nullptr;
+    if (!ctx->deferring && !(slot = take_slot(ctx)))
+        return -2;
 
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
     layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap, proj);
@@ -848,34 +906,21 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         gk_correct<T>(kg, s0);
     mark(7, s0);
 
-    slot->busy.store(1, std::memory_order_relaxed);
     /* every part, as the host counts; on demand, the row checks are added as they are made */
-    slot->checks = (uint64_t)(r * mb * n + (lazy ? 0 : m * r * nb)) * P;
-    slot->type = "SDCZ"[caller == BLASFT_TYPE_S ? 0 : caller == BLASFT_TYPE_D ? 1
-                        : caller == BLASFT_TYPE_C ? 2 : 3];
-    slot->routine = g->routine ? g->routine : "gpu_gemm";
-    slot->on_error = p->on_error;
-    slot->row0 = ctx->part.row0;
-    slot->col0 = ctx->part.col0;
-    slot->bs = bs;
-    slot->gemms = ctx->part.gemms;
-    /* the counters are copied in the caller's stream order (the next GEMM resets them); the host
-     * function that delivers them runs on the helper stream, so the caller's stream never waits
-     * for the host thread. Under graph capture the helper stream must be joined back, so there
-     * the host function stays on the caller's stream. */
-    cudaMemcpyAsync(&slot->c, kg.cnt, sizeof(gk_counters), cudaMemcpyDeviceToHost, s0);
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    cudaStreamIsCapturing(s0, &capturing);
-    cudaStream_t rs = s0;
-    if (capturing == cudaStreamCaptureStatusNone) {
-        cudaEventRecord(ctx->ev_done, s0);
-        cudaStreamWaitEvent(s1, ctx->ev_done, 0);
-        rs = s1;
-    }
-    if (skip & BLASFT_GPU_SKIP_REPORT)
-        slot->busy.store(0, std::memory_order_relaxed);
-    else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
-        return -2;
+    report_meta rm;
+    rm.checks = (uint64_t)(r * mb * n + (lazy ? 0 : m * r * nb)) * P;
+    rm.type = "SDCZ"[caller == BLASFT_TYPE_S ? 0 : caller == BLASFT_TYPE_D ? 1
+                     : caller == BLASFT_TYPE_C ? 2 : 3];
+    rm.routine = g->routine ? g->routine : "gpu_gemm";
+    rm.on_error = p->on_error;
+    rm.row0 = ctx->part.row0;
+    rm.col0 = ctx->part.col0;
+    rm.bs = bs;
+    rm.gemms = ctx->part.gemms;
+    if (!ctx->deferring)
+        return enqueue_report(ctx, slot, rm);
+    ctx->deferred = rm;
+    ctx->deferred_n++;
     return launches_ok() ? 0 : -2;
 }
 
@@ -1203,6 +1248,7 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->promote_mem = cfg->gpu_promote_mem;
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
+    p->graphs = cfg->gpu_graphs;
 }
 
 int blasft_gpu_promotes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p)
@@ -1261,7 +1307,11 @@ int blasft_gpu_ctx_stale(const blasft_gpu_ctx *ctx)
     return ctx->ctx_id != blasft_gpu_context_id();
 }
 
-void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx) { free(ctx); }
+void blasft_gpu_ctx_forget(blasft_gpu_ctx *ctx)
+{
+    free(ctx->graphs); /* their graphs went with the device's reset */
+    free(ctx);
+}
 
 int blasft_gpu_forked(void) { return forked_from_cuda.load(std::memory_order_relaxed) ? 1 : 0; }
 
@@ -1321,6 +1371,12 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaStreamDestroy(ctx->s1);
     if (ctx->s2)
         cudaStreamDestroy(ctx->s2);
+    if (ctx->graphs) {
+        blasft_graph_clear(ctx->graphs);
+        free(ctx->graphs);
+    }
+    if (ctx->sc)
+        cudaStreamDestroy(ctx->sc);
     if (ctx->ev_fork)
         cudaEventDestroy(ctx->ev_fork);
     if (ctx->ev_cold)
@@ -1459,6 +1515,183 @@ static bool no_product(const blasft_gpu_gemm *g)
     return g->k == 0 || (!g->scalars_on_device && !scalar_nonzero(g->type, g->alpha));
 }
 
+static int run_engine(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
+
+/* The engine's own graphs (graph_cache.h). Only where enqueueing bounds a stream of calls: from
+ * about m n k = 2^31 on (1290^3) the GPU's time per call exceeds the 70-90 us of enqueueing, and
+ * a large GEMM keeps the launches it was measured with (docs/cublas-benchmark.md). */
+static constexpr double kGraphMaxMnk = 0x1p31;
+static constexpr int kNoGraph = 1; /* run_by_graph: not taken, enqueue directly */
+
+/* Everything that decides what protected_gemm and promoted_gemm enqueue for a call, flat so
+ * that the whole struct can be compared (memset, then field by field: no padding bytes of the
+ * caller's). Host scalars by value; the proj seed is drawn once, at the capture (a projection
+ * fixed for a call's replays is still independent of their data). */
+struct graph_key {
+    const void *a, *b, *c, *alpha_p, *beta_p, *prep_a, *prep_b, *c_vector;
+    const char *routine;
+    const void *hook, *hook_user; /* tests: a fault hook captured with the call */
+    int64_t m, n, k, lda, ldb, ldc, ref_parts_mn;
+    double2 alpha, beta;
+    double omega;
+    uint64_t promote_mem;
+    int32_t type, on_dev, bs, r, weights, pea_p, block_lists, rows_on_demand, proj, promote, mode,
+        on_error, sched, no_promo;
+    char transa, transb;
+};
+static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large");
+/* a field added to these must be added to the key */
+static_assert(sizeof(blasft_gpu_gemm) == 136 && sizeof(blasft_gpu_params) == 72,
+              "blasft_gpu_gemm or blasft_gpu_params changed: update graph_key");
+
+/* What a graph's launches must restore on the host: its report, and the run debug fetches read. */
+struct graph_meta {
+    report_meta report;
+    run_shape run;
+};
+static_assert(sizeof(graph_meta) <= BLASFT_GRAPH_META_BYTES, "graph meta too large");
+
+static void make_key(graph_key *key, const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                     const blasft_gpu_params *p)
+{
+    memset(key, 0, sizeof *key);
+    key->a = g->a;
+    key->b = g->b;
+    key->c = g->c;
+    key->prep_a = g->prep_a;
+    key->prep_b = g->prep_b;
+    key->c_vector = g->c_vector;
+    key->routine = g->routine;
+    key->hook = (const void *)ctx->hook;
+    key->hook_user = ctx->hook_user;
+    key->m = g->m;
+    key->n = g->n;
+    key->k = g->k;
+    key->lda = g->lda;
+    key->ldb = g->ldb;
+    key->ldc = g->ldc;
+    key->on_dev = g->scalars_on_device;
+    if (g->scalars_on_device) {
+        key->alpha_p = g->alpha;
+        key->beta_p = g->beta;
+    } else { /* aligned_scalars' copies: the type's bytes, the rest 0 */
+        memcpy(&key->alpha, g->alpha, type_size(g->type));
+        memcpy(&key->beta, g->beta, type_size(g->type));
+    }
+    key->type = g->type;
+    key->transa = g->transa;
+    key->transb = g->transb;
+    key->bs = p->block_size;
+    key->r = p->checksums;
+    key->weights = p->weights;
+    key->omega = p->omega;
+    key->pea_p = p->pea_p;
+    key->block_lists = p->pea_block_lists;
+    key->rows_on_demand = p->rows_on_demand;
+    key->proj = p->proj;
+    key->promote = p->promote;
+    key->promote_mem = p->promote_mem;
+    key->mode = p->mode;
+    key->on_error = p->on_error;
+    key->sched = ctx->sched;
+    key->ref_parts_mn = ctx->ref_parts_mn;
+    key->no_promo = ctx->no_promo;
+}
+
+static bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                           const blasft_gpu_params *p)
+{
+    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing && !ctx->skip &&
+           (double)g->m * (double)g->n * (double)g->k <= kGraphMaxMnk;
+}
+
+/* Captures the call into a graph on the context's own stream sc (h0 moved there meanwhile);
+ * the entry, or NULL where the capture failed (nothing of it ran). */
+static blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                                        const blasft_gpu_params *p, uint64_t hash,
+                                        const graph_key &key)
+{
+    if (!ctx->sc && !cuda_ok(cudaStreamCreateWithFlags(&ctx->sc, cudaStreamNonBlocking), "stream"))
+        return nullptr;
+    const cudaStream_t s0 = ctx->s0;
+    if (!blas_ok(cb->set_stream(ctx->h0, ctx->sc), "cublasSetStream"))
+        return nullptr;
+    ctx->s0 = ctx->sc;
+    ctx->deferring = true;
+    ctx->deferred_n = 0;
+    cudaGraph_t graph = nullptr;
+    int rc = -2;
+    /* relaxed: the capture must not refuse calls of the application's other threads */
+    if (cuda_ok(cudaStreamBeginCapture(ctx->sc, cudaStreamCaptureModeRelaxed),
+                "cudaStreamBeginCapture")) {
+        rc = run_engine(ctx, g, p);
+        const cudaError_t e = cudaStreamEndCapture(ctx->sc, &graph);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            rc = -2;
+        }
+    }
+    ctx->s0 = s0;
+    ctx->deferring = false;
+    const bool back = blas_ok(cb->set_stream(ctx->h0, s0), "cublasSetStream");
+    cudaGraphExec_t exec = nullptr;
+    if (!rc && graph && ctx->deferred_n == 1 &&
+        cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagUseNodePriority) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        exec = nullptr;
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (!exec || !back) {
+        if (exec)
+            cudaGraphExecDestroy(exec);
+        blasft_graph_failed(ctx->graphs, hash);
+        blasft_log(BLASFT_LOG_DEBUG, "GPU: a %lldx%lldx%lld GEMM could not be captured into a "
+                   "graph (%d): enqueued directly", (long long)g->m, (long long)g->n,
+                   (long long)g->k, rc);
+        return nullptr;
+    }
+    blasft_graph_entry *e = blasft_graph_insert(ctx->graphs, hash, &key, sizeof key, exec);
+    graph_meta *meta = (graph_meta *)e->meta;
+    meta->report = ctx->deferred;
+    meta->run = ctx->last_run;
+    return e;
+}
+
+/* The call by the context's graph of it: 0 or -2 as blasft_gpu_gemm_run, or kNoGraph where it
+ * is to be enqueued directly (first seen, not capturable, the caller's stream being captured). */
+static int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess) {
+        cudaGetLastError(); /* the legacy stream while another thread captures: enqueued */
+        return kNoGraph;
+    }
+    if (cs != cudaStreamCaptureStatusNone)
+        return kNoGraph;
+    if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
+        return kNoGraph;
+    graph_key key;
+    make_key(&key, ctx, g, p);
+    const uint64_t hash = blasft_graph_hash(&key, sizeof key);
+    blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
+    if (!e) {
+        /* a capture must not grow a buffer (that synchronises) */
+        if (!blasft_graph_admit(ctx->graphs, hash) || blasft_gpu_gemm_would_sync(ctx, g, p, 1) ||
+            !(e = capture_call(ctx, g, p, hash, key)))
+            return kNoGraph;
+    }
+    report_slot *slot = take_slot(ctx);
+    if (!slot)
+        return -2;
+    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch"))
+        return -2;
+    const graph_meta *meta = (const graph_meta *)e->meta;
+    ctx->last_run = meta->run;
+    return enqueue_report(ctx, slot, meta->report);
+}
+
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
     if (check_args(g, p))
@@ -1476,6 +1709,16 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
         return blasft_gpu_gemm_plain(ctx, g);
     }
+    if (graph_eligible(ctx, g, p)) {
+        const int rc = run_by_graph(ctx, g, p);
+        if (rc != kNoGraph)
+            return rc;
+    }
+    return run_engine(ctx, g, p);
+}
+
+static int run_engine(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
     const promo_plan L = plan_for(ctx, g, p);
     const int have = L.on ? ensure_promo(ctx, L.end) : 1;
     if (have < 0)
@@ -1696,6 +1939,17 @@ void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *us
 {
     ctx->hook = fn;
     ctx->hook_user = user;
+}
+
+void blasft_gpu_set_graph_hook(blasft_gpu_ctx *ctx, int captured) { ctx->graph_with_hook = captured; }
+
+void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *replays,
+                             int *cached)
+{
+    const blasft_graph_cache *c = ctx->graphs;
+    *captures = c ? c->captures : 0;
+    *replays = c ? c->hits : 0;
+    *cached = c ? blasft_graph_count(c) : 0;
 }
 
 void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t *ldc)

@@ -38,6 +38,9 @@ static const blasft_config config_defaults = {
      * 1 GiB keeps the re-conversions of tiled operands within a few per cent at n <= 16384
      * (docs/promote.md) */
     .gpu_promote_mem = (uint64_t)1 << 30,
+    /* a repeated call replayed from a graph: about a fifth of the caller's host time per small
+     * protected GEMM (docs/cublas-benchmark.md, "The engine's own graphs") */
+    .gpu_graphs = 1,
 };
 
 #define MAX_STAGING ((uint64_t)512 << 20)
@@ -248,6 +251,8 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
                                                 d->gpu_helper_priority, &bad);
     if ((v = lookup("BLASFT_OFFLOAD_TRACE", ctx)) && *v)
         cfg->offload_trace = parse_choice("BLASFT_OFFLOAD_TRACE", v, off_on_names, d->offload_trace, &bad);
+    if ((v = lookup("BLASFT_GPU_GRAPHS", ctx)) && *v)
+        cfg->gpu_graphs = parse_choice("BLASFT_GPU_GRAPHS", v, off_on_names, d->gpu_graphs, &bad);
     if ((v = lookup("BLASFT_PROMOTE", ctx)) && *v)
         cfg->promote = (blasft_promote)parse_choice("BLASFT_PROMOTE", v, promote_names, d->promote, &bad);
     if ((v = lookup("BLASFT_GPU_PROMOTE_MEM", ctx)) && *v &&

@@ -9,6 +9,8 @@
  * BENCH_PROMOTE=1: S and C computed as D and Z and rounded once (blasft_gpu_params.promote),
  *   still timed against plain cuBLAS in the caller's type; =auto: the automatic choice;
  *   BENCH_PROMOTE_MEM_MB: the buffer of the promoted copies in MiB (default 1024).
+ * BLASFT_GPU_GRAPHS=off: every call enqueued (default on, as the library's: from the second
+ *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -145,6 +147,8 @@ int main(int argc, char **argv)
                                     : 0;
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
+                /* the library's default: repeated calls replayed from the engine's graphs */
+                p.graphs = !(getenv("BLASFT_GPU_GRAPHS") && !strcmp(getenv("BLASFT_GPU_GRAPHS"), "off"));
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
                     fprintf(stderr, "reserve failed for %s bs %s\n", sh, bs);
                     continue;

@@ -46,6 +46,7 @@ void gh_params(blasft_gpu_params *p, int bs, int r)
     p->promote_mem = 0;
     p->mode = BLASFT_MODE_CORRECT;
     p->on_error = BLASFT_ON_ERROR_RECOMPUTE;
+    p->graphs = 1; /* the library's default: repeated calls replayed from the engine's graphs */
 }
 
 int gh_plant_checked(blasft_gpu_ctx *ctx, void *stream, blasft_type want, int64_t i, int64_t j,

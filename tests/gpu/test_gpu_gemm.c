@@ -1259,9 +1259,243 @@ static void graph_capture(int schedule)
     gh_free(&d);
 }
 
-int main(void)
+/* The engine's own graphs (BLASFT_GPU_GRAPHS, cuda/graph_cache.h): a call repeated with the same
+ * arguments is captured the second time it is seen and replayed from then on. */
+typedef struct graph_count {
+    uint64_t captures, replays;
+    int cached;
+} graph_count;
+
+static graph_count graphs_of(blasft_gpu_ctx *gc)
+{
+    graph_count n;
+    blasft_gpu_debug_graphs(gc, &n.captures, &n.replays, &n.cached);
+    return n;
+}
+
+/* src's data (and device scalars) into dst's buffers, from src's host copies (dst's device
+ * buffers may hold another data set's by now): the same case, so the same sizes */
+static void load_data(gh_data *dst, const gh_data *src)
+{
+    const gh_case *c = &dst->c;
+    const int single = c->t == BLASFT_TYPE_S;
+    const size_t ts = single ? 4 : 8;
+    const int64_t ac = c->ta == 'N' ? c->k : c->m, bc = c->tb == 'N' ? c->n : c->k;
+    cudaMemcpy(dst->dA, src->hA, ts * (size_t)(c->lda * ac), cudaMemcpyHostToDevice);
+    cudaMemcpy(dst->dB, src->hB, ts * (size_t)(c->ldb * bc), cudaMemcpyHostToDevice);
+    cudaMemcpy(dst->dC, src->hC0, ts * (size_t)(c->ldc * c->n), cudaMemcpyHostToDevice);
+    const float af = (float)src->c.alpha, bf = (float)src->c.beta;
+    cudaMemcpy(dst->dalpha, single ? (const void *)&af : (const void *)&src->c.alpha, ts,
+               cudaMemcpyHostToDevice);
+    cudaMemcpy(dst->dbeta, single ? (const void *)&bf : (const void *)&src->c.beta, ts,
+               cudaMemcpyHostToDevice);
+}
+
+/* One call of x's buffers with src's data (and, with host scalars, src's scalars): right
+ * against src's reference, counted once as protected, `fixed` errors corrected. */
+static void graph_run(blasft_gpu_ctx *gc, gh_data *x, const gh_data *src,
+                      const blasft_gpu_params *p, int fixed, const char *what)
+{
+    load_data(x, src);
+    blasft_gpu_gemm g = gh_desc(x);
+    if (!src->c.device_scalars && src->c.t == BLASFT_TYPE_D) {
+        g.alpha = &src->c.alpha;
+        g.beta = &src->c.beta;
+    }
+    const blasft_stats st = gh_run_counted(gc, &g, p, what);
+    double *out = malloc(8 * (size_t)(x->c.m * x->c.n));
+    gh_download_c(x, out);
+    int64_t bi = -1, bj = -1;
+    const int64_t bad = gh_bad_elements(src, out, &bi, &bj);
+    GH_CHECK(bad == 0, "%s: %lld wrong elements, first (%lld, %lld)", what, (long long)bad,
+             (long long)bi, (long long)bj);
+    GH_CHECK(st.protected_gemms == 1 && st.errors_corrected == (uint64_t)fixed &&
+                 st.errors_detected == (uint64_t)fixed && st.uncorrectable == 0,
+             "%s: %llu protected, %llu detected, %llu corrected (%d planted)", what,
+             (unsigned long long)st.protected_gemms, (unsigned long long)st.errors_detected,
+             (unsigned long long)st.errors_corrected, fixed);
+    free(out);
+}
+
+static void own_graphs(void)
+{
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    blasft_gpu_ctx *gc = blasft_gpu_ctx_create(st);
+    /* two data sets of one case per line; with host scalars the second has scalars of its own
+     * (another key), with device scalars the same addresses hold the other's values */
+    struct {
+        blasft_type t;
+        char ta, tb;
+        int64_t m, n, k;
+        double alpha[2], beta[2];
+        int dev, promote, proj, bs, r;
+    } cases[] = {
+        {BLASFT_TYPE_D, 'N', 'T', 200, 130, 64, {1.0, 0.5}, {0.25, 0.0}, 0, 0, 0, 64, 2},
+        {BLASFT_TYPE_D, 'T', 'N', 97, 131, 300, {-0.5, 2.0}, {0.0, 1.5}, 1, 0, 0, 32, 1},
+        {BLASFT_TYPE_S, 'N', 'N', 301, 257, 129, {2.0, 2.0}, {1.0, 1.0}, 0, 1, 0, 64, 2},
+        {BLASFT_TYPE_D, 'N', 'N', 256, 256, 256, {1.0, -1.0}, {0.0, 0.5}, 0, 0, 1, 64, 1},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        char what[96];
+        gh_data x[2];
+        for (int v = 0; v < 2; v++) {
+            gh_case c = make_case(cases[ci].t, cases[ci].ta, cases[ci].tb, cases[ci].m,
+                                  cases[ci].n, cases[ci].k, 1, cases[ci].alpha[v],
+                                  cases[ci].beta[v], cases[ci].dev);
+            gh_make(&x[v], &c, 500 + 10 * ci + v);
+        }
+        blasft_gpu_params p;
+        gh_params(&p, cases[ci].bs, cases[ci].r);
+        p.rows_on_demand = 1;
+        p.promote = cases[ci].promote;
+        p.proj = cases[ci].proj;
+        /* host scalars that differ: two keys, each captured at its second call; device scalars
+         * (or the same ones): one key */
+        const int keys = cases[ci].dev || (cases[ci].alpha[0] == cases[ci].alpha[1] &&
+                                           cases[ci].beta[0] == cases[ci].beta[1])
+                             ? 1
+                             : 2;
+        const graph_count before = graphs_of(gc);
+        for (int rep = 0; rep < 6; rep++) {
+            snprintf(what, sizeof what, "own graphs, case %zu, call %d", ci, rep);
+            graph_run(gc, &x[0], &x[rep % 2], &p, 0, what);
+        }
+        graph_count after = graphs_of(gc);
+        const uint64_t captured = after.captures - before.captures, replayed = after.replays - before.replays;
+        GH_CHECK(captured == (uint64_t)keys && replayed == (uint64_t)(keys == 1 ? 4 : 2),
+                 "own graphs, case %zu: %llu captured, %llu replayed", ci,
+                 (unsigned long long)captured, (unsigned long long)replayed);
+        /* switched off: enqueued directly, right */
+        p.graphs = 0;
+        for (int rep = 0; rep < 2; rep++) {
+            snprintf(what, sizeof what, "own graphs off, case %zu, call %d", ci, rep);
+            graph_run(gc, &x[0], &x[rep % 2], &p, 0, what);
+        }
+        const graph_count off = graphs_of(gc);
+        GH_CHECK(off.captures == after.captures && off.replays == after.replays,
+                 "own graphs off, case %zu: a graph was used", ci);
+        p.graphs = 1;
+        /* a fault planted after the main GEMM, captured with the call: corrected at every replay */
+        if (ci == 0) {
+            plant pl = {.n = 1, .i = {77}, .j = {19}, .value = {1e3}};
+            cudaMallocHost(&pl.pinned, 8 * MAX_FAULTS);
+            pl.d = &x[0];
+            blasft_gpu_set_graph_hook(gc, 1);
+            blasft_gpu_set_fault_hook(gc, plant_hook, &pl);
+            const graph_count h0 = graphs_of(gc);
+            for (int rep = 0; rep < 4; rep++) {
+                snprintf(what, sizeof what, "own graphs with a fault, call %d", rep);
+                graph_run(gc, &x[0], &x[0], &p, 1, what);
+            }
+            const graph_count h1 = graphs_of(gc);
+            GH_CHECK(h1.captures == h0.captures + 1 && h1.replays == h0.replays + 2,
+                     "own graphs with a fault: %llu captured, %llu replayed",
+                     (unsigned long long)(h1.captures - h0.captures),
+                     (unsigned long long)(h1.replays - h0.replays));
+            blasft_gpu_set_fault_hook(gc, NULL, NULL);
+            blasft_gpu_set_graph_hook(gc, 0);
+            cudaFreeHost(pl.pinned);
+        }
+        gh_free(&x[0]);
+        gh_free(&x[1]);
+    }
+    /* a larger GEMM grows the workspace: the graphs, which bake its address, are dropped; the
+     * small call is right again after, captured anew */
+    gh_case small = make_case(BLASFT_TYPE_D, 'N', 'N', 150, 140, 130, 0, 1.0, 0.5, 0);
+    gh_case large = make_case(BLASFT_TYPE_D, 'N', 'N', 900, 900, 900, 0, 1.0, 0.0, 0);
+    gh_data ds, dl;
+    gh_make(&ds, &small, 600);
+    gh_make(&dl, &large, 601);
+    blasft_gpu_params p;
+    gh_params(&p, 64, 1);
+    p.rows_on_demand = 1;
+    for (int rep = 0; rep < 3; rep++)
+        graph_run(gc, &ds, &ds, &p, 0, "own graphs before growth");
+    GH_CHECK(graphs_of(gc).cached > 0, "own graphs: none cached before growth");
+    graph_run(gc, &dl, &dl, &p, 0, "own graphs, the larger GEMM");
+    GH_CHECK(graphs_of(gc).cached == 0, "own graphs: %d kept after the workspace grew",
+             graphs_of(gc).cached);
+    const graph_count g0 = graphs_of(gc);
+    for (int rep = 0; rep < 3; rep++)
+        graph_run(gc, &ds, &ds, &p, 0, "own graphs after growth");
+    const graph_count g1 = graphs_of(gc);
+    /* the key is remembered as seen: captured at its first call after the growth */
+    GH_CHECK(g1.captures == g0.captures + 1 && g1.replays == g0.replays + 2,
+             "own graphs after growth: %llu captured, %llu replayed",
+             (unsigned long long)(g1.captures - g0.captures),
+             (unsigned long long)(g1.replays - g0.replays));
+    gh_free(&ds);
+    gh_free(&dl);
+    blasft_gpu_ctx_destroy(gc);
+    cudaStreamDestroy(st);
+}
+
+/* The graph cache's rule (graph_cache.h): more keys cycled than it holds (80, here by 80 host
+ * alphas, powers of two so that each result is the reference scaled exactly) do not evict each
+ * other: 64 are captured and replayed, the rest enqueued directly; keys used later replace them
+ * once those have been idle for 256 calls. Every result is checked. */
+static void graph_policy(void)
+{
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    blasft_gpu_ctx *gc = blasft_gpu_ctx_create(st);
+    gh_case c = make_case(BLASFT_TYPE_D, 'N', 'N', 64, 48, 40, 0, 1.0, 0.0, 0);
+    gh_data d;
+    gh_make(&d, &c, 700);
+    blasft_gpu_params p;
+    gh_params(&p, 32, 1);
+    p.rows_on_demand = 1;
+    double *out = malloc(8 * (size_t)(c.m * c.n));
+    int64_t wrong = 0;
+    /* calls with alpha 2^e (beta 0): C = 2^e ref */
+    const graph_count g0 = graphs_of(gc);
+    for (int phase = 0; phase < 2; phase++) {
+        const int keys = phase ? 8 : 80, cycles = phase ? 40 : 4;
+        const graph_count before = graphs_of(gc);
+        for (int cy = 0; cy < cycles; cy++)
+            for (int key = 0; key < keys; key++) {
+                const double alpha = ldexp(1.0, phase ? 50 + key : key - 40); /* distinct */
+                blasft_gpu_gemm g = gh_desc(&d);
+                g.alpha = &alpha;
+                if (blasft_gpu_gemm_run(gc, &g, &p) != 0)
+                    wrong++;
+                cudaStreamSynchronize(st);
+                gh_download_c(&d, out);
+                for (int64_t e = 0; e < c.m * c.n; e++)
+                    if (!(fabs(out[e] - alpha * d.ref[e]) <= alpha * d.bound[e]))
+                        wrong++;
+            }
+        const graph_count after = graphs_of(gc);
+        const uint64_t cap = after.captures - before.captures, rep = after.replays - before.replays;
+        if (phase == 0)
+            GH_CHECK(cap == 64 && rep == 128 && after.cached == 64,
+                     "graph cache, 80 keys cycled 4 times: %llu captured, %llu replayed, %d held "
+                     "(64, 128, 64 expected)", (unsigned long long)cap, (unsigned long long)rep,
+                     after.cached);
+        else
+            GH_CHECK(cap == 8 && rep >= 8 * 10 && rep <= 8 * 38,
+                     "graph cache, 8 later keys cycled 40 times: %llu captured, %llu replayed "
+                     "(8 once the earlier graphs were idle for 256 calls)",
+                     (unsigned long long)cap, (unsigned long long)rep);
+    }
+    GH_CHECK(wrong == 0, "graph cache: %lld wrong elements or failed calls over %llu replays",
+             (long long)wrong, (unsigned long long)(graphs_of(gc).replays - g0.replays));
+    free(out);
+    gh_free(&d);
+    blasft_gpu_ctx_destroy(gc);
+    cudaStreamDestroy(st);
+}
+
+/* --own-graphs: that case only (for compute-sanitizer) */
+int main(int argc, char **argv)
 {
     ctx = gh_start();
+    if (argc > 1 && !strcmp(argv[1], "--own-graphs")) {
+        own_graphs();
+        graph_policy();
+        return gh_finish(ctx);
+    }
     clean_sweep();
     /* again with the reference GEMMs in parts along k, as for wide C and a short k */
     blasft_gpu_set_ref_parts_mn(ctx, 1);
@@ -1289,5 +1523,7 @@ int main(void)
     tall_shapes();
     graph_capture(BLASFT_GPU_SCHED_OVERLAP);
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
+    own_graphs();
+    graph_policy();
     return gh_finish(ctx);
 }

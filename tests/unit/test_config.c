@@ -52,7 +52,7 @@ static void test_valid_values(void **state)
                       {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
                       {"BLASFT_CUBLAS", "OFF"},      {"BLASFT_OFFLOAD_TRACE", "on"},
                       {"BLASFT_GPU_ROW_CHECKS", "All"}, {"BLASFT_PROMOTE", "Off"},
-                      {NULL, NULL}};
+                      {"BLASFT_GPU_GRAPHS", "Off"}, {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
     assert_int_equal(c.block_size, 37);
@@ -74,6 +74,7 @@ static void test_valid_values(void **state)
     assert_int_equal(c.cublas, 0);
     assert_int_equal(c.offload_trace, 1);
     assert_int_equal(c.promote, BLASFT_PROMOTE_OFF);
+    assert_int_equal(c.gpu_graphs, 0);
 }
 
 static void test_malformed_values_fall_back(void **state)
@@ -86,9 +87,9 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
                       {"BLASFT_OFFLOAD_TRACE", "1"}, {"BLASFT_GPU_ROW_CHECKS", "some"},
                       {"BLASFT_PROMOTE", "double"}, {"BLASFT_GPU_PROMOTE_MEM", "-1G"},
-                      {NULL, NULL}};
+                      {"BLASFT_GPU_GRAPHS", "yes"}, {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 14);
+    assert_int_equal(parse(&c, env), 15);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -107,6 +108,8 @@ static void test_malformed_values_fall_back(void **state)
     assert_int_equal(d.promote, BLASFT_PROMOTE_AUTO);
     assert_true(c.gpu_promote_mem == d.gpu_promote_mem);
     assert_true(d.gpu_promote_mem == (uint64_t)1 << 30);
+    assert_int_equal(c.gpu_graphs, d.gpu_graphs);
+    assert_int_equal(d.gpu_graphs, 1);
 }
 
 static void test_block_size_bounds(void **state)

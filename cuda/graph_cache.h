@@ -1,0 +1,68 @@
+/* The engine's own CUDA graphs (cuda/gpu_gemm.cu, BLASFT_GPU_GRAPHS). Enqueueing one protected
+ * GEMM takes about 25 CUDA and cuBLAS calls, 70-90 us of the caller's thread, which bounds a
+ * stream of small protected GEMMs (docs/cublas-benchmark.md). A call repeated with the same
+ * arguments (the same operands, shapes, scalars and parameters: a framework's loop) is captured
+ * once into a graph and then replayed with one launch. This is the cache of such graphs, per
+ * engine context: exact keys (the caller's bytes, compared whole), a hash for the lookup, and an
+ * admission rule that captures a key only the second time it is seen and, in a full cache,
+ * replaces only a graph left unused for a while (least recently used first). */
+#ifndef BLASFT_GRAPH_CACHE_H
+#define BLASFT_GRAPH_CACHE_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    BLASFT_GRAPH_KEY_BYTES = 256,  /* the largest key */
+    BLASFT_GRAPH_META_BYTES = 128, /* what the caller keeps with a graph (its report) */
+    BLASFT_GRAPH_ENTRIES = 64,     /* graphs per context */
+    BLASFT_GRAPH_SEEN = 256,       /* keys remembered as seen (hashes, the latest) */
+};
+
+typedef struct blasft_graph_entry {
+    uint64_t hash, used;
+    cudaGraphExec_t exec; /* NULL: a free entry */
+    unsigned char key[BLASFT_GRAPH_KEY_BYTES];
+    uint64_t meta[BLASFT_GRAPH_META_BYTES / 8];
+} blasft_graph_entry;
+
+typedef struct blasft_graph_cache {
+    blasft_graph_entry e[BLASFT_GRAPH_ENTRIES];
+    uint64_t seen[BLASFT_GRAPH_SEEN];
+    int seen_next;            /* where the next key seen is remembered */
+    uint64_t clock;           /* lookups so far: the entries' recency */
+    uint64_t captures, hits;  /* graphs made and replays of them, over the cache's life (tests) */
+    int failures;             /* captures that failed: at kGraphFailures the cache stops */
+} blasft_graph_cache;
+
+uint64_t blasft_graph_hash(const void *key, size_t bytes);
+/* The entry of this key (bytes <= BLASFT_GRAPH_KEY_BYTES, compared whole), counted as a hit, or
+ * NULL. */
+blasft_graph_entry *blasft_graph_find(blasft_graph_cache *c, uint64_t hash, const void *key,
+                                      size_t bytes);
+/* 1 where a missing key should be captured now: seen before, captures not failing, and room in
+ * the cache or a graph unused for the last 256 lookups to replace; else 0 (a key not seen
+ * before is remembered). */
+int blasft_graph_admit(blasft_graph_cache *c, uint64_t hash);
+/* Takes exec into the cache under this key (a free entry, or the least recently used one's,
+ * whose graph is destroyed); returns the entry, whose meta the caller fills. */
+blasft_graph_entry *blasft_graph_insert(blasft_graph_cache *c, uint64_t hash, const void *key,
+                                        size_t bytes, cudaGraphExec_t exec);
+/* A capture that failed: the key is tried again only after two more sightings, and after a few
+ * failures the cache captures nothing more. */
+void blasft_graph_failed(blasft_graph_cache *c, uint64_t hash);
+/* Destroys every graph (they bake the context's buffers: called before those are freed). A graph
+ * still running is freed by CUDA when it completes. */
+void blasft_graph_clear(blasft_graph_cache *c);
+/* Graphs in the cache now. */
+int blasft_graph_count(const blasft_graph_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
