@@ -1450,10 +1450,15 @@ static void graph_policy(void)
     int64_t wrong = 0;
     /* calls with alpha 2^e (beta 0): C = 2^e ref */
     const graph_count g0 = graphs_of(gc);
+    size_t free0 = 0, free1 = 0, total = 0;
     for (int phase = 0; phase < 2; phase++) {
         const int keys = phase ? 8 : 80, cycles = phase ? 40 : 4;
         const graph_count before = graphs_of(gc);
-        for (int cy = 0; cy < cycles; cy++)
+        for (int cy = 0; cy < cycles; cy++) {
+            /* the device memory that 64 graphs hold: after the first cycle (workspace made, no
+             * graph yet) against after the second (64 captured) */
+            if (!phase && (cy == 1 || cy == 2))
+                cudaMemGetInfo(cy == 1 ? &free0 : &free1, &total);
             for (int key = 0; key < keys; key++) {
                 const double alpha = ldexp(1.0, phase ? 50 + key : key - 40); /* distinct */
                 blasft_gpu_gemm g = gh_desc(&d);
@@ -1466,6 +1471,7 @@ static void graph_policy(void)
                     if (!(fabs(out[e] - alpha * d.ref[e]) <= alpha * d.bound[e]))
                         wrong++;
             }
+        }
         const graph_count after = graphs_of(gc);
         const uint64_t cap = after.captures - before.captures, rep = after.replays - before.replays;
         if (phase == 0)
@@ -1481,6 +1487,10 @@ static void graph_policy(void)
     }
     GH_CHECK(wrong == 0, "graph cache: %lld wrong elements or failed calls over %llu replays",
              (long long)wrong, (unsigned long long)(graphs_of(gc).replays - g0.replays));
+    const double held_mib = ((double)free0 - (double)free1) / 1048576.0;
+    printf("graph cache: 64 graphs of a 64 x 48 x 40 GEMM hold %.1f MiB of device memory\n",
+           held_mib);
+    GH_CHECK(held_mib < 64.0, "graph cache: 64 graphs hold %.1f MiB", held_mib);
     free(out);
     gh_free(&d);
     blasft_gpu_ctx_destroy(gc);
