@@ -1536,7 +1536,7 @@ struct graph_key {
     double omega;
     uint64_t promote_mem;
     int32_t type, on_dev, bs, r, weights, pea_p, block_lists, rows_on_demand, proj, promote, mode,
-        on_error, sched, no_promo;
+        on_error, sched, no_promo, skip;
     char transa, transb;
 };
 static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large");
@@ -1596,12 +1596,14 @@ static void make_key(graph_key *key, const blasft_gpu_ctx *ctx, const blasft_gpu
     key->sched = ctx->sched;
     key->ref_parts_mn = ctx->ref_parts_mn;
     key->no_promo = ctx->no_promo;
+    key->skip = ctx->skip;
 }
 
 static bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                            const blasft_gpu_params *p)
 {
-    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing && !ctx->skip &&
+    /* the benchmark's stages left out (skip) are in the key: its breakdown of a replayed call */
+    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing &&
            (double)g->m * (double)g->n * (double)g->k <= kGraphMaxMnk;
 }
 
