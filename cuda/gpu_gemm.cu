@@ -1687,8 +1687,10 @@ static int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
     report_slot *slot = take_slot(ctx);
     if (!slot)
         return -2;
-    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch"))
-        return -2;
+    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch")) {
+        blasft_graph_drop(ctx->graphs, e); /* nothing was enqueued: the call goes directly */
+        return kNoGraph;
+    }
     const graph_meta *meta = (const graph_meta *)e->meta;
     ctx->last_run = meta->run;
     return enqueue_report(ctx, slot, meta->report);

@@ -8,8 +8,8 @@
 /* captures that may fail before a context stops capturing (a call the capture cannot take) */
 enum { kGraphFailures = 4 };
 /* A full cache replaces a graph only if it has not been used in this many lookups. A capture
- * costs the host about as much as five direct enqueues (docs/cublas-benchmark.md, "The engine's
- * own graphs"), so keys cycled through more than the cache holds must not evict each other (each
+ * costs the host about 120 us, two direct enqueues (docs/cublas-benchmark.md, "The engine's own
+ * graphs"), so keys cycled through more than the cache holds must not evict each other (each
  * would be captured and evicted before its next use): the graphs kept then serve their calls,
  * the others are enqueued directly. A program that moved on lets its old graphs go. */
 enum { kIdleLookups = 4 * BLASFT_GRAPH_ENTRIES };
@@ -91,6 +91,13 @@ void blasft_graph_failed(blasft_graph_cache *c, uint64_t hash)
     const int i = seen_at(c, hash);
     if (i >= 0)
         c->seen[i] = 0; /* seen once more before another try */
+}
+
+void blasft_graph_drop(blasft_graph_cache *c, blasft_graph_entry *e)
+{
+    cudaGraphExecDestroy(e->exec);
+    e->exec = NULL;
+    c->failures++;
 }
 
 void blasft_graph_clear(blasft_graph_cache *c)

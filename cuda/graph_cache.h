@@ -56,6 +56,8 @@ blasft_graph_entry *blasft_graph_insert(blasft_graph_cache *c, uint64_t hash, co
 /* A capture that failed: the key is tried again only after two more sightings, and after a few
  * failures the cache captures nothing more. */
 void blasft_graph_failed(blasft_graph_cache *c, uint64_t hash);
+/* Destroys one graph (one that could not be launched) and counts it as a failure. */
+void blasft_graph_drop(blasft_graph_cache *c, blasft_graph_entry *e);
 /* Destroys every graph (they bake the context's buffers: called before those are freed). A graph
  * still running is freed by CUDA when it completes. */
 void blasft_graph_clear(blasft_graph_cache *c);
