@@ -44,9 +44,10 @@ void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *us
  * the hook's launches with them, so that every replay plants the same faults; 0 (the default):
  * such calls are enqueued directly. */
 void blasft_gpu_set_graph_hook(blasft_gpu_ctx *ctx, int captured);
-/* The context's own graphs so far: captured, replays of them, held now. */
+/* The context's own graphs so far: captured, replays of them, held now; the priority of the
+ * stream they were last captured on (INT_MIN: none yet). */
 void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *replays,
-                             int *cached);
+                             int *cached, int *priority);
 /* Inside a hook: the C that the running protected GEMM checks, its type and leading dimension:
  * the caller's C, or where an S or C GEMM is promoted (blasft_gpu_params.promote) its double
  * copy (type D or Z, packed). */

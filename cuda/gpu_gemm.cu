@@ -100,6 +100,7 @@ struct blasft_gpu_ctx {
      * launch, so that the counters go to a free slot and the host function stays off s0 */
     blasft_graph_cache *graphs;
     cudaStream_t sc;
+    int sc_priority; /* sc's: that of the caller's stream it stands for (the graphs keep it) */
     bool deferring;
     int deferred_n;       /* protected GEMMs run while deferring: a graph holds exactly one */
     report_meta deferred; /* its report */
@@ -1536,7 +1537,7 @@ struct graph_key {
     double omega;
     uint64_t promote_mem;
     int32_t type, on_dev, bs, r, weights, pea_p, block_lists, rows_on_demand, proj, promote, mode,
-        on_error, sched, no_promo, skip;
+        on_error, sched, no_promo, skip, priority;
     char transa, transb;
 };
 static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large");
@@ -1552,9 +1553,10 @@ struct graph_meta {
 static_assert(sizeof(graph_meta) <= BLASFT_GRAPH_META_BYTES, "graph meta too large");
 
 static void make_key(graph_key *key, const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
-                     const blasft_gpu_params *p)
+                     const blasft_gpu_params *p, int priority)
 {
     memset(key, 0, sizeof *key);
+    key->priority = priority;
     key->a = g->a;
     key->b = g->b;
     key->c = g->c;
@@ -1608,13 +1610,23 @@ static bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
 }
 
 /* Captures the call into a graph on the context's own stream sc (h0 moved there meanwhile);
- * the entry, or NULL where the capture failed (nothing of it ran). */
+ * the entry, or NULL where the capture failed (nothing of it ran). sc has the priority of the
+ * caller's stream, which the graph's nodes of that stream keep (the graphs are instantiated with
+ * their nodes' priorities, so that the helper streams' stay theirs). */
 static blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                                         const blasft_gpu_params *p, uint64_t hash,
                                         const graph_key &key)
 {
-    if (!ctx->sc && !cuda_ok(cudaStreamCreateWithFlags(&ctx->sc, cudaStreamNonBlocking), "stream"))
-        return nullptr;
+    if (ctx->sc && ctx->sc_priority != key.priority) {
+        cudaStreamDestroy(ctx->sc);
+        ctx->sc = nullptr;
+    }
+    if (!ctx->sc) {
+        if (!cuda_ok(cudaStreamCreateWithPriority(&ctx->sc, cudaStreamNonBlocking, key.priority),
+                     "stream"))
+            return nullptr;
+        ctx->sc_priority = key.priority;
+    }
     const cudaStream_t s0 = ctx->s0;
     if (!blas_ok(cb->set_stream(ctx->h0, ctx->sc), "cublasSetStream"))
         return nullptr;
@@ -1672,10 +1684,15 @@ static int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
     }
     if (cs != cudaStreamCaptureStatusNone)
         return kNoGraph;
+    int priority = 0;
+    if (cudaStreamGetPriority(ctx->s0, &priority) != cudaSuccess) {
+        cudaGetLastError();
+        return kNoGraph;
+    }
     if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
         return kNoGraph;
     graph_key key;
-    make_key(&key, ctx, g, p);
+    make_key(&key, ctx, g, p, priority);
     const uint64_t hash = blasft_graph_hash(&key, sizeof key);
     blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
     if (!e) {
@@ -1948,12 +1965,14 @@ void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *us
 void blasft_gpu_set_graph_hook(blasft_gpu_ctx *ctx, int captured) { ctx->graph_with_hook = captured; }
 
 void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *replays,
-                             int *cached)
+                             int *cached, int *priority)
 {
     const blasft_graph_cache *c = ctx->graphs;
     *captures = c ? c->captures : 0;
     *replays = c ? c->hits : 0;
     *cached = c ? blasft_graph_count(c) : 0;
+    int sp = 0;
+    *priority = ctx->sc && cudaStreamGetPriority(ctx->sc, &sp) == cudaSuccess ? sp : INT_MIN;
 }
 
 void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t *ldc)

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 enum {
-    BLASFT_GRAPH_KEY_BYTES = 256,  /* the largest key */
+    BLASFT_GRAPH_KEY_BYTES = 320,  /* the largest key */
     BLASFT_GRAPH_META_BYTES = 128, /* what the caller keeps with a graph (its report) */
     BLASFT_GRAPH_ENTRIES = 64,     /* graphs per context */
     BLASFT_GRAPH_SEEN = 256,       /* keys remembered as seen (hashes, the latest) */

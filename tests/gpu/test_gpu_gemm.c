@@ -1263,13 +1263,13 @@ static void graph_capture(int schedule)
  * arguments is captured the second time it is seen and replayed from then on. */
 typedef struct graph_count {
     uint64_t captures, replays;
-    int cached;
+    int cached, priority;
 } graph_count;
 
 static graph_count graphs_of(blasft_gpu_ctx *gc)
 {
     graph_count n;
-    blasft_gpu_debug_graphs(gc, &n.captures, &n.replays, &n.cached);
+    blasft_gpu_debug_graphs(gc, &n.captures, &n.replays, &n.cached, &n.priority);
     return n;
 }
 
@@ -1429,6 +1429,26 @@ static void own_graphs(void)
     gh_free(&dl);
     blasft_gpu_ctx_destroy(gc);
     cudaStreamDestroy(st);
+
+    /* a caller's stream of the highest priority: the graph is captured on a stream of that
+     * priority, so that its nodes of the caller's stream keep it */
+    int lo = 0, hi = 0;
+    cudaDeviceGetStreamPriorityRange(&lo, &hi);
+    cudaStream_t hs;
+    cudaStreamCreateWithPriority(&hs, cudaStreamNonBlocking, hi);
+    blasft_gpu_ctx *hc = blasft_gpu_ctx_create(hs);
+    gh_data dh;
+    gh_make(&dh, &small, 602);
+    for (int rep = 0; rep < 3; rep++)
+        graph_run(hc, &dh, &dh, &p, 0, "own graphs on a high-priority stream");
+    const graph_count h = graphs_of(hc);
+    GH_CHECK(h.captures == 1 && h.replays == 1 && h.priority == hi,
+             "own graphs on a stream of priority %d: %llu captured, %llu replayed, captured at "
+             "priority %d", hi, (unsigned long long)h.captures, (unsigned long long)h.replays,
+             h.priority);
+    gh_free(&dh);
+    blasft_gpu_ctx_destroy(hc);
+    cudaStreamDestroy(hs);
 }
 
 /* The graph cache's rule (graph_cache.h): more keys cycled than it holds (80, here by 80 host
