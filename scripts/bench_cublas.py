@@ -30,9 +30,10 @@ def check(cond, what):
 
 
 class Stats(ctypes.Structure):
+    """blasft_stats (blas_ft.h), every field: the library writes all of them."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "protected_gemms", "unprotected_gemms", "checks", "errors_detected", "errors_corrected",
-        "blocks_recomputed", "uncorrectable", "encoder_faults", "faults_injected")]
+        "blocks_recomputed", "uncorrectable", "encoder_faults", "faults_injected", "false_alarms")]
 
 
 def blasft():

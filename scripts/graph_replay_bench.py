@@ -13,20 +13,21 @@ host (us per call), then synchronised; loops repeated 8 times, each repetition p
 Also the results against the unprotected products (bypass), and the report's protected count.
 One JSON line per loop and repetition, and a summary line per loop (median of repetitions 3-8).
 """
-import ctypes
 import json
 import os
 import statistics
 import sys
 import time
 
+from bench_cublas import blasft
+
 
 def main():
     import torch
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 256
     dtype = getattr(torch, sys.argv[2] if len(sys.argv) > 2 else "float64")
-    lib = ctypes.CDLL(None)
-    if not hasattr(lib, "blasft_cublas_bypass"):
+    lib = blasft()
+    if lib is None:
         sys.exit("needs LD_PRELOAD=libblas_ft.so")
     graphs = os.environ.get("BLASFT_GPU_GRAPHS", "on")
     g = torch.Generator(device="cuda").manual_seed(7)

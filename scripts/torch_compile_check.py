@@ -7,22 +7,15 @@ import sys
 
 import torch
 
-
-class Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in (
-        "protected_gemms", "unprotected_gemms", "checks", "errors_detected", "errors_corrected",
-        "blocks_recomputed", "uncorrectable", "encoder_faults", "faults_injected")]
+from bench_cublas import Stats, blasft
 
 
 def stats():
     torch.cuda.synchronize()
     s = Stats()
-    try:
-        lib = ctypes.CDLL(None)
-        lib.blasft_get_stats.argtypes = [ctypes.POINTER(Stats)]
+    lib = blasft()
+    if lib is not None:
         lib.blasft_get_stats(ctypes.byref(s))
-    except AttributeError:
-        pass
     return s
 
 

@@ -18,11 +18,7 @@ import os
 import statistics
 import sys
 
-
-class Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in (
-        "protected_gemms", "unprotected_gemms", "checks", "errors_detected", "errors_corrected",
-        "blocks_recomputed", "uncorrectable", "encoder_faults", "faults_injected", "false_alarms")]
+from bench_cublas import Stats, blasft
 
 
 def main():
@@ -30,8 +26,8 @@ def main():
     width = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 256
     dtype = getattr(torch, sys.argv[3] if len(sys.argv) > 3 else "float32")
-    lib = ctypes.CDLL(None)
-    if not hasattr(lib, "blasft_cublas_bypass"):
+    lib = blasft()
+    if lib is None:
         sys.exit("needs LD_PRELOAD=libblas_ft.so")
     graphs = os.environ.get("BLASFT_GPU_GRAPHS", "on")
 
