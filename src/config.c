@@ -38,8 +38,8 @@ static const blasft_config config_defaults = {
      * 1 GiB keeps the re-conversions of tiled operands within a few per cent at n <= 16384
      * (docs/promote.md) */
     .gpu_promote_mem = (uint64_t)1 << 30,
-    /* a repeated call replayed from a graph: about a fifth of the caller's host time per small
-     * protected GEMM (docs/cublas-benchmark.md, "The engine's own graphs") */
+    /* a repeated call replayed from a graph: a third to a quarter of the caller's host time per
+     * small protected GEMM (docs/cublas-benchmark.md, "The engine's own graphs") */
     .gpu_graphs = 1,
 };
 
