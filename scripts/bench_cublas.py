@@ -49,6 +49,14 @@ def blasft():
     return lib
 
 
+def preloaded():
+    """libblas_ft as preloaded (exits where it is not) and the BLASFT_GPU_GRAPHS setting."""
+    lib = blasft()
+    if lib is None:
+        sys.exit("needs LD_PRELOAD=libblas_ft.so")
+    return lib, os.environ.get("BLASFT_GPU_GRAPHS", "on")
+
+
 class Framework:
     """The few operations the checks need, for torch or cupy."""
 

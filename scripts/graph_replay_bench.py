@@ -14,22 +14,18 @@ Also the results against the unprotected products (bypass), and the report's pro
 One JSON line per loop and repetition, and a summary line per loop (median of repetitions 3-8).
 """
 import json
-import os
 import statistics
 import sys
 import time
 
-from bench_cublas import blasft
+from bench_cublas import preloaded
 
 
 def main():
+    lib, graphs = preloaded()
     import torch
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 256
     dtype = getattr(torch, sys.argv[2] if len(sys.argv) > 2 else "float64")
-    lib = blasft()
-    if lib is None:
-        sys.exit("needs LD_PRELOAD=libblas_ft.so")
-    graphs = os.environ.get("BLASFT_GPU_GRAPHS", "on")
     g = torch.Generator(device="cuda").manual_seed(7)
     a = torch.rand((n, n), dtype=dtype, device="cuda", generator=g) * 2 - 1
     bs = [torch.rand((n, n), dtype=dtype, device="cuda", generator=g) * 2 - 1 for _ in range(96)]

@@ -14,22 +14,18 @@ protected, so they differ by rounding only).
 """
 import ctypes
 import json
-import os
 import statistics
 import sys
 
-from bench_cublas import Stats, blasft
+from bench_cublas import Stats, preloaded
 
 
 def main():
+    lib, graphs = preloaded()
     import torch
     width = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 256
     dtype = getattr(torch, sys.argv[3] if len(sys.argv) > 3 else "float32")
-    lib = blasft()
-    if lib is None:
-        sys.exit("needs LD_PRELOAD=libblas_ft.so")
-    graphs = os.environ.get("BLASFT_GPU_GRAPHS", "on")
 
     def stats():
         s = Stats()
