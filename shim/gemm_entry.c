@@ -9,12 +9,14 @@
 #include "hostblas.h"
 #include "log.h"
 #include "report.h"
+#include "xerbla.h"
 
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -176,20 +178,57 @@ static void *bundled_lookup(void **cache, const char *name)
     return p;
 }
 
-/* bundled_lookup for a call that cannot be taken here: with no such routine it cannot be
- * answered at all, so it is named and the process aborts, as for a routine the host BLAS lacks. */
-static void *bundled_original(void **cache, const char *name)
+/* bundled_lookup for a call that cannot be taken here (info: its invalid parameter, else 0).
+ * With no such routine, invalid arguments are reported as the reference BLAS reports them
+ * (report_invalid: the xerbla in effect, which ends the program, else the call returns with C
+ * unchanged: NULL); a valid call that cannot be computed (a dimension above 2^31 - 1, no GEMM to
+ * compute with) is named and the process aborts, as for a routine the host BLAS lacks. */
+static void *bundled_original(void **cache, const char *name, int info,
+                              void (*report_invalid)(const char *name, int info))
 {
     void *p = bundled_lookup(cache, name);
+    if (!p && info) {
+        report_invalid(name, info);
+        return NULL;
+    }
     if (!p) {
         fprintf(stderr, "libblas_ft: fatal: %s was called in a way libblas_ft does not take "
-                        "(invalid arguments, a dimension above 2^31 - 1, or no GEMM to compute "
-                        "with), and the process has no other %s\n",
+                        "(a dimension above 2^31 - 1, or no GEMM to compute with), and the "
+                        "process has no other %s\n",
                 name, name);
         abort();
     }
     return p;
 }
+
+/* The reference's report of a Fortran GEMM's invalid parameter info: XERBLA with the routine's
+ * reference name ("DGEMM" for scipy_dgemm_64_: the type letter before "gemm"). */
+static void invalid_fortran(const char *name, int info)
+{
+    const char *g = strstr(name, "gemm");
+    const char srname[] = {g && g > name ? (char)(g[-1] - 'a' + 'A') : '?', 'G', 'E', 'M', 'M', 0};
+    blasft_xerbla_fortran(srname, info);
+}
+
+/* The same for a CBLAS GEMM, whose info is cblas_gemm_desc's: that of the column-major call it
+ * makes (0 for an invalid layout, which cblas_gemm_desc reports as 1). CBLAS numbers from the
+ * layout (parameter 1), and a row-major call swaps M with N and A with B (as netlib CBLAS maps
+ * its Fortran call's numbers back). The checks of layout and transposes come first, as there. */
+static int cblas_gemm_position(int layout, int ta, int tb, int info)
+{
+    if (layout != CblasRowMajor && layout != CblasColMajor)
+        return 1;
+    if (cblas_trans(ta) == '?')
+        return 2;
+    if (cblas_trans(tb) == '?')
+        return 3;
+    const int pos = info + 1;
+    if (layout == CblasRowMajor)
+        return pos == 4 ? 5 : pos == 5 ? 4 : pos == 9 ? 11 : pos == 11 ? 9 : pos;
+    return pos;
+}
+
+static void invalid_cblas(const char *name, int position) { blasft_xerbla_cblas(position, name); }
 
 /* Whether a valid call under a bundled name runs here; if not, it is counted unprotected. Under
  * BLASFT_MODE=off it goes to the application's routine as if libblas_ft were not there (where
@@ -230,14 +269,15 @@ static int bundled_takes(const blasft_gemm *g, const char *routine, void **origi
         static blasft_call_stat stat = {.name = #sym};                                            \
         static void *original;                                                                    \
         blasft_gemm g;                                                                            \
-        if (fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b, *ldb, c,       \
-                              *ldc) ||                                                            \
-            !bundled_takes(&g, stat.name, &original)) {                                           \
+        const int info = fortran_gemm_desc(&g, TYPE, stat.name, ta, tb, *m, *n, *k, a, *lda, b,   \
+                                           *ldb, c, *ldc);                                        \
+        if (info || !bundled_takes(&g, stat.name, &original)) {                                   \
             typedef void fn(const char *, const char *, const INT *, const INT *, const INT *,    \
                             const void *, const void *, const INT *, const void *, const INT *,   \
                             const void *, void *, const INT *, size_t, size_t);                   \
-            ((fn *)bundled_original(&original, stat.name))(ta, tb, m, n, k, alpha, a, lda, b,     \
-                                                           ldb, beta, c, ldc, la, lb);            \
+            fn *f = (fn *)bundled_original(&original, stat.name, info, invalid_fortran);          \
+            if (f)                                                                                \
+                f(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);                  \
             return;                                                                               \
         }                                                                                         \
         scalar(g.alpha, alpha);                                                                   \
@@ -252,13 +292,16 @@ static int bundled_takes(const blasft_gemm *g, const char *routine, void **origi
         static blasft_call_stat stat = {.name = #sym};                                            \
         static void *original;                                                                    \
         blasft_gemm g;                                                                            \
-        if (cblas_gemm_desc(&g, TYPE, stat.name, layout, ta, tb, m, n, k, a, lda, b, ldb, c,      \
-                            ldc) ||                                                               \
-            !bundled_takes(&g, stat.name, &original)) {                                           \
+        const int info = cblas_gemm_desc(&g, TYPE, stat.name, layout, ta, tb, m, n, k, a, lda, b, \
+                                         ldb, c, ldc);                                            \
+        if (info || !bundled_takes(&g, stat.name, &original)) {                                   \
             typedef void fn(int, int, int, INT, INT, INT, S, const void *, INT, const void *,     \
                             INT, S, void *, INT);                                                 \
-            ((fn *)bundled_original(&original, stat.name))(layout, ta, tb, m, n, k, alpha, a,     \
-                                                           lda, b, ldb, beta, c, ldc);            \
+            fn *f = (fn *)bundled_original(&original, stat.name,                                  \
+                                           info ? cblas_gemm_position(layout, ta, tb, info) : 0,  \
+                                           invalid_cblas);                                        \
+            if (f)                                                                                \
+                f(layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                  \
             return;                                                                               \
         }                                                                                         \
         scalar(g.alpha, PASS alpha);                                                              \

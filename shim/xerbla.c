@@ -11,6 +11,7 @@
  *   "Parameter <n> to routine <rout> was incorrect" (only if n != 0)
  * and the caller's formatted message to standard error, then exits with status -1 (255). */
 #include "forward.h"
+#include "xerbla.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -38,20 +39,26 @@ BLASFT_SHIM_EXPORT void xerbla_(const char *srname, const int *info, size_t srna
 BLASFT_SHIM_ALIAS(xerbla, xerbla_)
 
 typedef void xerbla_fn(const char *, const int *, size_t);
+typedef void cblas_xerbla_fn(int, const char *, const char *, ...);
 
-/* The xerbla_ that is in effect for the process: a program's own one, if it has one, else the
- * one of libblas_ft. Looked up by name, so no direct call binds to ours. */
+/* The handler `name` that is in effect for the process: a program's own one, if it has one,
+ * else libblas_ft's (`ours`). Looked up by name, so no direct call binds to ours. */
+static void *effective(void **cache, const char *name, void *ours)
+{
+    void *fn = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = dlsym(RTLD_DEFAULT, name);
+        if (!fn)
+            fn = ours; /* libblas_ft was loaded with RTLD_LOCAL */
+        __atomic_store_n(cache, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
 static xerbla_fn *effective_xerbla(void)
 {
     static void *cached;
-    void *fn = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
-    if (!fn) {
-        fn = dlsym(RTLD_DEFAULT, "xerbla_");
-        if (!fn)
-            fn = (void *)&xerbla_; /* libblas_ft was loaded with RTLD_LOCAL */
-        __atomic_store_n(&cached, fn, __ATOMIC_RELEASE);
-    }
-    return (xerbla_fn *)fn;
+    return (xerbla_fn *)effective(&cached, "xerbla_", (void *)&xerbla_);
 }
 
 /* As the reference: the name (an array of single characters, as C callers pass it) is copied
@@ -105,6 +112,20 @@ static int row_major_parameter(const char *rout, int info)
         return info;
     }
     return info;
+}
+
+BLASFT_SHIM_EXPORT void cblas_xerbla(int info, const char *rout, const char *form, ...);
+
+void blasft_xerbla_fortran(const char *srname, int info)
+{
+    effective_xerbla()(srname, &info, strlen(srname));
+}
+
+void blasft_xerbla_cblas(int position, const char *rout)
+{
+    static void *cached;
+    ((cblas_xerbla_fn *)effective(&cached, "cblas_xerbla", (void *)&cblas_xerbla))(position, rout,
+                                                                                  "");
 }
 
 BLASFT_SHIM_EXPORT void cblas_xerbla(int info, const char *rout, const char *form, ...)

@@ -5,7 +5,11 @@
  * shapes), then two invalid calls and one ILP64 call with a leading dimension above 2^31 - 1.
  * usage: bundled_app USER_LIBRARY; prints what reached the bundled library; exits 1 on any
  * wrong element or failure. A module linked against libblas_ft alone (no bundled library to
- * count calls or to pass invalid ones to): only the 24 valid GEMMs. */
+ * count calls or to pass invalid ones to): only the 24 valid GEMMs.
+ * usage: bundled_app USER_LIBRARY NAME CASE: one invalid call of the double or single GEMM NAME
+ * (CASE m: m = -1; lda: column-major, lda = 1 < m = 2; lda-row: row-major, lda = 1 < k = 2),
+ * which the BLAS in effect must report through xerbla; if the call returns, prints whether C is
+ * unchanged and exits 3. */
 #include "gemm_check.h"
 
 #include <dlfcn.h>
@@ -46,6 +50,25 @@ int main(int argc, char **argv)
         return 1;
     }
     user_gemm_fn *user_gemm = (user_gemm_fn *)dlsym(h, "user_gemm");
+    if (argc >= 4 && user_gemm) {
+        const int single = strstr(argv[2], "sgemm") != NULL;
+        gemm_case bad = {single ? TYPE_S : TYPE_D, strcmp(argv[3], "lda-row") ? ORDER_COL : ORDER_ROW,
+                         'N', 'N', 2, 2, 2, 2, 2, 2, {1, 0}, {1, 0}};
+        if (!strcmp(argv[3], "m"))
+            bad.m = -1;
+        else
+            bad.lda = 1;
+        double d1[4] = {1, 2, 3, 4}, c1[4] = {5, 6, 7, 8}, one = 1;
+        float f1[4] = {1, 2, 3, 4}, fc1[4] = {5, 6, 7, 8}, fone = 1;
+        void *c = single ? (void *)fc1 : (void *)c1;
+        const void *x = single ? (const void *)f1 : (const void *)d1;
+        const void *s = single ? (const void *)&fone : (const void *)&one;
+        fflush(stdout);
+        user_gemm(argv[2], &bad, s, x, x, s, c);
+        const int same = single ? fc1[0] == 5 && fc1[3] == 8 : c1[0] == 5 && c1[3] == 8;
+        printf("the invalid call returned; C unchanged: %s\n", same ? "yes" : "no");
+        return 3;
+    }
     user_dgemm_64_fn *user_dgemm_64 = (user_dgemm_64_fn *)dlsym(h, "user_dgemm_64");
     static long no_calls;
     long *calls = (long *)dlsym(h, "bundled_calls"); /* in the module's dependency */

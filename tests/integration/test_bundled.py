@@ -9,7 +9,8 @@ a machine that has no system BLAS.
 
 The module linked against libblas_ft instead of the bundled library (a program built for those
 names): every call computed and protected there, and under BLASFT_MODE=off computed unprotected
-(there is no other routine to pass it to).
+(there is no other routine to pass it to); an invalid call reported through xerbla as the
+reference BLAS reports it.
 
 usage: test_bundled.py APP USER_LIBRARY USER_LIBRARY_LINKED_TO_LIBBLAS_FT"""
 import os
@@ -116,6 +117,29 @@ def main():
             harness.check(harness.call_count(report, "scipy_cblas_dgemm64_") == 1,
                           f"{what}: the report lacks the calls: {sorted(report['calls'])}",
                           failures)
+        # invalid calls with no other routine of the name: reported as the reference reports them
+        # (XERBLA's message and STOP, exit 0; CBLAS's message in CBLAS's numbering, exit -1),
+        # where libblas_ft used to abort
+        for name, case, status_want, text in [
+                ("scipy_dgemm_64_", "m", 0,
+                 " ** On entry to DGEMM parameter number  3 had an illegal value"),
+                ("scipy_sgemm_", "lda", 0,
+                 " ** On entry to SGEMM parameter number  8 had an illegal value"),
+                ("scipy_cblas_dgemm64_", "lda", 255,
+                 "Parameter 9 to routine scipy_cblas_dgemm64_ was incorrect"),
+                ("scipy_cblas_sgemm", "lda-row", 255,
+                 "Parameter 9 to routine scipy_cblas_sgemm was incorrect"),
+                ("cblas_dgemm64_", "m", 255, "Parameter 4 to routine cblas_dgemm64_ was incorrect")]:
+            env = harness.base_env()
+            runtimes = harness.sanitizer_runtimes(harness.lib_path())
+            if runtimes:
+                env["LD_PRELOAD"] = " ".join(runtimes)
+            status, out, err = harness.run([app, user_ft, name, case], env, cwd=work, timeout=60)
+            print(f"--- linked against libblas_ft, invalid {name} ({case}): status {status}\n"
+                  f"{out}{err}")
+            harness.check(status == status_want and text in out + err,
+                          f"invalid {name} ({case}): status {status}, expected {status_want} and "
+                          f"'{text}'", failures)
     harness.finish(failures, "bundled BLAS names")
 
 
