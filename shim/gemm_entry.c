@@ -210,8 +210,8 @@ static void invalid_fortran(const char *name, int info)
     blasft_xerbla_fortran(srname, info);
 }
 
-/* The same for a CBLAS GEMM, whose info is cblas_gemm_desc's: that of the column-major call it
- * makes (0 for an invalid layout, which cblas_gemm_desc reports as 1). CBLAS numbers from the
+/* The same for a CBLAS GEMM, whose info is cblas_gemm_desc's: the parameter of the column-major
+ * call it makes (1 also for an invalid layout, checked here first). CBLAS numbers from the
  * layout (parameter 1), and a row-major call swaps M with N and A with B (as netlib CBLAS maps
  * its Fortran call's numbers back). The checks of layout and transposes come first, as there. */
 static int cblas_gemm_position(int layout, int ta, int tb, int info)
