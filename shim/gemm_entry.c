@@ -3,6 +3,7 @@
  * into one column-major blasft_gemm and hands it to the dispatch. Invalid arguments are passed to
  * the host BLAS unchanged, so that its xerbla reports them exactly as the reference does; under
  * a bundled name, to the application's own routine of that name. */
+#include "bundled_names.h"
 #include "config.h"
 #include "foreign.h"
 #include "gemm.h"
@@ -161,12 +162,7 @@ CBLAS_GEMM_ENTRY(z, BLASFT_TYPE_Z, scalar_cplx_d, const void *, cblas_gemm_cplx_
  * blasft_host_gemm). A call it does not take goes to the application's own routine of that name
  * (blasft_foreign_sym), unchanged: an invalid one (its xerbla reports it), one that does not fit
  * the host BLAS's 32-bit integers or finds no GEMM to compute with (unprotected, counted, one
- * warning), and every one under BLASFT_MODE=off. The families: prefix, Fortran suffix, CBLAS
- * suffix, integer type. */
-#define BUNDLED_GEMM_FAMILIES(X)                                                                  \
-    X(scipy_, _64_, 64_, int64_t) /* numpy >= 2 (scipy-openblas64) */                             \
-    X(, _64_, 64_, int64_t)       /* OpenBLAS built with INTERFACE64 and SYMBOLSUFFIX=64_ */      \
-    X(scipy_, _, , int)           /* scipy (scipy-openblas32) */
+ * warning), and every one under BLASFT_MODE=off. The families: src/bundled_names.h. */
 
 /* The application's routine `name`, looked up once per entry point (*cache); NULL if the
  * process has none (a program linked against libblas_ft alone). */
@@ -324,4 +320,4 @@ static int bundled_takes(const blasft_gemm *g, const char *routine, void **origi
     BUNDLED_CBLAS_ENTRY(prefix##cblas_zgemm##csuffix, BLASFT_TYPE_Z, scalar_cplx_d,               \
                         const void *, , INT)
 
-BUNDLED_GEMM_FAMILIES(BUNDLED_FAMILY)
+BLASFT_BUNDLED_FAMILIES(BUNDLED_FAMILY)

@@ -1,5 +1,6 @@
 #include "hostblas.h"
 
+#include "bundled_names.h"
 #include "config.h"
 #include "foreign.h"
 #include "gemm.h"
@@ -160,17 +161,15 @@ typedef struct host_gemm {
 static host_gemm host_gemms[4];
 static pthread_once_t host_gemms_once = PTHREAD_ONCE_INIT;
 static const char *const host_gemm_names[] = {"sgemm_", "dgemm_", "cgemm_", "zgemm_"};
+#define BUNDLED_GEMMS(prefix, fsuffix, csuffix, INT)                                             \
+    {{#prefix "sgemm" #fsuffix, #prefix "dgemm" #fsuffix, #prefix "cgemm" #fsuffix,               \
+      #prefix "zgemm" #fsuffix},                                                                  \
+     sizeof(INT) == 8, #prefix "openblas_get_num_threads" #csuffix},
 static const struct {
     const char *name[4];
     int ilp64;
     const char *threads; /* the family's openblas_get_num_threads */
-} bundled_gemms[] = {
-    {{"scipy_sgemm_64_", "scipy_dgemm_64_", "scipy_cgemm_64_", "scipy_zgemm_64_"}, 1,
-     "scipy_openblas_get_num_threads64_"},
-    {{"sgemm_64_", "dgemm_64_", "cgemm_64_", "zgemm_64_"}, 1, "openblas_get_num_threads64_"},
-    {{"scipy_sgemm_", "scipy_dgemm_", "scipy_cgemm_", "scipy_zgemm_"}, 0,
-     "scipy_openblas_get_num_threads"},
-};
+} bundled_gemms[] = {BLASFT_BUNDLED_FAMILIES(BUNDLED_GEMMS)};
 static void *host_threads; /* the thread count of the library the GEMMs come from */
 
 static void find_host_gemms(void)
