@@ -23,6 +23,10 @@ typedef enum {
     BLASFT_GPU_BUF_TB_VAL,   /* double, n x 8: top-p of op(B)'s columns */
     BLASFT_GPU_BUF_TB_POS,   /* int */
     BLASFT_GPU_BUF_PROJ_REF, /* double, (R*mb) x n: PROJ's column references (p->proj, S and D) */
+    BLASFT_GPU_BUF_TAC_VAL,  /* double, (R*mb) x 8: top-p of op(A)'s checksum vectors (ACST's columns) */
+    BLASFT_GPU_BUF_TAC_POS,  /* int */
+    BLASFT_GPU_BUF_TEA_VAL,  /* double, mb x 8: top-p of op(A)'s block envelopes along k */
+    BLASFT_GPU_BUF_TEA_POS,  /* int */
 } blasft_gpu_buf;
 
 /* The type and shape the last protected GEMM checked: the caller's, or where it was promoted
@@ -87,13 +91,16 @@ int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms);
 
 /* Where the context-independent work runs (benchmark and tests; the default is the automatic
  * rule): encoding and top-p lists (PRE) and the reference GEMMs (REF) each either overlapped with
- * the main GEMM on the helper stream or before it on the caller's stream. */
+ * the main GEMM on the helper stream or before it on the caller's stream. LISTS_AFTER (with
+ * OVERLAP; the automatic rule's for small calls): the top-p lists after the main GEMM on the
+ * caller's stream, off the helper stream's path to the reference GEMMs. */
 enum {
     BLASFT_GPU_SCHED_AUTO = -1,
     BLASFT_GPU_SCHED_OVERLAP = 0,
     BLASFT_GPU_SCHED_PRE_SERIAL = 1,
     BLASFT_GPU_SCHED_REF_SERIAL = 2,
     BLASFT_GPU_SCHED_SERIAL = 3,
+    BLASFT_GPU_SCHED_LISTS_AFTER = 4,
 };
 void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule);
 

@@ -76,7 +76,7 @@ struct blasft_gpu_ctx {
      * 1.006 of plain cuBLAS against 1.036, docs/thresholds.md) */
     cudaStream_t s2;
     cublasHandle_t h0, h1;
-    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done, ev_pre, ev_proj;
+    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done, ev_pre, ev_proj, ev_enc;
     char *ws;         /* header (counters, block flags) then the per-call buffers */
     size_t ws_bytes;
     int64_t flag_cap; /* block flags in the header */
@@ -534,6 +534,13 @@ int auto_schedule(size_t ts, int P, int64_t m, int64_t n, int64_t k)
     const double mnk = (double)m * (double)n * (double)k;
     if (ts == 8 && P == 1 && mnk >= 0x1p41)
         return BLASFT_GPU_SCHED_SERIAL;
+    /* A small call's time is its chain of short kernels, longest on the helper stream (encoding,
+     * lists, reference GEMMs), while its main GEMM takes a few microseconds: there the lists go
+     * after the GEMM on the caller's stream, beside the reference GEMMs (H100, replayed calls
+     * back to back: D 256 to 1024 x 256 x 1024 10-13 % less time per call; 512 x 512 x 2048 the
+     * same, 1024^3 12 % more; docs/cublas-benchmark.md, "Small calls"). */
+    if (mnk <= 0x1p28)
+        return BLASFT_GPU_SCHED_LISTS_AFTER;
     return BLASFT_GPU_SCHED_OVERLAP;
 }
 
@@ -705,6 +712,9 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
      * alone on the GPU at full bandwidth. */
     const bool pre_serial = (sched & BLASFT_GPU_SCHED_PRE_SERIAL) != 0;
     const bool ref_serial = (sched & BLASFT_GPU_SCHED_REF_SERIAL) != 0;
+    /* not with PROJ, whose walk on s2 reads op(B)'s lists */
+    const bool lists_after =
+        (sched & BLASFT_GPU_SCHED_LISTS_AFTER) && !pre_serial && !ref_serial && !proj;
     cudaStream_t sp = pre_serial ? s0 : s1;
     cublasHandle_t hr = ref_serial ? ctx->h0 : ctx->h1;
     /* benchmark timeline (gpu_debug.h): where each stage ends, on the stream it ran on */
@@ -724,40 +734,61 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
      * where the fused pass does not apply) the separate passes */
     const bool fuse = !(skip & (BLASFT_GPU_SKIP_ENCODE | BLASFT_GPU_SKIP_TOPP)) && !kg.block_lists;
     auto encode = [&](int is_b, const T *X, int64_t ld, char t, int64_t S, T *out, double *env,
-                      gk_topp lists) {
+                      gk_topp lists, gk_own_lists *own) {
         const gk_aux aux{GK_AUX_MAX, env, 1, k};
         /* op(A)'s blocks run down A's columns, op(B)'s across B's */
         const int contiguous = is_b ? t != 'N' : t == 'N';
         const bool fused = fuse && t == 'N' &&
                            gk_encode_topp<T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, pp,
-                                             lists, scratch, kg.cnt, sp);
+                                             lists, scratch, kg.cnt, sp, own);
         if (!(skip & BLASFT_GPU_SKIP_ENCODE) && !fused)
             gk_encode<T, T>(X, ld, contiguous, S, k, bs, r, ws, out, 1, k, aux, kg.cnt, sp, t == 'C');
         return fused;
     };
-    const bool fused_a = prep_a || a_on_demand || encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA);
+    /* small calls: op(A)'s envelope and checksum lists from its encoding's last launch, so that
+     * the helper stream's path to the reference GEMMs is no longer */
+    gk_own_lists own_a{kg.tEa, kg.tAc, lists_after && !(skip & BLASFT_GPU_SKIP_TOPP), false};
+    const bool fused_a = prep_a || a_on_demand ||
+                         encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA, &own_a);
     mark(1, sp);
     /* rows on demand: op(B) is encoded where a block flags (gk_correct); its top-p lists, which
      * the column checksums' thresholds use, are made here */
-    const bool fused_b = !lazy && encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB);
+    const bool fused_b = !lazy && encode(1, kg.B, g->ldb, tb, n, kg.Bcs, envB, kg.tB, nullptr);
     mark(2, sp);
-    if (!(skip & BLASFT_GPU_SKIP_TOPP)) {
-        if (!prep_a && !a_on_demand)
-            gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, sp);
-        if (!lazy)
-            gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, sp);
-        if (!kg.block_lists) {
+    /* the top-p lists, which only the comparison and the correction read: those of the operands
+     * themselves (kListsData) and those of the encodings' results (kListsEnc) */
+    enum { kListsData = 1, kListsEnc = 2 };
+    const bool topp = !(skip & BLASFT_GPU_SKIP_TOPP);
+    const bool a_enc_lists = topp && !prep_a && !a_on_demand && !own_a.made,
+               b_enc_lists = topp && !lazy;
+    auto lists = [&](cudaStream_t st, int parts) {
+        if (!topp)
+            return;
+        const bool a_lists = (parts & kListsEnc) && a_enc_lists,
+                   b_lists = (parts & kListsEnc) && b_enc_lists;
+        /* op(A)'s envelopes and checksums: one launch where both sets are few vectors */
+        const bool paired = a_lists && gk_topp_pair<T>(envA, kg.AcsT, k, mb, r * mb, pp, kg.tEa,
+                                                       kg.tAc, st);
+        if (a_lists && !paired)
+            gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, st);
+        if (b_lists)
+            gk_topp_run<double>(envB, k, 1, k, nb, pp, kg.tEb, scratch, st);
+        if ((parts & kListsData) && !kg.block_lists) {
             if (!fused_a)
-                gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, sp);
+                gk_topp_run<T>(kg.A, g->lda, ta != 'N', k, m, pp, kg.tA, scratch, st);
             if (!fused_b && !prep_b)
-                gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, sp);
+                gk_topp_run<T>(kg.B, g->ldb, tb == 'N', k, n, pp, kg.tB, scratch, st);
         }
-        if (!prep_a && !a_on_demand)
-            gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, sp);
-        if (!lazy)
-            gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, sp);
-        mark(3, sp);
-    }
+        if (a_lists && !paired)
+            gk_topp_run<T>(kg.AcsT, k, 1, k, r * mb, pp, kg.tAc, scratch, st);
+        if (b_lists)
+            gk_topp_run<T>(kg.Bcs, k, 1, k, r * nb, pp, kg.tBc, scratch, st);
+        mark(3, st);
+    };
+    if (!lists_after)
+        lists(sp, kListsData | kListsEnc);
+    else if (a_enc_lists || b_enc_lists)
+        cudaEventRecord(ctx->ev_enc, s1);
 
     /* the old C's checksums (and copy) must be taken before the GEMM overwrites C. Its row
      * checksums wait for a flag where the old C stays at hand (cold_rows). A vector repeated
@@ -880,6 +911,15 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         ctx->checked_rows = m;
         ctx->checked_cols = n;
         ctx->hook((void *)s0, ctx->hook_user);
+    }
+    /* small calls: the operands' lists first, then the encodings' (if any are left) once the
+     * helper stream has made those */
+    if (lists_after) {
+        lists(s0, kListsData);
+        if (a_enc_lists || b_enc_lists) {
+            cudaStreamWaitEvent(s0, ctx->ev_enc, 0);
+            lists(s0, kListsEnc);
+        }
     }
 
     /* the check: checksums of the new C compared with the references, then locate / correct.
@@ -1285,6 +1325,7 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_done, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_pre, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_proj, cudaEventDisableTiming), "event") &&
+              cuda_ok(cudaEventCreateWithFlags(&ctx->ev_enc, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaHostAlloc((void **)&ctx->slots, sizeof(report_slot) * kSlots,
                                     cudaHostAllocDefault),
                       "cudaHostAlloc") &&
@@ -1390,6 +1431,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaEventDestroy(ctx->ev_pre);
     if (ctx->ev_proj)
         cudaEventDestroy(ctx->ev_proj);
+    if (ctx->ev_enc)
+        cudaEventDestroy(ctx->ev_enc);
     for (int i = 0; i < BLASFT_GPU_TRACE_POINTS; i++)
         if (ctx->trace[i])
             cudaEventDestroy(ctx->trace[i]);
@@ -1948,7 +1991,8 @@ int blasft_gpu_trace_read(blasft_gpu_ctx *ctx, float *ms)
 
 void blasft_gpu_set_schedule(blasft_gpu_ctx *ctx, int schedule)
 {
-    ctx->sched = schedule >= 0 && schedule <= BLASFT_GPU_SCHED_SERIAL ? schedule : -1;
+    const int bits = BLASFT_GPU_SCHED_SERIAL | BLASFT_GPU_SCHED_LISTS_AFTER;
+    ctx->sched = schedule >= 0 && (schedule & ~bits) == 0 ? schedule : -1;
 }
 
 void blasft_gpu_set_ref_parts_mn(blasft_gpu_ctx *ctx, int64_t mn)
@@ -2045,6 +2089,10 @@ int64_t blasft_gpu_debug_fetch(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, in
     case BLASFT_GPU_BUF_TB_VAL: off = L.tB_v; es = 8; cnt = n * GK_PMAX; break;
     case BLASFT_GPU_BUF_TB_POS: off = L.tB_p; es = 4; cnt = n * GK_PMAX; break;
     case BLASFT_GPU_BUF_PROJ_REF: off = L.Pref; es = 8; cnt = L.Pref ? r * mb * n : 0; break;
+    case BLASFT_GPU_BUF_TAC_VAL: off = L.tAc_v; es = 8; cnt = r * mb * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TAC_POS: off = L.tAc_p; es = 4; cnt = r * mb * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TEA_VAL: off = L.tEa_v; es = 8; cnt = mb * GK_PMAX; break;
+    case BLASFT_GPU_BUF_TEA_POS: off = L.tEa_p; es = 4; cnt = mb * GK_PMAX; break;
     default: return -1;
     }
     if (off + es * cnt > ctx->ws_bytes || cudaStreamSynchronize(ctx->s0) != cudaSuccess ||

@@ -782,6 +782,19 @@ topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
     block_topp<T, P>(X + (int64_t)blockIdx.x * ld, L, p, out, blockIdx.x);
 }
 
+/* ... two such sets, one CUDA block per vector of either (gk_topp_pair) */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads)
+topp_contig_pair(const double *X1, int64_t V1, gk_topp out1, const T *X2, gk_topp out2, int64_t L,
+                 int p)
+{
+    const int64_t v = blockIdx.x;
+    if (v < V1)
+        block_topp<double, P>(X1 + v * L, L, p, out1, v);
+    else
+        block_topp<T, P>(X2 + (v - V1) * L, L, p, out2, v - V1);
+}
+
 /* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after.
  * Partial entry i of chunk c, vector v at (c * GK_PMAX + i) * V + v (coalesced). */
 template <typename T, int P>
@@ -813,12 +826,8 @@ topp_strided(const T *X, int64_t ld, int64_t L, int64_t V, int p, int64_t chunk,
 }
 
 template <int P>
-__global__ void __launch_bounds__(kThreads)
-topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
+__device__ void merge_one(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out, int64_t v)
 {
-    int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
-    if (v >= V)
-        return;
     reg_topp<P> t;
     /* the loads of 8 chunks first, then their insertions in chunk order: one memory round trip
      * per 8 chunks instead of one per entry */
@@ -843,6 +852,35 @@ topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
                     t.add(val[g][i], pos[g][i]);
     }
     reg_store<P>(out, v, t, p);
+}
+
+template <int P>
+__global__ void __launch_bounds__(kThreads)
+topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
+{
+    const int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (v < V)
+        merge_one<P>(part, nchunk, V, p, out, v);
+}
+
+/* topp_merge in its first mblocks CUDA blocks; in one more block per vector, the lists of the
+ * pass's own outputs (gk_own_lists): V1 envelopes, then V2 checksum vectors, each L long. */
+template <typename T, int P>
+__global__ void __launch_bounds__(kThreads)
+topp_merge_own(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out, unsigned int mblocks,
+               const double *env, int64_t V1, gk_topp out1, const T *cs, gk_topp out2, int64_t L)
+{
+    if (blockIdx.x < mblocks) {
+        const int64_t v = (int64_t)blockIdx.x * kThreads + threadIdx.x;
+        if (v < V)
+            merge_one<P>(part, nchunk, V, p, out, v);
+        return;
+    }
+    const int64_t v = blockIdx.x - mblocks;
+    if (v < V1)
+        block_topp<double, P>(env + v * L, L, p, out1, v);
+    else
+        block_topp<T, P>(cs + (v - V1) * L, L, p, out2, v - V1);
 }
 
 
@@ -1979,7 +2017,20 @@ static int64_t chunks_for(int64_t V, int64_t L, int64_t want, int64_t min_len)
 }
 static int64_t strided_chunks(int64_t V, int64_t L) { return chunks_for(V, L, 128 * 1024, 128); }
 
-int64_t gk_topp_scratch(int64_t V, int64_t L) { return strided_chunks(V, L) * V * GK_PMAX; }
+/* encode_topp_rows's chunks along l: the strided top-p pass's, or for a small operand (S L <=
+ * 2^20, whose call is a chain of short kernels) chunks of one slice each, up to 64 of them: more
+ * CUDA blocks, each a short one (D 256: two blocks of eight slices each before, and a replayed
+ * call took 0.048 ms instead of 0.031 on the H100) */
+static int64_t rows_chunks(int64_t S, int64_t L)
+{
+    const int64_t c = strided_chunks(S, L);
+    if (S * L > ((int64_t)1 << 20))
+        return c;
+    const int64_t slices = (L + kSlice - 1) / kSlice < 64 ? (L + kSlice - 1) / kSlice : 64;
+    return slices > c ? slices : c;
+}
+
+int64_t gk_topp_scratch(int64_t V, int64_t L) { return rows_chunks(V, L) * V * GK_PMAX; }
 
 template <typename T, int P>
 static void topp_launch(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, int p,
@@ -2005,11 +2056,10 @@ template <typename T, int R, int P>
 static bool encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L, int bs,
                                     int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux,
                                     int p, gk_topp lists, gk_topp scratch, gk_counters *cnt,
-                                    cudaStream_t st)
+                                    cudaStream_t st, gk_own_lists *own)
 {
-    /* chunks along l: as many as the strided top-p pass would use (the scratch is sized for
-     * them), whole slices each */
-    int64_t nch = strided_chunks(S, L), chunk = (L + nch - 1) / nch;
+    /* chunks along l (rows_chunks: the scratch is sized for them), whole slices each */
+    int64_t nch = rows_chunks(S, L), chunk = (L + nch - 1) / nch;
     chunk = (chunk + kSlice - 1) / kSlice * kSlice;
     nch = (L + chunk - 1) / chunk;
     const int64_t nblk = (S + bs - 1) / bs;
@@ -2017,7 +2067,17 @@ static bool encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L
     encode_topp_rows<T, R, P><<<dim3((unsigned int)nblk, (unsigned int)nch), 32 * warps,
                                 rows_region<T>() * warps, st>>>(X, ld, S, L, bs, wscheme, out, out_l,
                                                                 out_v, aux, chunk, p, scratch, cnt);
-    topp_merge<P><<<blocks_for(S, kThreads), kThreads, 0, st>>>(scratch, nch, S, p, lists);
+    const unsigned int mblocks = blocks_for(S, kThreads);
+    /* the own lists where the outputs are packed vectors along l, few of them */
+    const int64_t V1 = nblk, V2 = nblk * R;
+    if (own && own->want && aux.kind == GK_AUX_MAX && aux.ld_l == 1 && aux.ld_b == L &&
+        out_l == 1 && out_v == L && V1 < 2048 && V2 < 2048) {
+        topp_merge_own<T, P><<<mblocks + (unsigned int)(V1 + V2), kThreads, 0, st>>>(
+            scratch, nch, S, p, lists, mblocks, aux.out, V1, own->env, out, own->cs, L);
+        own->made = true;
+        return true;
+    }
+    topp_merge<P><<<mblocks, kThreads, 0, st>>>(scratch, nch, S, p, lists);
     return true;
 }
 
@@ -2069,15 +2129,35 @@ static bool encode_topp_cols_launch(const T *X, int64_t ld, int64_t S, int64_t L
 template <typename T>
 bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                     int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p,
-                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st)
+                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st,
+                    gk_own_lists *own)
 {
     return fused_dispatch<T>(S, L, bs, r, p, aux, [&](auto R, auto P) {
         constexpr int RR = decltype(R)::value, PP = decltype(P)::value;
         return contiguous ? encode_topp_rows_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l,
-                                                               out_v, aux, p, lists, scratch, cnt, st)
+                                                               out_v, aux, p, lists, scratch, cnt, st,
+                                                               own)
                           : encode_topp_cols_launch<T, RR, PP>(X, ld, S, L, bs, wscheme, out, out_l,
                                                                out_v, aux, p, lists, scratch, cnt, st);
     });
+}
+
+template <typename T>
+bool gk_topp_pair(const double *env, const T *X, int64_t L, int64_t V1, int64_t V2, int p,
+                  gk_topp out1, gk_topp out2, cudaStream_t st)
+{
+    if (V1 <= 0 || V2 <= 0 || V1 >= 2048 || V2 >= 2048)
+        return false;
+    const unsigned int grid = (unsigned int)(V1 + V2);
+    if (p <= 1)
+        topp_contig_pair<T, 1><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+    else if (p <= 2)
+        topp_contig_pair<T, 2><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+    else if (p <= 4)
+        topp_contig_pair<T, 4><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+    else
+        topp_contig_pair<T, GK_PMAX><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+    return true;
 }
 
 template <typename T>
@@ -2187,6 +2267,8 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
                                   int64_t, int64_t, gk_aux, gk_counters *, cudaStream_t, int);     \
     template void gk_topp_run<T>(const T *, int64_t, int, int64_t, int64_t, int, gk_topp,          \
                                  gk_topp, cudaStream_t);                                           \
+    template bool gk_topp_pair<T>(const double *, const T *, int64_t, int64_t, int64_t, int,       \
+                                  gk_topp, gk_topp, cudaStream_t);                                 \
     template void gk_check_sums<T>(const gk_gemm<T> &, int, cudaStream_t);                        \
     template void gk_compare_sums<T>(const gk_gemm<T> &, cudaStream_t);                           \
     template void gk_repeat<T>(T *, int64_t, int64_t, cudaStream_t);                               \
@@ -2196,7 +2278,7 @@ template <typename T> void gk_compare_sums(const gk_gemm<T> &g, cudaStream_t st)
     template void gk_correct<T>(const gk_gemm<T> &, cudaStream_t);                              \
     template bool gk_encode_topp<T>(const T *, int64_t, int, int64_t, int64_t, int, int, int, T *,  \
                                     int64_t, int64_t, gk_aux, int, gk_topp, gk_topp, gk_counters *, \
-                                    cudaStream_t);
+                                    cudaStream_t, gk_own_lists *);
 INSTANTIATE(float)
 INSTANTIATE(double)
 INSTANTIATE(float2)

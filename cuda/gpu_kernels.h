@@ -200,6 +200,22 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
                  gk_topp scratch, cudaStream_t st);
 int64_t gk_topp_scratch(int64_t V, int64_t L);
 
+/* gk_topp_run of two sets of packed contiguous vectors of length L in one launch: V1 of env
+ * (doubles) into out1, V2 of X into out2 (vector v at v * L). For few vectors only (under 2048 in
+ * each set, as gk_topp_run's one CUDA block per vector); false, launching nothing, elsewhere. */
+template <typename T>
+bool gk_topp_pair(const double *env, const T *X, int64_t L, int64_t V1, int64_t V2, int p,
+                  gk_topp out1, gk_topp out2, cudaStream_t st);
+
+/* The top-p lists of a fused pass's own outputs (its envelopes and its checksums, as gk_topp_run
+ * would make them), asked for with want and made where made is set: in the same launch as the
+ * pass's last kernel, where the pass runs down contiguous vectors (op(A) = A), its outputs are
+ * packed vectors along l and few (gk_topp_pair's conditions). */
+struct gk_own_lists {
+    gk_topp env, cs;
+    bool want, made;
+};
+
 /* gk_encode and gk_topp_run of the S vectors along l in one read of X, for real data, BS <= 256,
  * R <= 2 and aux NONE or MAX: contiguous, element (s, l) is X[s + l*ld] (op(A) = A: its column
  * checksums, envelope and row lists); strided, X[l + s*ld] (op(B) = B: row checksums, envelope,
@@ -208,7 +224,8 @@ int64_t gk_topp_scratch(int64_t V, int64_t L);
 template <typename T>
 bool gk_encode_topp(const T *X, int64_t ld, int contiguous, int64_t S, int64_t L, int bs, int r,
                     int wscheme, T *out, int64_t out_l, int64_t out_v, gk_aux aux, int p,
-                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st);
+                    gk_topp lists, gk_topp scratch, gk_counters *cnt, cudaStream_t st,
+                    gk_own_lists *own = nullptr);
 
 /* The recomputed checksums of C (both sides) in one pass: Ccs_rec (R*mb) x n, Crs_rec
  * m x (R*nb), in double (complex: parts interleaved), each computed redundantly by two lanes.

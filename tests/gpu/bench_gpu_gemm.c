@@ -9,6 +9,9 @@
  * BENCH_PROMOTE=1: S and C computed as D and Z and rounded once (blasft_gpu_params.promote),
  *   still timed against plain cuBLAS in the caller's type; =auto: the automatic choice;
  *   BENCH_PROMOTE_MEM_MB: the buffer of the promoted copies in MiB (default 1024).
+ * BENCH_STREAM=1: also REPS calls of each back to back between two events, with no
+ *   synchronisation in between (a framework's loop), ms per call (stream_plain_ms,
+ *   stream_protected_ms); the interleaved timing synchronises after every call.
  * BLASFT_GPU_GRAPHS=off: every call enqueued (default on, as the library's: from the second
  *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
@@ -191,6 +194,19 @@ int main(int argc, char **argv)
                     if (it >= 0)
                         tq[it] = t;
                 }
+                float sp = -1.0f, sq = -1.0f;
+                if (getenv("BENCH_STREAM") && atoi(getenv("BENCH_STREAM")))
+                    for (int side = 0; side < 2; side++) {
+                        ck(cudaEventRecord(e0, NULL), "record");
+                        for (int it = 0; it < reps; it++)
+                            if (side ? blasft_gpu_gemm_run(ctx, &g, &p) : blasft_gpu_gemm_plain(ctx, &gp))
+                                return 1;
+                        ck(cudaEventRecord(e1, NULL), "record");
+                        ck(cudaEventSynchronize(e1), "sync");
+                        float t;
+                        ck(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+                        *(side ? &sq : &sp) = t / (float)reps;
+                    }
                 ck(cudaDeviceSynchronize(), "sync");
                 blasft_get_stats(&s1);
                 float mp = median(tp, reps), mq = median(tq, reps);
@@ -200,7 +216,8 @@ int main(int argc, char **argv)
                        "\"plain_tflops\":%.2f,\"workspace_bytes\":%zu,\"detected\":%llu,"
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
                        "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
-                       "\"promote_mem\":%llu,\"gemms\":%llu,\"beta\":%g,\"cvec\":%d}\n",
+                       "\"promote_mem\":%llu,\"gemms\":%llu,\"beta\":%g,\"cvec\":%d,"
+                       "\"stream_plain_ms\":%.4f,\"stream_protected_ms\":%.4f}\n",
                        ty[0], g.transa, g.transb, m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
@@ -211,7 +228,7 @@ int main(int argc, char **argv)
                        (unsigned long long)p.promote_mem,
                        (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
                        cvec ? (is_float ? (double)*(float *)g.beta : *(double *)g.beta) : beta_v,
-                       cvec);
+                       cvec, sp, sq);
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;

@@ -102,6 +102,42 @@ static void one(const gh_case *c, int bs, int r, int block_lists, uint64_t seed)
         }
     GH_CHECK(bad == 0, "%s: %lld top-p entries differ", ty, (long long)bad);
 
+    /* op(A)'s checksum and envelope lists (small calls make them with the encoding's last
+     * launch): the values of the insertion rule over the fetched checksums and the host's
+     * envelopes; a position may differ where values tie, so each must hold its value */
+    double *tcv = fetch(c->t, c, &p, BLASFT_GPU_BUF_TAC_VAL, 0), *tcp = fetch(c->t, c, &p, BLASFT_GPU_BUF_TAC_POS, 2);
+    double *tev = fetch(c->t, c, &p, BLASFT_GPU_BUF_TEA_VAL, 0), *tep = fetch(c->t, c, &p, BLASFT_GPU_BUF_TEA_POS, 2);
+    double *env = malloc(8 * (size_t)(k * mb));
+    for (int64_t I = 0; I < mb; I++)
+        for (int64_t l = 0; l < k; l++) {
+            double e = 0.0;
+            for (int64_t i = I * bs; i < m && i < (I + 1) * bs; i++)
+                e = fmax(e, fabs(gh_opa(&d, i, l)));
+            env[l + I * k] = e;
+        }
+    bad = 0;
+    for (int side = 0; side < 2; side++)
+        for (int64_t v = 0; v < (side ? mb : r * mb); v++) {
+            const double *x = side ? env + v * k : acs + v * k;
+            const double *gv = side ? tev : tcv, *gp = side ? tep : tcp;
+            double vals[8];
+            int64_t pos[8];
+            int cnt = 0;
+            for (int64_t l = 0; l < k; l++)
+                cnt = blasft_topp_insert(vals, pos, cnt, p.pea_p, fabs(x[l]), l);
+            for (int q = 0; q < cnt; q++) {
+                const int64_t at = (int64_t)gp[v * 8 + q];
+                bad += gv[v * 8 + q] != vals[q] || at < 0 || at >= k || fabs(x[at]) != vals[q];
+            }
+        }
+    GH_CHECK(bad == 0, "%s: %lld entries of op(A)'s checksum or envelope lists differ", ty,
+             (long long)bad);
+    free(tcv);
+    free(tcp);
+    free(tev);
+    free(tep);
+    free(env);
+
     /* reference, recomputed checksums and thresholds against the host engine */
     double *cref = fetch(c->t, c, &p, BLASFT_GPU_BUF_CCS_REF, 1), *rref = fetch(c->t, c, &p, BLASFT_GPU_BUF_CRS_REF, 1);
     double *crec = fetch(c->t, c, &p, BLASFT_GPU_BUF_CCS_REC, 0), *rrec = fetch(c->t, c, &p, BLASFT_GPU_BUF_CRS_REC, 0);
