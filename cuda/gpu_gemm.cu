@@ -766,9 +766,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
             return;
         const bool a_lists = (parts & kListsEnc) && a_enc_lists,
                    b_lists = (parts & kListsEnc) && b_enc_lists;
-        /* op(A)'s envelopes and checksums: one launch where both sets are few vectors */
-        const bool paired = a_lists && gk_topp_pair<T>(envA, kg.AcsT, k, mb, r * mb, pp, kg.tEa,
-                                                       kg.tAc, st);
+        /* small calls: op(A)'s envelopes and checksums in one launch where both sets are few
+         * vectors (larger calls keep the launches they were measured with) */
+        const bool paired = a_lists && lists_after &&
+                            gk_topp_pair<T>(envA, kg.AcsT, k, mb, r * mb, pp, kg.tEa, kg.tAc, st);
         if (a_lists && !paired)
             gk_topp_run<double>(envA, k, 1, k, mb, pp, kg.tEa, scratch, st);
         if (b_lists)
