@@ -782,19 +782,6 @@ topp_contig_block(const T *X, int64_t ld, int64_t L, int p, gk_topp out)
     block_topp<T, P>(X + (int64_t)blockIdx.x * ld, L, p, out, blockIdx.x);
 }
 
-/* ... two such sets, one CUDA block per vector of either (gk_topp_pair) */
-template <typename T, int P>
-__global__ void __launch_bounds__(kThreads)
-topp_contig_pair(const double *X1, int64_t V1, gk_topp out1, const T *X2, gk_topp out2, int64_t L,
-                 int p)
-{
-    const int64_t v = blockIdx.x;
-    if (v < V1)
-        block_topp<double, P>(X1 + v * L, L, p, out1, v);
-    else
-        block_topp<T, P>(X2 + (v - V1) * L, L, p, out2, v - V1);
-}
-
 /* Strided vectors: one thread per (vector, chunk of l); the chunks' lists are merged after.
  * Partial entry i of chunk c, vector v at (c * GK_PMAX + i) * V + v (coalesced). */
 template <typename T, int P>
@@ -864,7 +851,8 @@ topp_merge(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out)
 }
 
 /* topp_merge in its first mblocks CUDA blocks; in one more block per vector, the lists of the
- * pass's own outputs (gk_own_lists): V1 envelopes, then V2 checksum vectors, each L long. */
+ * pass's own outputs (gk_own_lists): V1 envelopes, then V2 checksum vectors, each L long. With
+ * mblocks 0, those lists alone (gk_topp_pair). */
 template <typename T, int P>
 __global__ void __launch_bounds__(kThreads)
 topp_merge_own(gk_topp part, int64_t nchunk, int64_t V, int p, gk_topp out, unsigned int mblocks,
@@ -2149,14 +2137,19 @@ bool gk_topp_pair(const double *env, const T *X, int64_t L, int64_t V1, int64_t 
     if (V1 <= 0 || V2 <= 0 || V1 >= 2048 || V2 >= 2048)
         return false;
     const unsigned int grid = (unsigned int)(V1 + V2);
+    const gk_topp none = {nullptr, nullptr};
+    auto lists = [&](auto P) {
+        topp_merge_own<T, decltype(P)::value><<<grid, kThreads, 0, st>>>(none, 0, 0, p, none, 0, env,
+                                                                         V1, out1, X, out2, L);
+    };
     if (p <= 1)
-        topp_contig_pair<T, 1><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+        lists(std::integral_constant<int, 1>{});
     else if (p <= 2)
-        topp_contig_pair<T, 2><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+        lists(std::integral_constant<int, 2>{});
     else if (p <= 4)
-        topp_contig_pair<T, 4><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+        lists(std::integral_constant<int, 4>{});
     else
-        topp_contig_pair<T, GK_PMAX><<<grid, kThreads, 0, st>>>(env, V1, out1, X, out2, L, p);
+        lists(std::integral_constant<int, GK_PMAX>{});
     return true;
 }
 
