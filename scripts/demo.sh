@@ -17,7 +17,9 @@ as_root() {
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    # installed, not only known: a removed package keeps "deinstall ok config-files"
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing: ${missing[*]}"

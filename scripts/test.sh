@@ -24,7 +24,9 @@ as_root() {
 install_missing() {
     local missing=()
     for p in "${PACKAGES[@]}"; do
-        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+        # installed, not only known: a removed package keeps "deinstall ok config-files"
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "== installing: ${missing[*]}"
