@@ -354,6 +354,9 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
 static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
     once_arrays;
+/* A type without thresholds is no passing condition but can be all of a workload's GEMMs
+ * (PyTorch's mixed precision): a warning, once */
+static int once_type;
 
 /* Grows the slot's context for c's shape (and an old-C copy where keep_old) and notes that shape
  * as the one last reserved there; 0, or nonzero where the memory could not be had. */
@@ -401,8 +404,17 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
         return 0;
     c->counted = 1;
     const blasft_config *cfg = blasft_cfg();
-    if (!c->protectable || cfg->mode == BLASFT_MODE_OFF || c->k == 0)
+    if (cfg->mode == BLASFT_MODE_OFF || c->k == 0)
         return 0;
+    if (!c->protectable) {
+        blasft_log_once(&once_type, BLASFT_LOG_WARN,
+                        "cuBLAS interposer: %s passes through unprotected: no thresholds for its "
+                        "data or compute type (half, bfloat16, integer, TF32 or reduced-precision "
+                        "compute, the 3M complex algorithms); such GEMMs are counted as "
+                        "unprotected in the report (warned once)",
+                        c->stat && c->stat->name ? c->stat->name : "a GEMM");
+        return 0;
+    }
     if (c->m > INT32_MAX || c->n > INT32_MAX || c->k > INT32_MAX || c->lda > INT32_MAX ||
         c->ldb > INT32_MAX || c->ldc > INT32_MAX) {
         PASS_ONCE(once_large, "cuBLAS interposer: dimensions over 2^31-1 pass through unprotected");

@@ -4,7 +4,8 @@
   bench_cublas.py check torch|cupy   run under LD_PRELOAD=libblas_ft.so: results (float32/64,
                                      complex64/128) vs a host reference within the rounding bound,
                                      protected counts, a planted fault corrected, (torch) CUDA graph
-                                     capture + replay
+                                     capture + replay; a float16 product (no thresholds):
+                                     right, counted unprotected, warned of once
   bench_cublas.py bench torch|cupy   run under LD_PRELOAD: plain (interposer bypassed through
                                      blasft_cublas_bypass: the application's own cuBLAS call on its
                                      handle and stream) and protected bursts of products,
@@ -324,6 +325,47 @@ def run_checks(name):
               "context given back")
 
 
+HALF_PROGRAM = """
+import sys
+fw = __import__(sys.argv[1])
+if sys.argv[1] == "torch":
+    g = fw.Generator(device="cuda").manual_seed(7)
+    a = fw.randn(128, 96, device="cuda", generator=g).half()
+    b = fw.randn(96, 64, device="cuda", generator=g).half()
+else:
+    r = fw.random.default_rng(7)
+    a = r.standard_normal((128, 96), dtype=fw.float32).astype(fw.float16)
+    b = r.standard_normal((96, 64), dtype=fw.float32).astype(fw.float16)
+for _ in range(3):
+    c = a @ b
+ref = a.astype(fw.float64) @ b.astype(fw.float64) if sys.argv[1] == "cupy" else a.double() @ b.double()
+c = c.astype(fw.float64) if sys.argv[1] == "cupy" else c.double()
+print(float(abs(c - ref).max() / abs(ref).max()))
+"""
+
+
+def check_half(name):
+    """A half-precision product (no thresholds for it): right, counted unprotected, and warned of
+    once on stderr, in a process of its own (the warning is once per process)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        env = {k: v for k, v in os.environ.items() if k not in ("BLASFT_LOG", "BLASFT_LOG_FILE")}
+        env["BLASFT_REPORT"] = report
+        p = subprocess.run([sys.executable, "-c", HALF_PROGRAM, name], env=env,
+                           capture_output=True, text=True, timeout=300)
+        warned = p.stderr.count("passes through unprotected: no thresholds")
+        err = float(p.stdout.split()[-1]) if p.returncode == 0 and p.stdout.split() else 1.0
+        check(p.returncode == 0 and err < 1e-2, f"{name} float16 matmul: relative error {err:.3g} "
+              f"(status {p.returncode})")
+        check(warned == 1, f"{name} float16 matmul: warned {warned} times (want once)" +
+              ("" if warned == 1 else f"; stderr: {p.stderr[-400:]!r}"))
+        abft = json.load(open(report))["abft"] if os.path.exists(report) else {}
+        check(abft.get("unprotected_gemms", 0) >= 3 and abft.get("errors_detected", 1) == 0,
+              f"{name} float16 matmul: counted as unprotected: {abft}")
+
+
 def timed(fw, f, burst):
     """ms per product of a burst of `burst` products f(), by CUDA events on the current stream."""
     if fw.name == "torch":
@@ -448,6 +490,7 @@ if __name__ == "__main__":
     if mode == "check":
         t0 = time.time()
         run_checks(arg)
+        check_half(arg)
         print(f"{arg}: {len(FAILURES)} failures ({time.time() - t0:.1f} s)")
         sys.exit(1 if FAILURES else 0)
     elif mode == "bench":
