@@ -354,8 +354,8 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
 static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
     once_arrays;
-/* A type without thresholds is no passing condition but can be all of a workload's GEMMs
- * (PyTorch's mixed precision): a warning, once */
+/* A type (or variant) without a protected path is no passing condition but can be all of a
+ * workload's GEMMs (PyTorch's mixed precision): a warning, once */
 static int once_type;
 
 /* Grows the slot's context for c's shape (and an old-C copy where keep_old) and notes that shape
@@ -408,10 +408,11 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
         return 0;
     if (!c->protectable) {
         blasft_log_once(&once_type, BLASFT_LOG_WARN,
-                        "cuBLAS interposer: %s passes through unprotected: no thresholds for its "
-                        "data or compute type (half, bfloat16, integer, TF32 or reduced-precision "
-                        "compute, the 3M complex algorithms); such GEMMs are counted as "
-                        "unprotected in the report (warned once)",
+                        "cuBLAS interposer: %s passes through unprotected: no thresholds or no "
+                        "protected path for its data type, compute type or variant (half, "
+                        "bfloat16, integer, TF32 or reduced-precision compute, the 3M complex "
+                        "algorithms, cublasLt epilogues other than a bias); such GEMMs are "
+                        "counted as unprotected in the report (warned once)",
                         c->stat && c->stat->name ? c->stat->name : "a GEMM");
         return 0;
     }
