@@ -437,8 +437,12 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
      * tensor-op modes are not covered yet */
     cublasMath_t base = (cublasMath_t)(math & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     if (base != CUBLAS_DEFAULT_MATH && base != CUBLAS_PEDANTIC_MATH) {
-        PASS_ONCE(once_math, "cuBLAS interposer: handle math mode %d passes through unprotected",
-                  (int)math);
+        /* like a type without thresholds (PyTorch's allow_tf32 sets it): a warning */
+        blasft_log_once(&once_math, BLASFT_LOG_WARN,
+                        "cuBLAS interposer: GEMMs on a handle in math mode %d (TF32, emulated or "
+                        "reduced-precision tensor ops: no thresholds) pass through unprotected; "
+                        "such GEMMs are counted as unprotected in the report (warned once)",
+                        (int)math);
         return 0;
     }
     int device = 0;
