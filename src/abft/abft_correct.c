@@ -811,6 +811,9 @@ static int verify(abft_ctx *x, blockview *b)
 
 static int verify(abft_ctx *x, blockview *b);
 
+static void handle_unverified(abft_ctx *x, blockview *b, outcome *o, void *saved,
+                              const cand *cands, int nc, uint64_t det, uint64_t corrected0);
+
 static void handle_block(abft_ctx *x, blockview *b, outcome *o)
 {
     const blasft_config *cfg = x->cfg;
@@ -887,7 +890,26 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
             return;
         }
     }
+    handle_unverified(x, b, o, saved, cands, nc, det, corrected0);
     free(cands);
+}
+
+/* Whether handle_block located and corrected element (i, j) before its checks still failed. */
+static int located_before(const blockview *b, const cand *cands, int nc, int64_t i, int64_t j)
+{
+    for (int q = 0; q < nc; q++)
+        if (b->i0 + cands[q].i == i && b->j0 + cands[q].j == j)
+            return 1;
+    return 0;
+}
+
+/* A flagged block that the located corrections (cands, nc; none where nc <= 0) did not clear:
+ * reported, aborted on, or recomputed by line, then whole. saved: the block as the GEMM left it
+ * (this frees it). */
+static void handle_unverified(abft_ctx *x, blockview *b, outcome *o, void *saved,
+                              const cand *cands, int nc, uint64_t det, uint64_t corrected0)
+{
+    const blasft_config *cfg = x->cfg;
     double syn = b->maxsyn, thr = b->maxthr;
     if (cfg->on_error != BLASFT_ON_ERROR_RECOMPUTE) {
         /* before reporting or aborting: a second computation of the block that agrees with the
@@ -915,10 +937,19 @@ static void handle_block(abft_ctx *x, blockview *b, outcome *o)
         if (verify(x, b)) {
             if (verdict == 1) {
                 /* one element made the flagged line's difference: located, and corrected by
-                 * the line's recomputation */
-                o->corrected++;
-                abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, fi, fj, syn, thr,
-                          "corrected (its line recomputed)");
+                 * the line's recomputation. Where the checksums had located it already, the
+                 * subtraction left its checksum's rounding in it, beyond what a short crossing
+                 * line allows (a narrow C); the recomputation finished that correction of the
+                 * same error, counted once. */
+                if (located_before(b, cands, nc, fi, fj)) {
+                    o->lines++;
+                    abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, row, col, syn, thr,
+                              "line recomputed (after its correction)");
+                } else {
+                    o->corrected++;
+                    abft_emit(x, BLASFT_EVENT_CORRECTED, b->bi, b->bj, fi, fj, syn, thr,
+                              "corrected (its line recomputed)");
+                }
                 free(saved);
                 return;
             }

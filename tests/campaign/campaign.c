@@ -514,8 +514,9 @@ static int inject_run(const opts *o, problem *p, const blasft_config *cfg, campa
     }
     const char *outcome = d.detected == 0 ? "missed"
                           : d.blocks_recomputed > 0 ? "recomputed"
-                          : d.lines_recomputed > 0 ? "line_recomputed"
+                          /* a correction that a line's recomputation finished is a correction */
                           : d.corrected > 0 ? "corrected"
+                          : d.lines_recomputed > 0 ? "line_recomputed"
                           : "detected_only";
     /* the first comparison of the faulty element's unweighted column and row checksums: how far
      * the fault's syndrome was from the threshold it had to cross */
