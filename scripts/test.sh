@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(meson ninja-build gcc gfortran pkg-config libcmocka-dev libopenblas0-pthread
-          libopenblas-dev libblas-dev libblas3 libblas-test libmpfr-dev python3 python3-numpy
+          libopenblas-dev libblas-dev libblas3 libblas-test liblapack3 libmpfr-dev python3 python3-numpy
           r-base-core)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
