@@ -747,9 +747,11 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     };
     /* small calls: op(A)'s envelope and checksum lists from its encoding's last launch, so that
      * the helper stream's path to the reference GEMMs is no longer */
-    gk_own_lists own_a{kg.tEa, kg.tAc, lists_after && !(skip & BLASFT_GPU_SKIP_TOPP), false};
+    gk_own_lists own_a{kg.tEa, kg.tAc, false};
+    const bool own_wanted = lists_after && !(skip & BLASFT_GPU_SKIP_TOPP);
     const bool fused_a = prep_a || a_on_demand ||
-                         encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA, &own_a);
+                         encode(0, kg.A, g->lda, ta, m, kg.AcsT, envA, kg.tA,
+                                own_wanted ? &own_a : nullptr);
     mark(1, sp);
     /* rows on demand: op(B) is encoded where a block flags (gk_correct); its top-p lists, which
      * the column checksums' thresholds use, are made here */

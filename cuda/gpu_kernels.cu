@@ -2058,7 +2058,7 @@ static bool encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L
     const unsigned int mblocks = blocks_for(S, kThreads);
     /* the own lists where the outputs are packed vectors along l, few of them */
     const int64_t V1 = nblk, V2 = nblk * R;
-    if (own && own->want && aux.kind == GK_AUX_MAX && aux.ld_l == 1 && aux.ld_b == L &&
+    if (own && aux.kind == GK_AUX_MAX && aux.ld_l == 1 && aux.ld_b == L &&
         out_l == 1 && out_v == L && V1 < 2048 && V2 < 2048) {
         topp_merge_own<T, P><<<mblocks + (unsigned int)(V1 + V2), kThreads, 0, st>>>(
             scratch, nch, S, p, lists, mblocks, aux.out, V1, own->env, out, own->cs, L);

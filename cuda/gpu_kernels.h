@@ -208,12 +208,12 @@ bool gk_topp_pair(const double *env, const T *X, int64_t L, int64_t V1, int64_t 
                   gk_topp out1, gk_topp out2, cudaStream_t st);
 
 /* The top-p lists of a fused pass's own outputs (its envelopes and its checksums, as gk_topp_run
- * would make them), asked for with want and made where made is set: in the same launch as the
- * pass's last kernel, where the pass runs down contiguous vectors (op(A) = A), its outputs are
- * packed vectors along l and few (gk_topp_pair's conditions). */
+ * would make them), asked for by passing this struct and made where made is set: in the same
+ * launch as the pass's last kernel, where the pass runs down contiguous vectors (op(A) = A), its
+ * outputs are packed vectors along l and few (gk_topp_pair's conditions). */
 struct gk_own_lists {
     gk_topp env, cs;
-    bool want, made;
+    bool made;
 };
 
 /* gk_encode and gk_topp_run of the S vectors along l in one read of X, for real data, BS <= 256,
