@@ -581,5 +581,10 @@ int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status)
     const int r = protect(c, status);
     cudaThreadExchangeStreamCaptureMode(&mode);
     blasft_err_restore(pending);
+    /* which of a program's GEMMs are protected (cuSOLVER's, a framework's), one line each */
+    blasft_log(BLASFT_LOG_DEBUG, "cuBLAS interposer: %s %c%c %lldx%lldx%lld batch %lld: %s",
+               c->stat->name, op_letter(c->transa), op_letter(c->transb), (long long)c->m,
+               (long long)c->n, (long long)c->k, (long long)c->batch,
+               r ? "protected" : "passes through");
     return r;
 }

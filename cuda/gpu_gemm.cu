@@ -75,6 +75,9 @@ struct blasft_gpu_ctx {
      * idle instead of cutting into it as the high-priority helper's short passes do (S 8192:
      * 1.006 of plain cuBLAS against 1.036, docs/thresholds.md) */
     cudaStream_t s2;
+    /* the reports' host functions, after each GEMM's end on s0: on a stream of their own, since
+     * on s1 the next GEMM's passes queued behind the host's round trip */
+    cudaStream_t sr;
     cublasHandle_t h0, h1;
     cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done, ev_pre, ev_proj, ev_enc;
     char *ws;         /* header (counters, block flags) then the per-call buffers */
@@ -392,16 +395,16 @@ report_slot *take_slot(blasft_gpu_ctx *ctx)
     report_slot *slot = &ctx->slots[ctx->next_slot];
     ctx->next_slot = (ctx->next_slot + 1) % kSlots;
     if (slot->busy.load(std::memory_order_acquire) &&
-        !cuda_ok(cudaStreamSynchronize(ctx->s0), "cudaStreamSynchronize"))
+        !cuda_ok(cudaStreamSynchronize(ctx->sr), "cudaStreamSynchronize"))
         return nullptr;
     return slot;
 }
 
 /* The report of the protected GEMM just enqueued on s0 (its counters in the workspace's header).
  * The counters are copied in the caller's stream order (the next GEMM resets them); the host
- * function that delivers them runs on the helper stream, so the caller's stream never waits for
- * the host thread. Under graph capture the helper stream must be joined back, so there the host
- * function stays on the caller's stream. */
+ * function that delivers them runs on the report stream, so neither the caller's stream nor the
+ * next GEMM's helper passes wait for the host thread. Under graph capture a forked stream must be
+ * joined back, so there the host function stays on the caller's stream. */
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m)
 {
     const cudaStream_t s0 = ctx->s0;
@@ -413,8 +416,8 @@ int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m)
     cudaStream_t rs = s0;
     if (capturing == cudaStreamCaptureStatusNone) {
         cudaEventRecord(ctx->ev_done, s0);
-        cudaStreamWaitEvent(ctx->s1, ctx->ev_done, 0);
-        rs = ctx->s1;
+        cudaStreamWaitEvent(ctx->sr, ctx->ev_done, 0);
+        rs = ctx->sr;
     }
     if (ctx->skip & BLASFT_GPU_SKIP_REPORT)
         slot->busy.store(0, std::memory_order_relaxed);
@@ -1322,6 +1325,7 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
         prio = hi;
     bool ok = cuda_ok(cudaStreamCreateWithPriority(&ctx->s1, cudaStreamNonBlocking, prio), "stream") &&
               cuda_ok(cudaStreamCreateWithPriority(&ctx->s2, cudaStreamNonBlocking, lo), "stream") &&
+              cuda_ok(cudaStreamCreateWithFlags(&ctx->sr, cudaStreamNonBlocking), "stream") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_fork, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_cold, cudaEventDisableTiming), "event") &&
               cuda_ok(cudaEventCreateWithFlags(&ctx->ev_ref, cudaEventDisableTiming), "event") &&
@@ -1416,6 +1420,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaStreamDestroy(ctx->s1);
     if (ctx->s2)
         cudaStreamDestroy(ctx->s2);
+    if (ctx->sr)
+        cudaStreamDestroy(ctx->sr);
     if (ctx->graphs) {
         blasft_graph_clear(ctx->graphs);
         free(ctx->graphs);

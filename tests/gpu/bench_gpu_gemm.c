@@ -11,7 +11,9 @@
  *   BENCH_PROMOTE_MEM_MB: the buffer of the promoted copies in MiB (default 1024).
  * BENCH_STREAM=1: also REPS calls of each back to back between two events, with no
  *   synchronisation in between (a framework's loop), ms per call (stream_plain_ms,
- *   stream_protected_ms); the interleaved timing synchronises after every call.
+ *   stream_protected_ms), and the host's time per call to enqueue them (stream_host_plain_ms,
+ *   stream_host_protected_ms: where it reaches the stream's time, the host bounds the loop);
+ *   the interleaved timing synchronises after every call.
  * BLASFT_GPU_GRAPHS=off: every call enqueued (default on, as the library's: from the second
  *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void ck(cudaError_t e, const char *w)
 {
@@ -195,12 +198,18 @@ int main(int argc, char **argv)
                         tq[it] = t;
                 }
                 float sp = -1.0f, sq = -1.0f;
+                double hp = -1.0, hq = -1.0;
                 if (getenv("BENCH_STREAM") && atoi(getenv("BENCH_STREAM")))
                     for (int side = 0; side < 2; side++) {
                         ck(cudaEventRecord(e0, NULL), "record");
+                        struct timespec h0, h1;
+                        clock_gettime(CLOCK_MONOTONIC, &h0);
                         for (int it = 0; it < reps; it++)
                             if (side ? blasft_gpu_gemm_run(ctx, &g, &p) : blasft_gpu_gemm_plain(ctx, &gp))
                                 return 1;
+                        clock_gettime(CLOCK_MONOTONIC, &h1);
+                        *(side ? &hq : &hp) = ((double)(h1.tv_sec - h0.tv_sec) * 1e3 +
+                                               (double)(h1.tv_nsec - h0.tv_nsec) * 1e-6) / reps;
                         ck(cudaEventRecord(e1, NULL), "record");
                         ck(cudaEventSynchronize(e1), "sync");
                         float t;
@@ -217,7 +226,8 @@ int main(int argc, char **argv)
                        "\"corrected\":%llu,\"recomputed\":%llu,\"skip\":%d,\"sched\":%d,\"lists\":\"%s\","
                        "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
                        "\"promote_mem\":%llu,\"gemms\":%llu,\"beta\":%g,\"cvec\":%d,"
-                       "\"stream_plain_ms\":%.4f,\"stream_protected_ms\":%.4f}\n",
+                       "\"stream_plain_ms\":%.4f,\"stream_protected_ms\":%.4f,"
+                       "\"stream_host_plain_ms\":%.4f,\"stream_host_protected_ms\":%.4f}\n",
                        ty[0], g.transa, g.transb, m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
@@ -228,7 +238,7 @@ int main(int argc, char **argv)
                        (unsigned long long)p.promote_mem,
                        (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
                        cvec ? (is_float ? (double)*(float *)g.beta : *(double *)g.beta) : beta_v,
-                       cvec, sp, sq);
+                       cvec, sp, sq, hp, hq);
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;
