@@ -4,9 +4,12 @@ the recursive dgetrf2 makes hundreds of narrow rank-k updates), Cholesky (dposv)
 squares (dgels) must solve their systems to LAPACK's own residual bound, fault-free and with a
 fault planted in every GEMM; with the same faults under BLASFT_MODE=detect the residual must be
 far off (so the oracle sees an uncorrected fault). The residual is computed here in Python, from
-the inputs, without any BLAS. Skips where the reference LAPACK is not installed."""
+the inputs, without any BLAS. Also the README's recipe for programs linked with OpenBLAS's LAPACK
+(whose LU never calls dgemm_): R's solve() with the reference LAPACK preloaded after libblas_ft.
+Skips where the reference LAPACK is not installed (R's case where R is not)."""
 import glob
 import os
+import shutil
 import sys
 import tempfile
 
@@ -87,6 +90,56 @@ CASES = (("dgesv", 300, "40-51"), ("sgesv", 200, "19-22"), ("zgesv", 160, "40-51
          ("dposv", 200, "40-51"), ("dgels", 150, "40-51"))
 
 
+# R's solve() and the check of its solution; A %*% x is a GEMM of libblas_ft's too (protected)
+R_SOLVE = r"""
+set.seed(20261127)
+n <- 300
+A <- matrix(rnorm(n * n), n)
+b <- rnorm(n)
+x <- solve(A, b)
+r <- max(abs(A %*% x - b)) / (norm(A, "I") * max(abs(x)) * n * .Machine$double.eps)
+cat("scaled residual", r, "\n")
+"""
+
+
+def r_solve(lapack, tmp, failures):
+    """R's solve() with the reference LAPACK preloaded after libblas_ft: its LU's GEMMs reach
+    libblas_ft (with OpenBLAS's LAPACK, what Debian's R links, none do) and faults in them are
+    corrected."""
+    rscript = shutil.which("Rscript")
+    if not rscript:
+        print("Debian's R (r-base-core) is not installed: R's solve() skipped")
+        return
+    script = os.path.join(tmp, "solve.R")
+    with open(script, "w") as f:
+        f.write(R_SOLVE)
+    report_path = os.path.join(tmp, "r_report.json")
+    for inject in ("", "faults=1,bits=40-51,seed=5"):
+        what = "R solve() with the reference LAPACK" + (" and faults" if inject else "")
+        env = harness.preload_env(BLASFT_MODE="correct", BLASFT_DEVICE="host",
+                                  BLASFT_REPORT=report_path, BLASFT_LOG="error")
+        env["LD_PRELOAD"] += " " + lapack
+        if inject:
+            env["BLASFT_INJECT"] = inject
+        rc, out, err = harness.run([rscript, "--vanilla", script], env)
+        res = residual(out)
+        print(f"{what}: residual {res}, rc {rc}")
+        harness.check(rc == 0 and res is not None and res <= BOUND,
+                      f"{what}: residual {res} over {BOUND} (rc {rc}) {err[-500:]}", failures)
+        report = harness.load_report(report_path)
+        abft = report["abft"]
+        gemm = harness.call_count(report, "dgemm_")
+        # n = 300: the blocked LU's trailing updates and the recursive panels, besides A %*% x
+        harness.check(gemm > 100 and abft["protected_gemms"] == gemm,
+                      f"{what}: {abft['protected_gemms']} of {gemm} GEMMs protected", failures)
+        if inject:
+            harness.check(abft["faults_injected"] == gemm and
+                          abft["errors_corrected"] <= abft["faults_injected"] and
+                          abft["errors_corrected"] + abft["blocks_recomputed"] >=
+                          abft["faults_injected"] and abft["uncorrectable"] == 0,
+                          f"{what}: planted faults not corrected once each: {abft}", failures)
+
+
 def reference_lapack():
     for path in sorted(glob.glob("/usr/lib/*/lapack/liblapack.so.3")):
         return path
@@ -159,6 +212,7 @@ def main():
             harness.check(worst_detect > 10 * BOUND,
                           f"{routine}: uncorrected faults left the residual at {worst_detect}",
                           failures)
+        r_solve(lapack, tmp, failures)
     harness.finish(failures, "LAPACK")
 
 
