@@ -382,26 +382,49 @@ static void c_pass(void *p, int64_t lo, int64_t hi)
 static void old_c_norms(abft_ctx *x)
 {
     const int P = x->P, R = x->R;
-    const int64_t m = x->m, n = x->n;
+    const int64_t m = x->m, n = x->n, bs = x->bs;
+    const blasft_type t = x->g->type;
     memset(x->osqc, 0, (size_t)abft_nc(x) * sizeof *x->osqc);
     memset(x->oabsc, 0, (size_t)abft_nc(x) * sizeof *x->oabsc);
     memset(x->osqr, 0, (size_t)abft_nr(x) * sizeof *x->osqr);
     memset(x->oabsr, 0, (size_t)abft_nr(x) * sizeof *x->oabsr);
+    /* Block by block down each column: every column checksum element gets the same terms in the
+     * same order as element by element (so the same sums, bit for bit), without a division and a
+     * type switch per element; the row sums run vectorized in a loop of their own. (It was a
+     * fifth of a protected LU's time through the reference LAPACK, whose updates have beta 1.) */
     for (int64_t j = 0; j < n; j++) {
-        int64_t bj = j / x->bs, jq = j % x->bs;
+        const int64_t bj = j / bs, jq = j % bs;
         for (int r = 0; r < R; r++) {
             double *rsq = x->osqr + m * (bj * R + r), *rab = x->oabsr + m * (bj * R + r);
-            const double wj = x->w[r][jq];
-            for (int64_t i = 0; i < m; i++) {
-                int64_t e = abft_ci(x, i / x->bs, r, j);
-                double wi = x->w[r][i % x->bs];
-                for (int part = 0; part < P; part++) {
-                    double v = abft_ld(x->cold, x->g->type, i + m * j, part);
-                    x->osqc[e] += (wi * v) * (wi * v);
-                    x->oabsc[e] += fabs(wi * v);
-                    rsq[i] += (wj * v) * (wj * v);
-                    rab[i] += fabs(wj * v);
+            const double wj = x->w[r][jq], *wr = x->w[r];
+            for (int64_t i0 = 0; i0 < m; i0 += bs) {
+                const int64_t len = m - i0 < bs ? m - i0 : bs, e = abft_ci(x, i0 / bs, r, j);
+                double sq = 0.0, ab = 0.0;
+                if (t == BLASFT_TYPE_D) {
+                    const double *v = (const double *)x->cold + i0 + m * j;
+                    for (int64_t q = 0; q < len; q++) {
+                        const double a = wr[q] * v[q];
+                        sq += a * a;
+                        ab += fabs(a);
+                    }
+                    for (int64_t q = 0; q < len; q++) {
+                        const double b = wj * v[q];
+                        rsq[i0 + q] += b * b;
+                        rab[i0 + q] += fabs(b);
+                    }
+                } else {
+                    for (int64_t q = 0; q < len; q++)
+                        for (int part = 0; part < P; part++) {
+                            const double v = abft_ld(x->cold, t, i0 + q + m * j, part);
+                            const double a = wr[q] * v, b = wj * v;
+                            sq += a * a;
+                            ab += fabs(a);
+                            rsq[i0 + q] += b * b;
+                            rab[i0 + q] += fabs(b);
+                        }
                 }
+                x->osqc[e] = sq;
+                x->oabsc[e] = ab;
             }
         }
     }
