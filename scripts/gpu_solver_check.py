@@ -21,36 +21,16 @@ import time
 
 import numpy as np
 
-FAILURES = []
+# libblas_ft's statistics, its test hooks and the ok/FAIL lines: those of the cuBLAS checks
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cublas import FAILURES, Stats, blasft, check  # noqa: E402
+
 # Scaled residual bound. LAPACK's testers allow 30 in the same units; fault-free, these
 # well-conditioned matrices stay under 0.005 (H100, 2026-11-27), while one uncorrected fault of a
 # quarter of an element's value in one GEMM gives 0.68-7.2 in float32 (and over 1e3 in float64):
 # so the bound is tight enough to see such a fault.
 BOUND = 0.1
-STAT_FIELDS = ("protected_gemms", "unprotected_gemms", "checks", "errors_detected",
-               "errors_corrected", "blocks_recomputed", "uncorrectable", "encoder_faults",
-               "faults_injected", "false_alarms")
-
-
-class Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in STAT_FIELDS]
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-
-
-def blasft():
-    lib = ctypes.CDLL(None)
-    try:
-        lib.blasft_get_stats.argtypes = [ctypes.POINTER(Stats)]
-        lib.blasft_cublas_plant_fault.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
-                                                  ctypes.c_int]
-    except AttributeError:
-        return None
-    return lib
+STAT_FIELDS = [name for name, _ in Stats._fields_]
 
 
 class Cupy:

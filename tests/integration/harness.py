@@ -113,6 +113,15 @@ def report_problems(report):
     return problems
 
 
+def corrected_once(abft, planted):
+    """Whether the report's counters say that `planted` faults were planted and each was
+    corrected once (an element or its block recomputed, none counted twice, none left)."""
+    return (abft["faults_injected"] == planted and
+            abft["errors_corrected"] <= planted and
+            abft["errors_corrected"] + abft["blocks_recomputed"] >= planted and
+            abft["uncorrectable"] == 0)
+
+
 def call_count(report, *names):
     """Calls recorded for the first of names the report lists (0 if none)."""
     calls = report.get("calls", {})
