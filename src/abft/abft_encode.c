@@ -377,11 +377,12 @@ static void c_pass(void *p, int64_t lo, int64_t hi)
     }
 }
 
-/* Threshold aids of the old C, per checksum element: sum (w c)^2 and sum |w c| over the parts
- * (not compared, so computed once). */
-static void old_c_norms(abft_ctx *x)
+/* The old C copied into x->cold with its threshold aids, per checksum element sum (w c)^2 and
+ * sum |w c| over the parts (not compared, so computed once): column by column, each while it is
+ * in cache (it had been a pass of its own over the copy). */
+void abft_save_old_c(abft_ctx *x)
 {
-    const int P = x->P, R = x->R;
+    const int P = x->P, R = x->R, sz = blasft_type_size(x->g->type);
     const int64_t m = x->m, n = x->n, bs = x->bs;
     const blasft_type t = x->g->type;
     memset(x->osqc, 0, (size_t)abft_nc(x) * sizeof *x->osqc);
@@ -390,9 +391,12 @@ static void old_c_norms(abft_ctx *x)
     memset(x->oabsr, 0, (size_t)abft_nr(x) * sizeof *x->oabsr);
     /* Block by block down each column: every column checksum element gets the same terms in the
      * same order as element by element (so the same sums, bit for bit), without a division and a
-     * type switch per element; the row sums run vectorized in a loop of their own. (It was a
-     * fifth of a protected LU's time through the reference LAPACK, whose updates have beta 1.) */
+     * type switch per element; the row sums run vectorized in a loop of their own. (Element by
+     * element it was a fifth of a protected LU's time through the reference LAPACK, whose
+     * updates have beta 1.) */
     for (int64_t j = 0; j < n; j++) {
+        memcpy((char *)x->cold + j * m * sz, (const char *)x->g->c + j * x->g->ldc * sz,
+               (size_t)(m * sz));
         const int64_t bj = j / bs, jq = j % bs;
         for (int r = 0; r < R; r++) {
             double *rsq = x->osqr + m * (bj * R + r), *rab = x->oabsr + m * (bj * R + r);
@@ -476,10 +480,8 @@ int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t b
             break;
         c_checksum_fault(x, colv, sc, nc, rowv, sr, nr);
     }
-    if (old) {
-        old_c_norms(x);
+    if (old)
         return all_finite(colv, nc) && all_finite(rowv, nr) ? 0 : -1;
-    }
     return 0;
 }
 

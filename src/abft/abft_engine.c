@@ -127,16 +127,6 @@ static int ctx_init(abft_ctx *x, const blasft_gemm *g, blasft_type user_type,
     return 0;
 }
 
-/* Copies the old C (m x n of ldc) into a packed buffer, so beta*C_old stays available for block
- * and element recomputation. */
-static void save_old_c(abft_ctx *x)
-{
-    const int sz = blasft_type_size(x->g->type);
-    for (int64_t j = 0; j < x->n; j++)
-        memcpy((char *)x->cold + j * x->m * sz, (const char *)x->g->c + j * x->g->ldc * sz,
-               (size_t)(x->m * sz));
-}
-
 /* The old C back into C (beta != 0; with beta = 0 no caller reads C's old content). */
 static void restore_old_c(abft_ctx *x)
 {
@@ -267,7 +257,8 @@ int abft_run(const blasft_gemm *g, blasft_type user_type, const blasft_config *c
     if (ctx_init(x, g, user_type, cfg) != 0 || abft_encode_operands(x) != 0)
         goto out;
     if (!x->beta_zero) {
-        save_old_c(x);
+        /* packed, so beta*C_old stays available for block and element recomputation */
+        abft_save_old_c(x);
         if (abft_c_checksums(x, x->cold, x->m, 1, 0, x->nbr, 0, x->nbc) != 0)
             goto out; /* Inf/NaN in the old C: cannot be checked */
     }

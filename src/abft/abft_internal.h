@@ -125,6 +125,8 @@ static inline double abft_proj_join_offset(const abft_ctx *x, int64_t i, int64_t
         return 0.0;
     return g->beta[0] / g->alpha[0] * abft_ld(x->cold, g->type, i + x->m * j, 0);
 }
+/* The old C (beta != 0) into x->cold, with its sums of squares and magnitudes (osqc ... oabsr). */
+void abft_save_old_c(abft_ctx *x);
 /* Checksums of C (or the old C copy) over blocks [bi0,bi1) x [bj0,bj1), computed twice and
  * compared; old != 0 writes the old-C arrays. Returns 0, or -1 if any value is not finite. */
 int abft_c_checksums(abft_ctx *x, const void *c, int64_t ldc, int old, int64_t bi0, int64_t bi1,
