@@ -609,6 +609,65 @@ static void test_narrow_error_counted_once(void **state)
     assert_true(finished > 0);
 }
 
+/* One fault planted at a random element of random shapes, narrow ones included (a dimension of
+ * 1 to 3, as LAPACK's recursive panels make), every type, transposes, padding, alpha/beta, block
+ * sizes, one and two checksums, every thresholds method. Every other trial the fault is a tenth
+ * of the largest |C| the data allow (beyond every method's threshold), else that scaled down by
+ * up to 2^-60. A detected fault is corrected once (in place or by recomputation), nothing is left
+ * uncorrectable or called a false alarm, and C is right; an undetected one stays within the
+ * oracle's rounding tolerance (except under SEA, the loose baseline, whose misses may not). The
+ * big faults must all be detected. */
+static void test_planted_fault_random_shapes(void **state)
+{
+    (void)state;
+    const int64_t dims[] = {1, 2, 3, 5, 17, 64, 97, 130};
+    const char tr[] = {'N', 'T', 'C'};
+    const int bss[] = {3, 8, 32, 128};
+    const double ab[][2] = {{1, 0}, {-1, 1}, {0.75, 0.5}};
+    const blasft_threshold methods[] = {BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_SEA,
+                                        BLASFT_THRESHOLD_NORM, BLASFT_THRESHOLD_PROJ};
+    int scaled_detected = 0;
+    for (int trial = 0; trial < 800; trial++) {
+        const blasft_type t = (blasft_type)(trial % 4);
+        const int64_t m = dims[(int)(urand() * 8)], n = dims[(int)(urand() * 8)],
+                      k = dims[(int)(urand() * 8)];
+        const int ai = (int)(urand() * 3), bs = bss[(int)(urand() * 4)], r = 1 + (trial / 4) % 2;
+        const int mth = (int)(urand() * 4), big = trial % 2 == 0;
+        tgemm x = make(t, tr[(int)(urand() * 3)], tr[(int)(urand() * 3)], m, n, k,
+                       (int64_t)(urand() * 3), ab[ai][0], ab[ai][1], -1.0, 1.0);
+        /* a tenth of the largest |C| an element can reach: k products of |alpha| plus |beta| */
+        const double top = 0.1 * ((double)k * fabs(ab[ai][0]) + fabs(ab[ai][1]));
+        plant p = one((int64_t)(urand() * (double)m), (int64_t)(urand() * (double)n), 0, 1.0);
+        p.add[0] = ldexp(urand() < 0.5 ? top : -top, big ? 0 : -(int)(urand() * 61));
+        p.part[0] = blasft_type_is_complex(t) ? (int)(urand() * 2) : 0;
+        blasft_config cfg = abft_t_cfg(bs, r);
+        cfg.threshold = methods[mth];
+        blasft_abft_set_plant_hook(plant_fn, &p);
+        blasft_abft_diag d;
+        assert_int_equal(blasft_abft_run(&x.g, &cfg, &d, 0), 0);
+        blasft_abft_set_plant_hook(NULL, NULL);
+        const int wrong = compare_oracle(&x, 2.0 * bs);
+        const int bad = d.detected ? wrong || d.corrected > 1 || d.uncorrectable || d.false_alarms ||
+                                         d.corrected + d.blocks_recomputed + d.lines_recomputed < 1
+                                   : big || (wrong && methods[mth] != BLASFT_THRESHOLD_SEA);
+        if (bad)
+            fprintf(stderr, "trial %d: %c %c%c %lldx%lldx%lld bs %d r %d method %d at (%lld, %lld) "
+                    "+%g: wrong %d detected %llu corrected %llu blocks %llu lines %llu "
+                    "uncorrectable %llu false alarms %llu\n", trial, blasft_type_letter(t),
+                    x.g.transa, x.g.transb, (long long)m, (long long)n, (long long)k, bs, r, mth,
+                    (long long)p.i[0], (long long)p.j[0], p.add[0], wrong,
+                    (unsigned long long)d.detected, (unsigned long long)d.corrected,
+                    (unsigned long long)d.blocks_recomputed, (unsigned long long)d.lines_recomputed,
+                    (unsigned long long)d.uncorrectable, (unsigned long long)d.false_alarms);
+        assert_false(bad);
+        scaled_detected += !big && d.detected;
+        blasft_abft_diag_free(&d);
+        drop(&x);
+    }
+    /* the scaled faults reached the detection limit from both sides */
+    assert_true(scaled_detected > 100 && scaled_detected < 380);
+}
+
 /* NORM: random shapes and alpha/beta/transposes/padding as test_random_shapes; adversarial data
  * (all positive with long k, heavy-tailed over 12 decades, cancelling pairs) never flags a check,
  * and every threshold covers the syndrome it guards; planted faults are found by the exact second
@@ -1513,6 +1572,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_single_error_corrected),
         cmocka_unit_test(test_narrow_error_counted_once),
+        cmocka_unit_test(test_planted_fault_random_shapes),
         cmocka_unit_test(test_two_errors_one_row),
         cmocka_unit_test(test_f2_lines_disagree),
         cmocka_unit_test(test_norm_threshold),
