@@ -14,6 +14,7 @@
 #endif
 
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
 static double now_seconds(void)
@@ -103,30 +104,46 @@ static int try_gpu(const blasft_gemm *g, const blasft_config *cfg)
  * GEMM symbol (netlib CBLAS over Fortran BLAS does) gets the plain host GEMM, never a loop. */
 static _Thread_local int gemm_depth;
 
+/* Which of a program's GEMMs ran where, protected or not (BLASFT_LOG=debug), one line each. */
+static void log_gemm(const blasft_gemm *g, const char *where)
+{
+    blasft_log(BLASFT_LOG_DEBUG, "%s %c%c %lldx%lldx%lld: %s", g->routine ? g->routine : "gemm",
+               g->transa, g->transb, (long long)g->m, (long long)g->n, (long long)g->k, where);
+}
+
 blasft_where blasft_gemm_run(const blasft_gemm *g)
 {
     const blasft_config *cfg = blasft_cfg();
     if (gemm_depth > 0 || cfg->mode == BLASFT_MODE_OFF) {
         blasft_host_gemm(g);
-        if (gemm_depth == 0)
+        if (gemm_depth == 0) {
             blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
+            log_gemm(g, "host, unprotected (BLASFT_MODE=off)");
+        }
         return BLASFT_WHERE_HOST;
     }
     gemm_depth++;
     if (g->m > 0 && g->n > 0 && try_gpu(g, cfg) == 0) {
         gemm_depth--;
+        log_gemm(g, "GPU");
         return BLASFT_WHERE_GPU;
     }
     /* host GEMMs large enough to time feed the auto model's host rate */
     int timed = cfg->device == BLASFT_DEVICE_AUTO &&
                 blasft_model_flops(g) >= BLASFT_MODEL_MIN_TIMED_FLOPS;
     double t0 = timed ? now_seconds() : 0;
-    if (blasft_abft_run(g, cfg, NULL, 0) != 0) {
+    blasft_abft_diag d;
+    memset(&d, 0, sizeof d);
+    const int run = blasft_abft_run(g, cfg, &d, 0);
+    if (run != 0) {
         blasft_host_gemm(g);
         blasft_stat_add(BLASFT_STAT_UNPROTECTED_GEMMS, 1);
     }
     if (timed)
         blasft_model_host_ran(g, now_seconds() - t0);
     gemm_depth--;
+    /* (no product, k = 0 or alpha = 0: C = beta C, counted unprotected) */
+    log_gemm(g, run == 0 && d.protected_run ? "host, protected" : "host, unprotected");
+    blasft_abft_diag_free(&d);
     return BLASFT_WHERE_HOST;
 }

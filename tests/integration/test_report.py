@@ -3,7 +3,7 @@ json), with version, config, calls and abft{protected_gemms, errors_detected, er
 blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, for events whose
 syndrome is infinite or NaN (written as strings), and a report path that cannot be opened or
 written (a missing directory, a full disk) does not break the program and is named with the
-reason.
+reason; and BLASFT_LOG=debug writes one line per GEMM.
 
 usage: test_report.py EXE   (EXE: gemm_app linked with the system BLAS; libblas_ft is preloaded)"""
 import os
@@ -39,6 +39,17 @@ def main():
             harness.check(entry["count"] > 0 and entry["where"] in ("host", "gpu", "host+gpu"),
                           f"calls.{name}: {entry}", failures)
             harness.check(entry["seconds"] >= 0, f"calls.{name}: negative seconds", failures)
+
+        # BLASFT_LOG=debug: one line per GEMM, as many "protected" as the report counts
+        debug = os.path.join(work, "debug.json")
+        status, out, err = harness.run([exe], harness.preload_env(
+            BLASFT_REPORT=debug, BLASFT_LOG="debug", BLASFT_DEVICE="host"), cwd=work)
+        lines = [ln for ln in err.splitlines() if ln.startswith("libblas_ft: debug: ") and
+                 "gemm" in ln and ln.endswith(": host, protected")]
+        counted = harness.load_report(debug)["abft"]["protected_gemms"]
+        harness.check(status == 0 and counted > 0 and len(lines) == counted,
+                      f"BLASFT_LOG=debug: {len(lines)} GEMM lines, {counted} protected GEMMs "
+                      f"(status {status})\n{err[-400:]}", failures)
 
         # exponent flips of bit 62 make infinite and NaN syndromes: still valid JSON (as strings)
         flips = os.path.join(work, "flips.json")
