@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@ static blasft_event_callback event_cb;
 static void *event_cb_user;
 
 static pid_t loading_pid;
+static struct timespec loaded_at; /* wall clock, as file times are */
 
 static void event_prefork(void) { pthread_mutex_lock(&event_lock); }
 static void event_postfork(void) { pthread_mutex_unlock(&event_lock); }
@@ -33,6 +35,7 @@ static void event_postfork(void) { pthread_mutex_unlock(&event_lock); }
 __attribute__((constructor)) static void report_init(void)
 {
     loading_pid = getpid();
+    clock_gettime(CLOCK_REALTIME, &loaded_at);
     /* A fork while another thread holds the lock must not leave the child's copy locked. */
     pthread_atfork(event_prefork, event_postfork, event_postfork);
 }
@@ -299,8 +302,22 @@ static int report_write(const char *path)
     return 0;
 }
 
+/* Whether path was written while this process ran (file times are coarse: 20 ms of slack). */
+static int written_since_load(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    const double at = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec,
+                 load = (double)loaded_at.tv_sec + 1e-9 * (double)loaded_at.tv_nsec;
+    return at >= load - 0.02;
+}
+
 /* The exit report. A forked child writes its own, to "<path>.<pid>", so it never overwrites the
- * parent's. */
+ * parent's. A process that called no BLAS routine leaves a report written while it ran: that of
+ * a program it started (a wrapper such as timeout, a shell or mpirun inherits LD_PRELOAD and
+ * BLASFT_REPORT and exits after the program, whose report it used to overwrite with an empty
+ * one). */
 __attribute__((destructor)) static void report_at_exit(void)
 {
     const char *path = getenv("BLASFT_REPORT");
@@ -310,6 +327,8 @@ __attribute__((destructor)) static void report_at_exit(void)
     if (!*path)
         return;
     if (getpid() == loading_pid) {
+        if (!__atomic_load_n(&call_list, __ATOMIC_ACQUIRE) && written_since_load(path))
+            return;
         report_write(path);
     } else {
         char child_path[BLASFT_PATH_MAX + 24];

@@ -3,7 +3,8 @@ json), with version, config, calls and abft{protected_gemms, errors_detected, er
 blocks_recomputed, uncorrectable}; also for a process that never calls BLAS, for events whose
 syndrome is infinite or NaN (written as strings), and a report path that cannot be opened or
 written (a missing directory, a full disk) does not break the program and is named with the
-reason; and BLASFT_LOG=debug writes one line per GEMM.
+reason; a wrapper process that calls no BLAS (timeout) leaves the report of the program it ran;
+and BLASFT_LOG=debug writes one line per GEMM.
 
 usage: test_report.py EXE   (EXE: gemm_app linked with the system BLAS; libblas_ft is preloaded)"""
 import os
@@ -80,6 +81,16 @@ def main():
         harness.check(report["calls"] == {}, f"/bin/true: calls {report['calls']}", failures)
         harness.check(report["abft"]["protected_gemms"] == 0, "/bin/true: protected GEMMs",
                       failures)
+
+        # a wrapper (here timeout, as mpirun) inherits LD_PRELOAD and BLASFT_REPORT, calls no
+        # BLAS and exits after the program: the program's report stays
+        wrapped = os.path.join(work, "wrapped.json")
+        status, out, err = harness.run(["timeout", "300", exe],
+                                       harness.preload_env(BLASFT_REPORT=wrapped), cwd=work)
+        report = check_file(wrapped, "under timeout", failures)
+        harness.check(status == 0 and report["abft"]["protected_gemms"] > 0,
+                      f"under timeout: its empty report replaced the program's "
+                      f"(status {status}, {report['abft']})", failures)
 
         bad = os.path.join(work, "no-such-dir", "report.json")
         status, out, err = harness.run([exe], harness.preload_env(BLASFT_REPORT=bad), cwd=work)
