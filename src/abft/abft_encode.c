@@ -377,24 +377,19 @@ static void c_pass(void *p, int64_t lo, int64_t hi)
     }
 }
 
-/* The old C copied into x->cold with its threshold aids, per checksum element sum (w c)^2 and
- * sum |w c| over the parts (not compared, so computed once): column by column, each while it is
- * in cache (it had been a pass of its own over the copy). */
-void abft_save_old_c(abft_ctx *x)
+/* The old C's columns [j0, j1) copied into x->cold with their threshold aids, per checksum
+ * element sum (w c)^2 and sum |w c| over the parts, each column while it is in cache. Block by
+ * block down each column: every column checksum element gets the same terms in the same order as
+ * element by element (so the same sums, bit for bit), without a division and a type switch per
+ * element; the row sums run vectorized in a loop of their own. (Element by element, in a pass of
+ * its own over the copy, it was a fifth of a protected LU's time through the reference LAPACK,
+ * whose updates have beta 1.) */
+static void save_old_columns(abft_ctx *x, int64_t j0, int64_t j1)
 {
     const int P = x->P, R = x->R, sz = blasft_type_size(x->g->type);
-    const int64_t m = x->m, n = x->n, bs = x->bs;
+    const int64_t m = x->m, bs = x->bs;
     const blasft_type t = x->g->type;
-    memset(x->osqc, 0, (size_t)abft_nc(x) * sizeof *x->osqc);
-    memset(x->oabsc, 0, (size_t)abft_nc(x) * sizeof *x->oabsc);
-    memset(x->osqr, 0, (size_t)abft_nr(x) * sizeof *x->osqr);
-    memset(x->oabsr, 0, (size_t)abft_nr(x) * sizeof *x->oabsr);
-    /* Block by block down each column: every column checksum element gets the same terms in the
-     * same order as element by element (so the same sums, bit for bit), without a division and a
-     * type switch per element; the row sums run vectorized in a loop of their own. (Element by
-     * element it was a fifth of a protected LU's time through the reference LAPACK, whose
-     * updates have beta 1.) */
-    for (int64_t j = 0; j < n; j++) {
+    for (int64_t j = j0; j < j1; j++) {
         memcpy((char *)x->cold + j * m * sz, (const char *)x->g->c + j * x->g->ldc * sz,
                (size_t)(m * sz));
         const int64_t bj = j / bs, jq = j % bs;
@@ -432,6 +427,25 @@ void abft_save_old_c(abft_ctx *x)
             }
         }
     }
+}
+
+/* Block columns [lo, hi): the row sums of each block column are its own, so slices of them run
+ * side by side with the same sums as one after the other. */
+static void save_old_blocks(void *p, int64_t lo, int64_t hi)
+{
+    abft_ctx *x = p;
+    const int64_t j1 = hi * x->bs < x->n ? hi * x->bs : x->n;
+    save_old_columns(x, lo * x->bs, j1);
+}
+
+/* The old C copied into x->cold, with its sums of squares and magnitudes (osqc ... oabsr). */
+void abft_save_old_c(abft_ctx *x)
+{
+    memset(x->osqc, 0, (size_t)abft_nc(x) * sizeof *x->osqc);
+    memset(x->oabsc, 0, (size_t)abft_nc(x) * sizeof *x->oabsc);
+    memset(x->osqr, 0, (size_t)abft_nr(x) * sizeof *x->osqr);
+    memset(x->oabsr, 0, (size_t)abft_nr(x) * sizeof *x->oabsr);
+    abft_k_for(x->threads, save_old_blocks, x, x->nbc, x->m * x->n * x->P);
 }
 
 /* The checksums of C disagreed between their two copies: the event names the block of C of the
