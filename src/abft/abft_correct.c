@@ -414,7 +414,11 @@ static void correct_element(abft_ctx *x, const blockview *b, const cand *c, outc
     const double *ref = (c->by_col ? x->refc : x->refr) + e * x->P;
     const double *rec = (c->by_col ? x->recc : x->recr) + e * x->P;
     double thr = c->by_col ? abft_threshold_col(x, e) : abft_threshold_row(x, e);
-    int recompute = 0;
+    /* The subtraction leaves the locating checksum's rounding (up to about thr) in the element;
+     * where the crossing line's threshold is tighter (a narrow C: a row of one to a few
+     * elements), that would flag the line again: the element is recomputed exactly instead. */
+    const int64_t ex = c->by_col ? lookup_ri(x, b, 0, c->i) : lookup_ci(x, b, 0, c->j);
+    int recompute = (c->by_col ? abft_threshold_row(x, ex) : abft_threshold_col(x, ex)) < thr;
     double s[2] = {0, 0}, v[2] = {0, 0}, smax = 0;
     for (int part = 0; part < x->P; part++) {
         s[part] = ref[part] - rec[part];
