@@ -941,10 +941,10 @@ static void handle_unverified(abft_ctx *x, blockview *b, outcome *o, void *saved
         if (verify(x, b)) {
             if (verdict == 1) {
                 /* one element made the flagged line's difference: located, and corrected by
-                 * the line's recomputation. Where the checksums had located it already, the
-                 * subtraction left its checksum's rounding in it, beyond what a short crossing
-                 * line allows (a narrow C); the recomputation finished that correction of the
-                 * same error, counted once. */
+                 * the line's recomputation. Where the checksums had located and corrected it
+                 * already (by a subtraction whose rounding its crossing line still saw, which
+                 * correct_element avoids where it can tell), the recomputation finished that
+                 * correction of the same error: counted once. */
                 if (located_before(b, cands, nc, fi, fj)) {
                     o->lines++;
                     abft_emit(x, BLASFT_EVENT_RECOMPUTED, b->bi, b->bj, row, col, syn, thr,
