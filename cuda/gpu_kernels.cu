@@ -2069,6 +2069,19 @@ static bool encode_topp_rows_launch(const T *X, int64_t ld, int64_t S, int64_t L
     return true;
 }
 
+/* f(std::integral_constant<int, P>{}) for the capacity P >= p of the top-p lists that the kernels
+ * are instantiated with (1, 2, 4, GK_PMAX). */
+template <typename F> static auto with_capacity(int p, F f)
+{
+    if (p <= 1)
+        return f(std::integral_constant<int, 1>{});
+    if (p <= 2)
+        return f(std::integral_constant<int, 2>{});
+    if (p <= 4)
+        return f(std::integral_constant<int, 4>{});
+    return f(std::integral_constant<int, GK_PMAX>{});
+}
+
 /* Where the fused operand passes apply (real data, BS <= 256, R <= 2, aux NONE or MAX), launch(R,
  * P) with the instantiation for r checksums and lists of capacity P >= p; false where they do
  * not, or where launch declines. */
@@ -2081,13 +2094,7 @@ static bool fused_dispatch(int64_t S, int64_t L, int bs, int r, int p, gk_aux au
         if (bs > 256 || S == 0 || L == 0 || (S + bs - 1) / bs > 2147483647 || r > 2 ||
             (aux.kind != GK_AUX_NONE && aux.kind != GK_AUX_MAX))
             return false;
-        auto with_r = [&](auto rr) {
-            using I1 = std::integral_constant<int, 1>;
-            using I2 = std::integral_constant<int, 2>;
-            using I4 = std::integral_constant<int, 4>;
-            using I8 = std::integral_constant<int, GK_PMAX>;
-            return p <= 1 ? launch(rr, I1{}) : p <= 2 ? launch(rr, I2{}) : p <= 4 ? launch(rr, I4{}) : launch(rr, I8{});
-        };
+        auto with_r = [&](auto rr) { return with_capacity(p, [&](auto P) { return launch(rr, P); }); };
         return r > 1 ? with_r(std::integral_constant<int, 2>{}) : with_r(std::integral_constant<int, 1>{});
     }
 }
@@ -2138,18 +2145,10 @@ bool gk_topp_pair(const double *env, const T *X, int64_t L, int64_t V1, int64_t 
         return false;
     const unsigned int grid = (unsigned int)(V1 + V2);
     const gk_topp none = {nullptr, nullptr};
-    auto lists = [&](auto P) {
+    with_capacity(p, [&](auto P) {
         topp_merge_own<T, decltype(P)::value><<<grid, kThreads, 0, st>>>(none, 0, 0, p, none, 0, env,
                                                                          V1, out1, X, out2, L);
-    };
-    if (p <= 1)
-        lists(std::integral_constant<int, 1>{});
-    else if (p <= 2)
-        lists(std::integral_constant<int, 2>{});
-    else if (p <= 4)
-        lists(std::integral_constant<int, 4>{});
-    else
-        lists(std::integral_constant<int, GK_PMAX>{});
+    });
     return true;
 }
 
@@ -2160,14 +2159,9 @@ void gk_topp_run(const T *X, int64_t ld, int contiguous, int64_t L, int64_t V, i
     if (V == 0)
         return;
     /* lists of P >= p entries, of which the first p are kept: the p largest */
-    if (p <= 1)
-        topp_launch<T, 1>(X, ld, contiguous, L, V, p, out, scratch, st);
-    else if (p <= 2)
-        topp_launch<T, 2>(X, ld, contiguous, L, V, p, out, scratch, st);
-    else if (p <= 4)
-        topp_launch<T, 4>(X, ld, contiguous, L, V, p, out, scratch, st);
-    else
-        topp_launch<T, GK_PMAX>(X, ld, contiguous, L, V, p, out, scratch, st);
+    with_capacity(p, [&](auto P) {
+        topp_launch<T, decltype(P)::value>(X, ld, contiguous, L, V, p, out, scratch, st);
+    });
 }
 
 template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
@@ -2176,14 +2170,9 @@ template <typename T> void gk_correct(const gk_gemm<T> &g, cudaStream_t st)
         return;
     if (g.rows_on_demand) {
         const unsigned int grid = (unsigned int)(g.nb < 128 ? g.nb : 128);
-        if (g.p <= 1)
-            after_launch(rows_on_demand<T, 1>, grid, st, g);
-        else if (g.p <= 2)
-            after_launch(rows_on_demand<T, 2>, grid, st, g);
-        else if (g.p <= 4)
-            after_launch(rows_on_demand<T, 4>, grid, st, g);
-        else
-            after_launch(rows_on_demand<T, GK_PMAX>, grid, st, g);
+        with_capacity(g.p, [&](auto P) {
+            after_launch(rows_on_demand<T, decltype(P)::value>, grid, st, g);
+        });
     }
     after_launch(correct_kernel<T>, 64, st, g);
     after_launch(recompute_blocks<T>, 128, st, g);
