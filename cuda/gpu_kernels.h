@@ -1,4 +1,5 @@
-/* GPU ABFT kernels and their launchers (gpu_kernels.cu); the orchestration is gpu_gemm.cu.
+/* GPU ABFT kernels' launchers (gpu_encode.cu: operands; gpu_check.cu: C and the fault path); the
+ * orchestration is gpu_gemm.cu.
  *
  * Layout of the checksums (method.md 1, the border of the extended matrix, in our buffers):
  *   AcsT  k x (R*mb), ld k:  AcsT(l, I*R+w) = sum_{i in block I} w_w(i) op(A)(i,l)  (op(A)'s

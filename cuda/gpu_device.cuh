@@ -1,0 +1,147 @@
+/* Device helpers shared by the engine's kernels (gpu_encode.cu, gpu_check.cu): element parts,
+ * compensated sums of lane pairs, programmatic dependent launch. Included by one .cu each: without
+ * relocatable device code every translation unit compiles its own copy, hence the unnamed
+ * namespace. */
+#ifndef BLASFT_GPU_DEVICE_CUH
+#define BLASFT_GPU_DEVICE_CUH
+
+#include "gpu_kernels.h"
+
+extern "C" {
+#include "abft/abft_arith.h"
+}
+
+#include <math.h>
+
+#include <type_traits>
+
+namespace {
+constexpr int kThreads = 256;
+constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
+
+/* Programmatic dependent launch (sm_90): the kernels after the check (the fault path) are launched
+ * while their predecessor still runs and wait for it here, so that where nothing flagged, and each
+ * returns at once, their launch latencies overlap instead of adding up after the check. A kernel
+ * launched so (after_launch) calls pdl_wait before it touches anything its predecessors write;
+ * pdl_release lets the next one be launched once every block of this grid has started. */
+__device__ __forceinline__ void pdl_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* Parts of an element (real types: one part, the imaginary part reads 0). */
+__device__ __forceinline__ double part_of(float x, int) { return x; }
+__device__ __forceinline__ double part_of(double x, int) { return x; }
+__device__ __forceinline__ double part_of(float2 x, int p) { return p ? x.y : x.x; }
+__device__ __forceinline__ double part_of(double2 x, int p) { return p ? x.y : x.x; }
+template <typename T> __device__ __forceinline__ double im_of(T x)
+{
+    return gk_el<T>::P == 2 ? part_of(x, 1) : 0.0;
+}
+/* The magnitude of the top-p lists: max(|re|, |im|) bounds every real product of a part. */
+template <typename T> __device__ __forceinline__ double mag(T x)
+{
+    return gk_el<T>::P == 2 ? fmax(fabs(part_of(x, 0)), fabs(part_of(x, 1))) : fabs(part_of(x, 0));
+}
+/* |re| + |im|: the host engine's bound of a complex scalar's modulus */
+template <typename T> __device__ __forceinline__ double abs1(T x)
+{
+    return fabs(part_of(x, 0)) + fabs(im_of(x));
+}
+template <typename T> __device__ __forceinline__ bool is_zero(T x)
+{
+    return part_of(x, 0) == 0.0 && im_of(x) == 0.0;
+}
+template <typename T> __device__ __forceinline__ bool is_finite_el(T x)
+{
+    return isfinite(part_of(x, 0)) && isfinite(im_of(x));
+}
+template <typename T> __device__ __forceinline__ bool is_one(T x)
+{
+    return part_of(x, 0) == 1.0 && im_of(x) == 0.0;
+}
+template <typename T> __device__ __forceinline__ T make_el(double re, double im);
+template <> __device__ __forceinline__ float make_el<float>(double re, double) { return (float)re; }
+template <> __device__ __forceinline__ double make_el<double>(double re, double) { return re; }
+template <> __device__ __forceinline__ float2 make_el<float2>(double re, double im)
+{
+    return make_float2((float)re, (float)im);
+}
+template <> __device__ __forceinline__ double2 make_el<double2>(double re, double im)
+{
+    return make_double2(re, im);
+}
+
+/* Scheme of checksum w: w = 0 is the unweighted one. */
+__device__ __forceinline__ double weight_of(int w, int wscheme, int i, int bs)
+{
+    return w == 0 ? 1.0 : blasft_weight(wscheme, i, bs);
+}
+
+__device__ __forceinline__ void csum_merge(blasft_csum *a, const blasft_csum &b)
+{
+    blasft_csum_add(a, b.s);
+    blasft_csum_add(a, b.c);
+}
+
+/* Shuffle-reduces the compensated sums over the 16 lane pairs of a warp (xor 2..16 keeps both
+ * lanes of a pair on identical operands), then compares the pair (xor 1). Returns the value;
+ * *bad is set where the pair disagreed. */
+__device__ __forceinline__ double pair_reduce(blasft_csum acc, bool reduce, bool *bad)
+{
+    if (reduce) {
+        for (int off = 2; off < 32; off <<= 1) {
+            blasft_csum o;
+            o.s = __shfl_xor_sync(0xffffffffu, acc.s, off);
+            o.c = __shfl_xor_sync(0xffffffffu, acc.c, off);
+            csum_merge(&acc, o);
+        }
+    }
+    double v = blasft_csum_value(&acc);
+    double twin = __shfl_xor_sync(0xffffffffu, v, 1);
+    *bad = !(v == twin) && !(v != v && twin != twin);
+    return v;
+}
+
+inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
+
+/* a kernel of the fault path launched as a programmatic dependent of the one before it (pdl_wait) */
+template <typename... Params, typename... Args>
+void after_launch(void (*kernel)(Params...), unsigned int grid, cudaStream_t st, Args... args)
+{
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = st;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+/* f(std::integral_constant<int, P>{}) for the capacity P >= p of the top-p lists that the kernels
+ * are instantiated with (1, 2, 4, GK_PMAX). */
+template <typename F> auto with_capacity(int p, F f)
+{
+    if (p <= 1)
+        return f(std::integral_constant<int, 1>{});
+    if (p <= 2)
+        return f(std::integral_constant<int, 2>{});
+    if (p <= 4)
+        return f(std::integral_constant<int, 4>{});
+    return f(std::integral_constant<int, GK_PMAX>{});
+}
+
+} // namespace
+
+#endif
