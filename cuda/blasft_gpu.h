@@ -97,7 +97,7 @@ typedef struct blasft_gpu_params {
                                (BLASFT_THRESHOLD=proj; cuda/gpu_proj.cu), the rest PEA */
     int promote;            /* 1: S and C GEMMs computed as D and Z GEMMs of promoted copies,
                                checked in double and rounded once into C (BLASFT_PROMOTE=on;
-                               gpu_gemm.cu); 2: only where FP64 is fast (=auto); 0: never
+                               gpu_promoted_gemm.cu); 2: only where FP64 is fast (=auto); 0: never
                                (=off) */
     uint64_t promote_mem;   /* bytes of the promoted copies (BLASFT_GPU_PROMOTE_MEM), a fixed
                                buffer: larger GEMMs run in tiles of C and chunks of k that fit;

@@ -1,15 +1,11 @@
 /* Orchestration of the GPU ABFT GEMM (method.md 4): context-independent work (encoding A and B,
  * "PEA max p" preprocessing) and the reference checksum GEMMs on a helper stream forked from the
  * caller's stream, the main cuBLAS GEMM on the caller's stream, then one check over C; joined by
- * events, no host synchronisation, outcomes delivered by a host function in stream order. */
-#include "blasft_gpu.h"
+ * events, no host synchronisation, outcomes delivered by a host function in stream order. The
+ * promoted GEMM's tiles are gpu_promoted_gemm.cu, the engine's own graphs gpu_graphs.cu. */
 #include "cuda_errors.h"
-#include "gpu_debug.h"
-#include "graph_cache.h"
-#include "gpu_cublas.h"
-#include "gpu_kernels.h"
+#include "gpu_engine.h"
 #include "gpu_prep.h"
-#include "gpu_promote.h"
 
 extern "C" {
 #include "abft/abft_arith.h"
@@ -26,99 +22,7 @@ extern "C" {
 #include <pthread.h>
 #include <type_traits>
 
-namespace {
-
-/* Calls that may be in flight on one context before enqueueing waits for the oldest. */
-constexpr int kSlots = 64;
-
-/* What a protected GEMM's report says besides its counters (set when it is enqueued). */
-struct report_meta {
-    uint64_t checks;
-    const char *routine;
-    blasft_on_error on_error;
-    int64_t row0, col0, bs; /* the part's place in the caller's C (promoted tiles), its BS */
-    int gemms;              /* protected GEMMs the part completes: 1, or 0 for all but a call's last */
-    char type;
-};
-
-struct report_slot {
-    gk_counters c; /* pinned: the device counters land here */
-    report_meta m;
-    std::atomic<int> busy;
-};
-
-/* The checked run that debug fetches may read (blasft_gpu_debug_fetch): its type, shape and
- * layout parameters. */
-struct run_shape {
-    bool valid, proj;
-    blasft_type t;
-    int64_t m, n, k;
-    int bs, r;
-};
-
-/* The part of the caller's GEMM that protected_gemm runs: all of it, or one tile (and k chunk)
- * of a promoted GEMM (promoted_gemm). Events and reports are placed and counted by it. */
-struct call_part {
-    int64_t row0, col0;
-    int last_k; /* the tile's last (or only) chunk of k */
-    int gemms;  /* 1 where the part completes the caller's GEMM */
-};
-constexpr call_part kWholeCall = {0, 0, 1, 1};
-
-} // namespace
-
-struct blasft_gpu_ctx {
-    uint64_t ctx_id; /* the CUDA context it was made in (blasft_gpu_context_id) */
-    cudaStream_t s0, s1;
-    /* PROJ's kernels (gk_proj), forked from and joined back to s1, at the lowest priority (that
-     * of default streams): queued behind the main GEMM, they fill the SMs its last wave leaves
-     * idle instead of cutting into it as the high-priority helper's short passes do (S 8192:
-     * 1.006 of plain cuBLAS against 1.036, docs/thresholds.md) */
-    cudaStream_t s2;
-    /* the reports' host functions, after each GEMM's end on s0: on a stream of their own, since
-     * on s1 the next GEMM's passes queued behind the host's round trip */
-    cudaStream_t sr;
-    cublasHandle_t h0, h1;
-    cudaEvent_t ev_fork, ev_cold, ev_ref, ev_done, ev_pre, ev_proj, ev_enc;
-    char *ws;         /* header (counters, block flags) then the per-call buffers */
-    size_t ws_bytes;
-    int64_t flag_cap; /* block flags in the header */
-    void *old_c;
-    size_t old_bytes;
-    void *promo; /* BLASFT_PROMOTE: double copies of A, B, C and the scalars (promoted_gemm) */
-    size_t promo_bytes;
-    bool no_promo; /* the buffer of the copies could not be allocated: S and C run natively */
-    void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
-    blasft_type checked_type;
-    int64_t checked_ldc, checked_rows, checked_cols;
-    call_part part; /* what the running protected_gemm is of the caller's GEMM */
-    /* the last protected_gemm's checked type, shape and layout parameters: blasft_gpu_debug_fetch
-     * reads its buffers only with these (a promoted GEMM checks a double copy, a tiled one its
-     * last tile; anything else would read another layout's bytes) */
-    run_shape last_run;
-    report_slot *slots; /* pinned, kSlots */
-    int next_slot;
-    /* the engine's own graphs (graph_cache.h): made on demand; captured on sc, a stream of the
-     * context's own, with the report left out of the graph (deferred) and enqueued after each
-     * launch, so that the counters go to a free slot and the host function stays off s0 */
-    blasft_graph_cache *graphs;
-    cudaStream_t sc;
-    int sc_priority; /* sc's: that of the caller's stream it stands for (the graphs keep it) */
-    bool deferring;
-    int deferred_n;       /* protected GEMMs run while deferring: a graph holds exactly one */
-    report_meta deferred; /* its report */
-    bool graph_with_hook; /* tests: a fault hook is captured into the graph too */
-    int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
-    int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
-    int64_t ref_parts_mn; /* the reference GEMMs in parts from m n = this on (0: kRefPartMn) */
-    int pmode[2]; /* pointer mode last set on h0, h1 (-1 unknown): set only when it changes */
-    blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
-    cudaEvent_t trace[BLASFT_GPU_TRACE_POINTS]; /* benchmark timeline; created by set_trace */
-    int tracing;
-    void *hook_user;
-};
-
-namespace {
+namespace gpu_engine {
 
 const blasft_cublas_api *cb;
 
@@ -971,243 +875,6 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     return launches_ok() ? 0 : -2;
 }
 
-int64_t max1(int64_t v) { return v > 1 ? v : 1; }
-
-/* BLASFT_PROMOTE=auto promotes every S and C GEMM on GPUs where FP64 runs at half the FP32 rate or
- * better (A100, H100, H200). H100 (docs/promote.md): from 1024 on the promoted GEMM costs the
- * native one's time or less; with a dimension under 512 12-39 % more (9-113 us per call), which
- * buys the FP32 detection targets that the native checksums miss at such shapes (PEA: 0-11 of 40
- * flips of bit 16 at m = n = 256, k = 4096; promoted: every bit). */
-constexpr uint64_t kPromoteMemDefault = (uint64_t)1 << 30; /* BLASFT_GPU_PROMOTE_MEM's default */
-
-bool fast_fp64()
-{
-    static std::atomic<int> known[64]; /* per device: 0 not asked yet, 1 slow, 2 fast */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-        return false;
-    int v = known[dev].load(std::memory_order_relaxed);
-    if (!v) {
-        int ratio = 0;
-        if (cudaDeviceGetAttribute(&ratio, cudaDevAttrSingleToDoublePrecisionPerfRatio, dev) !=
-            cudaSuccess)
-            ratio = 0;
-        v = ratio >= 1 && ratio <= 2 ? 2 : 1;
-        known[dev].store(v, std::memory_order_relaxed);
-    }
-    return v == 2;
-}
-
-/* A promoted GEMM's plan: C in tiles of tm x tn (multiples of BS but at the edges), k in chunks
- * of kc, so that the double copies of one panel of op(A), one of op(B) and one tile of C, and the
- * engine's copy of the old tile where a tile accumulates (beta != 0, or a chunk after the first),
- * fit in BLASFT_GPU_PROMOTE_MEM bytes: a fixed-size buffer (issue 4's memory rule). on = 0: the
- * GEMM runs natively. */
-struct promo_plan {
-    bool on;
-    int64_t tm, tn, kc;
-    bool keep_old;          /* the engine keeps each tile's old C (8 P tm tn bytes, its old_c) */
-    size_t a, b, c, s, v, end; /* the buffer: panel of op(A), panel of op(B), tile of C,
-                                  scalars, a tile's part of the old C as a vector (c_vector) */
-    /* prepared panels (blasft_gpu_prepare), where a panel serves several tiles (k in one chunk,
-     * op N): every panel of op(A) prepared once (pa_each bytes apart) and reused by each column
-     * of tiles; the panel of op(B) prepared once per column of tiles. 0: none. Checksums and
-     * lists, O((m + n) k / BS): outside BLASFT_GPU_PROMOTE_MEM's copies. */
-    size_t pa, pa_each, pb;
-    int64_t parts(int64_t m, int64_t n, int64_t k) const
-    {
-        return ((m + tm - 1) / tm) * ((n + tn - 1) / tn) * ((k + kc - 1) / kc);
-    }
-};
-
-blasft_type promoted_type(blasft_type t) { return t == BLASFT_TYPE_S ? BLASFT_TYPE_D : BLASFT_TYPE_Z; }
-
-/* cold: the old C is read (beta != 0, or beta in device memory) */
-promo_plan plan_promotion(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k,
-                          bool cold, const blasft_gpu_params *p)
-{
-    promo_plan L;
-    memset(&L, 0, sizeof L);
-    if ((t != BLASFT_TYPE_S && t != BLASFT_TYPE_C) || !p->promote || m <= 0 || n <= 0 || k <= 0)
-        return L;
-    if (p->promote == 2 && !fast_fp64())
-        return L;
-    const size_t P = (size_t)type_parts(t);
-    const uint64_t cap = p->promote_mem ? p->promote_mem : kPromoteMemDefault;
-    const int64_t bs = p->block_size;
-    const bool recompute =
-        p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    auto halve = [](int64_t x, int64_t unit) { return ((x + 1) / 2 + unit - 1) / unit * unit; };
-    int64_t tm = m, tn = n, kc = k;
-    for (;;) {
-        gk_carve c{0};
-        L.a = c.take(8 * P * (size_t)(tm * kc));
-        L.b = c.take(8 * P * (size_t)(kc * tn));
-        L.c = c.take(8 * P * (size_t)(tm * tn));
-        L.s = c.take(8 * 3 * P);
-        L.v = c.take(8 * P * (size_t)tm);
-        L.end = c.o;
-        L.keep_old = recompute && (cold || kc < k);
-        if (L.end + (L.keep_old ? gk_align(8 * P * (size_t)(tm * tn)) : 0) <= cap)
-            break;
-        /* tiles of C down to 1024 first (the panels are re-converted once per tile, which costs
-         * less than chunks of k: each chunk copies and encodes the tile's old C), then k down to
-         * 1024, then either further */
-        const int64_t big = tm > tn ? tm : tn;
-        if (big > 1024 && big > bs)
-            (tm >= tn ? tm : tn) = halve(big, bs);
-        else if (kc > 1024)
-            kc = halve(kc, 256);
-        else if (big > bs)
-            (tm >= tn ? tm : tn) = halve(big, bs);
-        else if (kc > 256)
-            kc = halve(kc, 256);
-        else
-            return promo_plan{}; /* nothing fits: native */
-    }
-    L.on = true;
-    L.tm = tm;
-    L.tn = tn;
-    L.kc = kc;
-    const blasft_type e = promoted_type(t);
-    if (kc == k && op_of(ta) == CUBLAS_OP_N && tn < n) {
-        L.pa_each = gk_align(blasft_gpu_prep_bytes(0, e, tm, k, p));
-        L.pa = L.end;
-        L.end += L.pa_each * (size_t)((m + tm - 1) / tm);
-    }
-    if (kc == k && op_of(tb) == CUBLAS_OP_N && tm < m && p->rows_on_demand && !p->pea_block_lists) {
-        L.pb = L.end;
-        L.end += gk_align(blasft_gpu_prep_bytes(1, e, k, tn, p));
-    }
-    return L;
-}
-
-promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
-{
-    if (ctx->no_promo)
-        return promo_plan{};
-    /* the old C is copied where it is read, unless it is a vector */
-    const bool cold = (g->scalars_on_device || scalar_nonzero(g->type, g->beta)) && !g->c_vector;
-    const promo_plan L = plan_promotion(g->type, g->transa, g->transb, g->m, g->n, g->k, cold, p);
-    /* under graph capture every part needs a report slot of its own (nothing is delivered while
-     * capturing): a GEMM of more parts than slots runs natively there */
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (L.on && L.parts(g->m, g->n, g->k) > kSlots &&
-        cudaStreamIsCapturing(ctx->s0, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
-        return promo_plan{};
-    return L;
-}
-
-/* BLASFT_PROMOTE on the GPU: an S or C GEMM computed as D or Z GEMMs of promoted copies, tile by
- * tile of C and chunk by chunk of k (plan_promotion), each checked (and corrected) in double by
- * protected_gemm, every tile rounded once into the caller's C after its last chunk; all on the
- * caller's stream (docs/promote.md). Loop order: column panels of op(B) outside, so that with k in
- * one chunk op(B)'s panel is converted once and op(A)'s once per column panel. */
-template <typename Td>
-int promoted_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
-                  const promo_plan &L)
-{
-    constexpr int P = gk_el<Td>::P;
-    int rc = 0;
-    char *w = (char *)ctx->promo; /* ensure_promo made it (blasft_gpu_gemm_run) */
-    const cudaStream_t s0 = ctx->s0;
-    const int64_t m = g->m, n = g->n, k = g->k;
-    const bool an = op_of(g->transa) == CUBLAS_OP_N, bn = op_of(g->transb) == CUBLAS_OP_N;
-    const bool cold = g->scalars_on_device || scalar_nonzero(g->type, g->beta);
-    const float *ga = (const float *)g->a, *gb = (const float *)g->b;
-    float *gc = (float *)g->c;
-    const float *gv = (const float *)g->c_vector;
-    double *dA = (double *)(w + L.a), *dB = (double *)(w + L.b), *dC = (double *)(w + L.c);
-    double *dV = (double *)(w + L.v);
-    /* alpha, beta and one, in device memory where the caller's are */
-    double hs[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    const double *sc = hs;
-    if (g->scalars_on_device) {
-        double *ds = (double *)(w + L.s);
-        gk_promote_scalars((const float *)g->alpha, (const float *)g->beta, P, ds, s0);
-        sc = ds;
-    } else {
-        for (int i = 0; i < P; i++) {
-            hs[i] = ((const float *)g->alpha)[i];
-            hs[P + i] = ((const float *)g->beta)[i];
-        }
-        hs[2 * P] = 1.0;
-    }
-    blasft_gpu_gemm d = *g;
-    d.type = promoted_type(g->type);
-    d.a = dA;
-    d.b = dB;
-    d.c = dC;
-    d.alpha = sc; /* the caller's prepared operands are made from its single-precision data */
-    /* rows r0.. and columns c0.. of op(X) (X stored as op(X) where op is N, else transposed) into
-     * a packed double panel laid out as X is */
-    auto panel = [&](const float *x, int64_t ld, bool n_op, int64_t r0, int64_t c0, int64_t rows,
-                     int64_t cols, double *dst) {
-        if (n_op)
-            gk_promote(x + P * (r0 + c0 * ld), P * ld, P * rows, cols, dst, s0);
-        else
-            gk_promote(x + P * (c0 + r0 * ld), P * ld, P * cols, rows, dst, s0);
-    };
-    int64_t a_at[2] = {-1, -1}, b_at[2] = {-1, -1}; /* the panels the buffer holds */
-    for (int64_t j0 = 0; j0 < n; j0 += L.tn)
-        for (int64_t i0 = 0; i0 < m; i0 += L.tm)
-            for (int64_t k0 = 0; k0 < k; k0 += L.kc) {
-                const int64_t tm = m - i0 < L.tm ? m - i0 : L.tm;
-                const int64_t tn = n - j0 < L.tn ? n - j0 : L.tn;
-                const int64_t kc = k - k0 < L.kc ? k - k0 : L.kc;
-                const bool last_k = k0 + kc >= k;
-                if (a_at[0] != i0 || a_at[1] != k0) {
-                    panel(ga, g->lda, an, i0, k0, tm, kc, dA);
-                    a_at[0] = i0;
-                    a_at[1] = k0;
-                }
-                if (b_at[0] != j0 || b_at[1] != k0) {
-                    panel(gb, g->ldb, bn, k0, j0, kc, tn, dB);
-                    b_at[0] = j0;
-                    b_at[1] = k0;
-                }
-                /* with beta = 0 in host memory the old C is never read (it may hold NaN); with
-                 * device scalars the engine skips it where beta turns out 0 */
-                if (k0 == 0 && cold) {
-                    if (gv) /* the tile's rows of the vector: the engine repeats them */
-                        gk_promote(gv + P * i0, P * tm, P * tm, 1, dV, s0);
-                    else
-                        gk_promote(gc + P * (i0 + j0 * g->ldc), P * g->ldc, P * tm, tn, dC, s0);
-                }
-                d.c_vector = k0 == 0 && gv && cold ? dV : nullptr;
-                d.m = tm;
-                d.n = tn;
-                d.k = kc;
-                d.lda = max1(an ? tm : kc);
-                d.ldb = max1(bn ? kc : tn);
-                d.ldc = max1(tm);
-                d.beta = k0 == 0 ? sc + P : sc + 2 * P; /* later chunks accumulate */
-                /* prepared panels: op(A)'s made in the first column of tiles, op(B)'s with its
-                 * conversion; both on this stream, before the GEMMs that read them */
-                d.prep_a = d.prep_b = nullptr;
-                if (L.pa) {
-                    char *pa = w + L.pa + L.pa_each * (size_t)(i0 / L.tm);
-                    if (j0 == 0 && blasft_gpu_prepare(s0, 0, d.type, tm, k, dA, tm, p, pa))
-                        return -2;
-                    d.prep_a = pa;
-                }
-                if (L.pb) {
-                    if (i0 == 0 && blasft_gpu_prepare(s0, 1, d.type, k, tn, dB, k, p, w + L.pb))
-                        return -2;
-                    d.prep_b = w + L.pb;
-                }
-                ctx->part = call_part{i0, j0, last_k ? 1 : 0,
-                                      last_k && i0 + tm >= m && j0 + tn >= n ? 1 : 0};
-                rc = protected_gemm<Td>(ctx, &d, p, g->type);
-                ctx->part = kWholeCall;
-                if (rc)
-                    return rc;
-                if (last_k)
-                    gk_round(dC, P * tm, tn, gc + P * (i0 + j0 * g->ldc), P * g->ldc, s0);
-            }
-    return launches_ok() ? 0 : -2;
-}
-
 int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
     if (g->type != BLASFT_TYPE_S && g->type != BLASFT_TYPE_D && g->type != BLASFT_TYPE_C &&
@@ -1230,6 +897,27 @@ int check_args(const blasft_gpu_gemm *g, const blasft_gpu_params *p)
     return 0;
 }
 
+int run_engine(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
+{
+    const promo_plan L = plan_for(ctx, g, p);
+    const int have = L.on ? ensure_promo(ctx, L.end) : 1;
+    if (have < 0)
+        return have;
+    if (have == 0)
+        return promoted_gemm_run(ctx, g, p, L);
+    switch (g->type) {
+    case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p, g->type);
+    case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p, g->type);
+    case BLASFT_TYPE_C: return protected_gemm<float2>(ctx, g, p, g->type);
+    default: return protected_gemm<double2>(ctx, g, p, g->type);
+    }
+}
+/* the promoted GEMM's tiles (gpu_promoted_gemm.cu) */
+template int protected_gemm<double>(blasft_gpu_ctx *, const blasft_gpu_gemm *,
+                                    const blasft_gpu_params *, blasft_type);
+template int protected_gemm<double2>(blasft_gpu_ctx *, const blasft_gpu_gemm *,
+                                     const blasft_gpu_params *, blasft_type);
+
 std::once_flag avail_once;
 int avail;
 
@@ -1248,6 +936,8 @@ void note_fork_child()
 }
 
 } // namespace
+
+using namespace gpu_engine;
 
 extern "C" {
 
@@ -1568,202 +1258,6 @@ static bool no_product(const blasft_gpu_gemm *g)
     return g->k == 0 || (!g->scalars_on_device && !scalar_nonzero(g->type, g->alpha));
 }
 
-static int run_engine(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
-
-/* The engine's own graphs (graph_cache.h). Only where enqueueing bounds a stream of calls: from
- * about m n k = 2^31 on (1290^3) the GPU's time per call exceeds the 70-90 us of enqueueing, and
- * a large GEMM keeps the launches it was measured with (docs/cublas-benchmark.md). */
-static constexpr double kGraphMaxMnk = 0x1p31;
-static constexpr int kNoGraph = 1; /* run_by_graph: not taken, enqueue directly */
-
-/* Everything that decides what protected_gemm and promoted_gemm enqueue for a call, flat so
- * that the whole struct can be compared (memset, then field by field: no padding bytes of the
- * caller's). Host scalars by value; the proj seed is drawn once, at the capture (a projection
- * fixed for a call's replays is still independent of their data). */
-struct graph_key {
-    const void *a, *b, *c, *alpha_p, *beta_p, *prep_a, *prep_b, *c_vector;
-    const char *routine;
-    const void *hook, *hook_user; /* tests: a fault hook captured with the call */
-    int64_t m, n, k, lda, ldb, ldc, ref_parts_mn;
-    double2 alpha, beta;
-    double omega;
-    uint64_t promote_mem;
-    int32_t type, on_dev, bs, r, weights, pea_p, block_lists, rows_on_demand, proj, promote, mode,
-        on_error, sched, no_promo, skip, priority;
-    char transa, transb;
-};
-static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large");
-/* a field added to these must be added to the key */
-static_assert(sizeof(blasft_gpu_gemm) == 136 && sizeof(blasft_gpu_params) == 72,
-              "blasft_gpu_gemm or blasft_gpu_params changed: update graph_key");
-
-/* What a graph's launches must restore on the host: its report, and the run debug fetches read. */
-struct graph_meta {
-    report_meta report;
-    run_shape run;
-};
-static_assert(sizeof(graph_meta) <= BLASFT_GRAPH_META_BYTES, "graph meta too large");
-
-static void make_key(graph_key *key, const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
-                     const blasft_gpu_params *p, int priority)
-{
-    memset(key, 0, sizeof *key);
-    key->priority = priority;
-    key->a = g->a;
-    key->b = g->b;
-    key->c = g->c;
-    key->prep_a = g->prep_a;
-    key->prep_b = g->prep_b;
-    key->c_vector = g->c_vector;
-    key->routine = g->routine;
-    key->hook = (const void *)ctx->hook;
-    key->hook_user = ctx->hook_user;
-    key->m = g->m;
-    key->n = g->n;
-    key->k = g->k;
-    key->lda = g->lda;
-    key->ldb = g->ldb;
-    key->ldc = g->ldc;
-    key->on_dev = g->scalars_on_device;
-    if (g->scalars_on_device) {
-        key->alpha_p = g->alpha;
-        key->beta_p = g->beta;
-    } else { /* aligned_scalars' copies: the type's bytes, the rest 0 */
-        memcpy(&key->alpha, g->alpha, type_size(g->type));
-        memcpy(&key->beta, g->beta, type_size(g->type));
-    }
-    key->type = g->type;
-    key->transa = g->transa;
-    key->transb = g->transb;
-    key->bs = p->block_size;
-    key->r = p->checksums;
-    key->weights = p->weights;
-    key->omega = p->omega;
-    key->pea_p = p->pea_p;
-    key->block_lists = p->pea_block_lists;
-    key->rows_on_demand = p->rows_on_demand;
-    key->proj = p->proj;
-    key->promote = p->promote;
-    key->promote_mem = p->promote_mem;
-    key->mode = p->mode;
-    key->on_error = p->on_error;
-    key->sched = ctx->sched;
-    key->ref_parts_mn = ctx->ref_parts_mn;
-    key->no_promo = ctx->no_promo;
-    key->skip = ctx->skip;
-}
-
-static bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
-                           const blasft_gpu_params *p)
-{
-    /* the benchmark's stages left out (skip) are in the key: its breakdown of a replayed call */
-    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing &&
-           (double)g->m * (double)g->n * (double)g->k <= kGraphMaxMnk;
-}
-
-/* Captures the call into a graph on the context's own stream sc (h0 moved there meanwhile);
- * the entry, or NULL where the capture failed (nothing of it ran). sc has the priority of the
- * caller's stream, which the graph's nodes of that stream keep (the graphs are instantiated with
- * their nodes' priorities, so that the helper streams' stay theirs). */
-static blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
-                                        const blasft_gpu_params *p, uint64_t hash,
-                                        const graph_key &key)
-{
-    if (ctx->sc && ctx->sc_priority != key.priority) {
-        cudaStreamDestroy(ctx->sc);
-        ctx->sc = nullptr;
-    }
-    if (!ctx->sc) {
-        if (!cuda_ok(cudaStreamCreateWithPriority(&ctx->sc, cudaStreamNonBlocking, key.priority),
-                     "stream"))
-            return nullptr;
-        ctx->sc_priority = key.priority;
-    }
-    const cudaStream_t s0 = ctx->s0;
-    if (!blas_ok(cb->set_stream(ctx->h0, ctx->sc), "cublasSetStream"))
-        return nullptr;
-    ctx->s0 = ctx->sc;
-    ctx->deferring = true;
-    ctx->deferred_n = 0;
-    cudaGraph_t graph = nullptr;
-    int rc = -2;
-    /* relaxed: the capture must not refuse calls of the application's other threads */
-    if (cuda_ok(cudaStreamBeginCapture(ctx->sc, cudaStreamCaptureModeRelaxed),
-                "cudaStreamBeginCapture")) {
-        rc = run_engine(ctx, g, p);
-        const cudaError_t e = cudaStreamEndCapture(ctx->sc, &graph);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            rc = -2;
-        }
-    }
-    ctx->s0 = s0;
-    ctx->deferring = false;
-    const bool back = blas_ok(cb->set_stream(ctx->h0, s0), "cublasSetStream");
-    cudaGraphExec_t exec = nullptr;
-    if (!rc && graph && ctx->deferred_n == 1 &&
-        cudaGraphInstantiateWithFlags(&exec, graph, cudaGraphInstantiateFlagUseNodePriority) !=
-            cudaSuccess) {
-        cudaGetLastError();
-        exec = nullptr;
-    }
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (!exec || !back) {
-        if (exec)
-            cudaGraphExecDestroy(exec);
-        blasft_graph_failed(ctx->graphs, hash);
-        blasft_log(BLASFT_LOG_DEBUG, "GPU: a %lldx%lldx%lld GEMM could not be captured into a "
-                   "graph (%d): enqueued directly", (long long)g->m, (long long)g->n,
-                   (long long)g->k, rc);
-        return nullptr;
-    }
-    blasft_graph_entry *e = blasft_graph_insert(ctx->graphs, hash, &key, sizeof key, exec);
-    graph_meta *meta = (graph_meta *)e->meta;
-    meta->report = ctx->deferred;
-    meta->run = ctx->last_run;
-    return e;
-}
-
-/* The call by the context's graph of it: 0 or -2 as blasft_gpu_gemm_run, or kNoGraph where it
- * is to be enqueued directly (first seen, not capturable, the caller's stream being captured). */
-static int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
-{
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess) {
-        cudaGetLastError(); /* the legacy stream while another thread captures: enqueued */
-        return kNoGraph;
-    }
-    if (cs != cudaStreamCaptureStatusNone)
-        return kNoGraph;
-    int priority = 0;
-    if (cudaStreamGetPriority(ctx->s0, &priority) != cudaSuccess) {
-        cudaGetLastError();
-        return kNoGraph;
-    }
-    if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
-        return kNoGraph;
-    graph_key key;
-    make_key(&key, ctx, g, p, priority);
-    const uint64_t hash = blasft_graph_hash(&key, sizeof key);
-    blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
-    if (!e) {
-        /* a capture must not grow a buffer (that synchronises) */
-        if (!blasft_graph_admit(ctx->graphs, hash) || blasft_gpu_gemm_would_sync(ctx, g, p, 1) ||
-            !(e = capture_call(ctx, g, p, hash, key)))
-            return kNoGraph;
-    }
-    report_slot *slot = take_slot(ctx);
-    if (!slot)
-        return -2;
-    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch")) {
-        blasft_graph_drop(ctx->graphs, e); /* nothing was enqueued: the call goes directly */
-        return kNoGraph;
-    }
-    const graph_meta *meta = (const graph_meta *)e->meta;
-    ctx->last_run = meta->run;
-    return enqueue_report(ctx, slot, meta->report);
-}
 
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
@@ -1788,23 +1282,6 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
             return rc;
     }
     return run_engine(ctx, g, p);
-}
-
-static int run_engine(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
-{
-    const promo_plan L = plan_for(ctx, g, p);
-    const int have = L.on ? ensure_promo(ctx, L.end) : 1;
-    if (have < 0)
-        return have;
-    if (have == 0)
-        return g->type == BLASFT_TYPE_S ? promoted_gemm<double>(ctx, g, p, L)
-                                        : promoted_gemm<double2>(ctx, g, p, L);
-    switch (g->type) {
-    case BLASFT_TYPE_S: return protected_gemm<float>(ctx, g, p, g->type);
-    case BLASFT_TYPE_D: return protected_gemm<double>(ctx, g, p, g->type);
-    case BLASFT_TYPE_C: return protected_gemm<float2>(ctx, g, p, g->type);
-    default: return protected_gemm<double2>(ctx, g, p, g->type);
-    }
 }
 
 static int run_host_gemm_in(blasft_gpu_ctx *ctx, const blasft_gemm *g, const blasft_config *cfg)

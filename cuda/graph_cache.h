@@ -1,4 +1,4 @@
-/* The engine's own CUDA graphs (cuda/gpu_gemm.cu, BLASFT_GPU_GRAPHS). Enqueueing one protected
+/* The engine's own CUDA graphs (cuda/gpu_graphs.cu, BLASFT_GPU_GRAPHS). Enqueueing one protected
  * GEMM takes about 25 CUDA and cuBLAS calls, 70-90 us of the caller's thread, which bounds a
  * stream of small protected GEMMs (docs/cublas-benchmark.md). A call repeated with the same
  * arguments (the same operands, shapes, scalars and parameters: a framework's loop) is captured
