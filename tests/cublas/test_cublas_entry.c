@@ -98,70 +98,94 @@ typedef struct gcase {
     double alpha, beta;
 } gcase;
 
-/* The GEMM through entry point e on handle h; data in device memory. */
+/* The typed entry points of type X (element type ET): plain, 64-bit, strided and pointer-array
+ * batches. The real and the complex suites call them through typed_call. */
+#define TYPED_ENTRIES(X, ET)                                                                       \
+    static cublasStatus_t call_##X(cublasHandle_t h, entry e, cublasOperation_t ta,                \
+                                   cublasOperation_t tb, int m, int n, int k, int b,              \
+                                   const void *alpha, const void *A, int lda, long long sa,       \
+                                   const void *B, int ldb, long long sb, const void *beta,        \
+                                   void *C, int ldc, long long sc)                                 \
+    {                                                                                              \
+        typedef const ET *const *cpa;                                                              \
+        ptr_arrays p;                                                                              \
+        switch (e) {                                                                               \
+        case EP_V2:                                                                                \
+            return cublas##X##gemm_v2(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);   \
+        case EP_V2_64:                                                                             \
+            return cublas##X##gemm_v2_64(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc); \
+        case EP_STRIDED:                                                                           \
+            return cublas##X##gemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb,    \
+                                                 sb, beta, C, ldc, sc, b);                         \
+        case EP_STRIDED_64:                                                                        \
+            return cublas##X##gemmStridedBatched_64(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, \
+                                                    sb, beta, C, ldc, sc, b);                      \
+        case EP_PTRS:                                                                              \
+            p = make_arrays(A, sa, B, sb, C, sc, sizeof(ET), b);                                   \
+            return free_arrays(&p, cublas##X##gemmBatched(h, ta, tb, m, n, k, alpha, (cpa)p.a,     \
+                                                          lda, (cpa)p.b, ldb, beta,                \
+                                                          (ET *const *)p.c, ldc, b));              \
+        case EP_PTRS_64:                                                                           \
+            p = make_arrays(A, sa, B, sb, C, sc, sizeof(ET), b);                                   \
+            return free_arrays(&p, cublas##X##gemmBatched_64(h, ta, tb, m, n, k, alpha, (cpa)p.a,  \
+                                                             lda, (cpa)p.b, ldb, beta,             \
+                                                             (ET *const *)p.c, ldc, b));           \
+        default:                                                                                   \
+            return CUBLAS_STATUS_INVALID_VALUE;                                                    \
+        }                                                                                          \
+    }
+TYPED_ENTRIES(S, float)
+TYPED_ENTRIES(D, double)
+TYPED_ENTRIES(C, cuComplex)
+TYPED_ENTRIES(Z, cuDoubleComplex)
+
+/* The GEMM of type X (S, D, C, Z) through entry point e on handle h; data in device memory. */
+static cublasStatus_t typed_call(cublasHandle_t h, entry e, char X, cublasOperation_t ta,
+                                 cublasOperation_t tb, int m, int n, int k, int b,
+                                 const void *alpha, const void *A, int lda, long long sa,
+                                 const void *B, int ldb, long long sb, const void *beta, void *C,
+                                 int ldc, long long sc)
+{
+    const int cplx = X == 'C' || X == 'Z', dbl = X == 'D' || X == 'Z';
+    const cudaDataType dt = cplx ? (dbl ? CUDA_C_64F : CUDA_C_32F) : (dbl ? CUDA_R_64F : CUDA_R_32F);
+    const cublasComputeType_t ct = dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    switch (e) {
+    case EP_EX:
+        return cublasGemmEx(h, ta, tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt, ldc, ct,
+                            CUBLAS_GEMM_DEFAULT);
+    case EP_EX_64:
+        return cublasGemmEx_64(h, ta, tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt, ldc,
+                               ct, CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED_EX:
+        return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, dt, lda, sa, B, dt, ldb, sb,
+                                          beta, C, dt, ldc, sc, b, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_STRIDED_EX_64:
+        return cublasGemmStridedBatchedEx_64(h, ta, tb, m, n, k, alpha, A, dt, lda, sa, B, dt, ldb,
+                                             sb, beta, C, dt, ldc, sc, b, ct, CUBLAS_GEMM_DEFAULT);
+    case EP_PTRS_EX:
+    case EP_PTRS_EX_64: {
+        ptr_arrays p = make_arrays(A, sa, B, sb, C, sc, (size_t)(cplx ? 2 : 1) * (dbl ? 8 : 4), b);
+        return free_arrays(&p, ptrs_ex(h, e, ta, tb, m, n, k, alpha, &p, dt, lda, ldb, beta, ldc, b,
+                                       ct));
+    }
+    default:
+        break;
+    }
+    switch (X) {
+    case 'S': return call_S(h, e, ta, tb, m, n, k, b, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+    case 'D': return call_D(h, e, ta, tb, m, n, k, b, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+    case 'C': return call_C(h, e, ta, tb, m, n, k, b, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+    default: return call_Z(h, e, ta, tb, m, n, k, b, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+    }
+}
+
+/* The real suite's GEMM through entry point e; data in device memory. */
 static cublasStatus_t call(cublasHandle_t h, entry e, const gcase *g, const void *alpha,
                            const void *A, int lda, long long sa, const void *B, int ldb,
                            long long sb, const void *beta, void *C, int ldc, long long sc)
 {
-    cudaDataType dt = g->dbl ? CUDA_R_64F : CUDA_R_32F;
-    cublasComputeType_t ct = g->dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-    int m = g->m, n = g->n, k = g->k, b = g->batch;
-    switch (e) {
-    case EP_V2:
-        return g->dbl ? cublasDgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-                      : cublasSgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    case EP_V2_64:
-        return g->dbl ? cublasDgemm_v2_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-                      : cublasSgemm_v2_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    case EP_EX:
-        return cublasGemmEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt,
-                            ldc, ct, CUBLAS_GEMM_DEFAULT);
-    case EP_EX_64:
-        return cublasGemmEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C,
-                               dt, ldc, ct, CUBLAS_GEMM_DEFAULT);
-    case EP_STRIDED:
-        return g->dbl ? cublasDgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
-                                                  ldb, sb, beta, C, ldc, sc, b)
-                      : cublasSgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
-                                                  ldb, sb, beta, C, ldc, sc, b);
-    case EP_STRIDED_64:
-        return g->dbl ? cublasDgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
-                                                     B, ldb, sb, beta, C, ldc, sc, b)
-                      : cublasSgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
-                                                     B, ldb, sb, beta, C, ldc, sc, b);
-    case EP_STRIDED_EX:
-        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B, dt,
-                                          ldb, sb, beta, C, dt, ldc, sc, b, ct,
-                                          CUBLAS_GEMM_DEFAULT);
-    case EP_STRIDED_EX_64:
-        return cublasGemmStridedBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B,
-                                             dt, ldb, sb, beta, C, dt, ldc, sc, b, ct,
-                                             CUBLAS_GEMM_DEFAULT);
-    default:
-        break;
-    }
-    ptr_arrays p = make_arrays(A, sa, B, sb, C, sc, g->dbl ? 8 : 4, b);
-    typedef const float *const *cfa;
-    typedef const double *const *cda;
-    switch (e) {
-    case EP_PTRS:
-        return free_arrays(&p, g->dbl ? cublasDgemmBatched(h, g->ta, g->tb, m, n, k, alpha,
-                                                           (cda)p.a, lda, (cda)p.b, ldb, beta,
-                                                           (double *const *)p.c, ldc, b)
-                                      : cublasSgemmBatched(h, g->ta, g->tb, m, n, k, alpha,
-                                                           (cfa)p.a, lda, (cfa)p.b, ldb, beta,
-                                                           (float *const *)p.c, ldc, b));
-    case EP_PTRS_64:
-        return free_arrays(&p, g->dbl ? cublasDgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
-                                                              (cda)p.a, lda, (cda)p.b, ldb, beta,
-                                                              (double *const *)p.c, ldc, b)
-                                      : cublasSgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
-                                                              (cfa)p.a, lda, (cfa)p.b, ldb, beta,
-                                                              (float *const *)p.c, ldc, b));
-    default:
-        return free_arrays(&p, ptrs_ex(h, e, g->ta, g->tb, m, n, k, alpha, &p, dt, lda, ldb, beta,
-                                       ldc, b, ct));
-    }
+    return typed_call(h, e, g->dbl ? 'D' : 'S', g->ta, g->tb, g->m, g->n, g->k, g->batch, alpha, A,
+                      lda, sa, B, ldb, sb, beta, C, ldc, sc);
 }
 
 static int is_batched(entry e) { return e >= EP_STRIDED; }
@@ -637,71 +661,8 @@ static cublasStatus_t zcall(cublasHandle_t h, entry e, const zcase *g, const voi
                             const void *A, int lda, long long sa, const void *B, int ldb,
                             long long sb, const void *beta, void *C, int ldc, long long sc)
 {
-    cudaDataType dt = g->dbl ? CUDA_C_64F : CUDA_C_32F;
-    cublasComputeType_t ct = g->dbl ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-    int m = g->m, n = g->n, k = g->k, b = g->batch;
-    typedef cuComplex cf;
-    typedef cuDoubleComplex cd;
-    switch (e) {
-    case EP_V2:
-        return g->dbl ? cublasZgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)
-                      : cublasCgemm_v2(h, g->ta, g->tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    case EP_V2_64:
-        return g->dbl ? cublasZgemm_v2_64(h, g->ta, g->tb, m, n, k, (const cd *)alpha,
-                                          (const cd *)A, lda, (const cd *)B, ldb,
-                                          (const cd *)beta, (cd *)C, ldc)
-                      : cublasCgemm_v2_64(h, g->ta, g->tb, m, n, k, (const cf *)alpha,
-                                          (const cf *)A, lda, (const cf *)B, ldb,
-                                          (const cf *)beta, (cf *)C, ldc);
-    case EP_EX:
-        return cublasGemmEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C, dt,
-                            ldc, ct, CUBLAS_GEMM_DEFAULT);
-    case EP_EX_64:
-        return cublasGemmEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, B, dt, ldb, beta, C,
-                               dt, ldc, ct, CUBLAS_GEMM_DEFAULT);
-    case EP_STRIDED:
-        return g->dbl ? cublasZgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
-                                                  ldb, sb, beta, C, ldc, sc, b)
-                      : cublasCgemmStridedBatched(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa, B,
-                                                  ldb, sb, beta, C, ldc, sc, b);
-    case EP_STRIDED_64:
-        return g->dbl ? cublasZgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
-                                                     B, ldb, sb, beta, C, ldc, sc, b)
-                      : cublasCgemmStridedBatched_64(h, g->ta, g->tb, m, n, k, alpha, A, lda, sa,
-                                                     B, ldb, sb, beta, C, ldc, sc, b);
-    case EP_STRIDED_EX:
-        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B, dt,
-                                          ldb, sb, beta, C, dt, ldc, sc, b, ct,
-                                          CUBLAS_GEMM_DEFAULT);
-    case EP_STRIDED_EX_64:
-        return cublasGemmStridedBatchedEx_64(h, g->ta, g->tb, m, n, k, alpha, A, dt, lda, sa, B,
-                                             dt, ldb, sb, beta, C, dt, ldc, sc, b, ct,
-                                             CUBLAS_GEMM_DEFAULT);
-    default:
-        break;
-    }
-    ptr_arrays p = make_arrays(A, sa, B, sb, C, sc, g->dbl ? 16 : 8, b);
-    typedef const cf *const *cfa;
-    typedef const cd *const *cda;
-    switch (e) {
-    case EP_PTRS:
-        return free_arrays(&p, g->dbl ? cublasZgemmBatched(h, g->ta, g->tb, m, n, k, alpha,
-                                                           (cda)p.a, lda, (cda)p.b, ldb, beta,
-                                                           (cd *const *)p.c, ldc, b)
-                                      : cublasCgemmBatched(h, g->ta, g->tb, m, n, k, alpha,
-                                                           (cfa)p.a, lda, (cfa)p.b, ldb, beta,
-                                                           (cf *const *)p.c, ldc, b));
-    case EP_PTRS_64:
-        return free_arrays(&p, g->dbl ? cublasZgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
-                                                              (cda)p.a, lda, (cda)p.b, ldb, beta,
-                                                              (cd *const *)p.c, ldc, b)
-                                      : cublasCgemmBatched_64(h, g->ta, g->tb, m, n, k, alpha,
-                                                              (cfa)p.a, lda, (cfa)p.b, ldb, beta,
-                                                              (cf *const *)p.c, ldc, b));
-    default:
-        return free_arrays(&p, ptrs_ex(h, e, g->ta, g->tb, m, n, k, alpha, &p, dt, lda, ldb, beta,
-                                       ldc, b, ct));
-    }
+    return typed_call(h, e, g->dbl ? 'Z' : 'C', g->ta, g->tb, g->m, g->n, g->k, g->batch, alpha, A,
+                      lda, sa, B, ldb, sb, beta, C, ldc, sc);
 }
 
 /* Complex host data (re, im interleaved), the long-double reference and a bound per element:
