@@ -146,22 +146,29 @@ static void run_shape(blasft_type t, char ta, char tb, int64_t m, int64_t n, int
     drop(&x);
 }
 
-static void test_random_shapes(void **state)
+/* trials GEMMs of random shape, transposes, padding, alpha/beta, block size, checksums and
+ * weights, every type, under threshold method th (other in a share of them); run_shape checks each */
+static void random_shapes(int trials, blasft_threshold th, blasft_threshold other, double other_share)
 {
-    (void)state;
     const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
     const char tr[] = {'N', 'T', 'C'};
     const int bss[] = {2, 3, 8, 32, 128, 1024};
     const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
-    for (int trial = 0; trial < 300; trial++) {
+    for (int trial = 0; trial < trials; trial++) {
         blasft_type t = (blasft_type)(trial % 4);
         int64_t m = dims[(int)(urand() * 8)], n = dims[(int)(urand() * 8)], k = dims[(int)(urand() * 8)];
         int ai = (int)(urand() * 5);
         run_shape(t, tr[(int)(urand() * 3)], tr[(int)(urand() * 3)], m, n, k, (int64_t)(urand() * 3),
                   ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)], 1 + (trial / 4) % 2,
-                  urand() < 0.25 ? BLASFT_THRESHOLD_SEA : BLASFT_THRESHOLD_PEA,
-                  (blasft_weights)(int)(urand() * 6), urand() < 0.5 ? 0.0 : -1.0);
+                  urand() < other_share ? other : th, (blasft_weights)(int)(urand() * 6),
+                  urand() < 0.5 ? 0.0 : -1.0);
     }
+}
+
+static void test_random_shapes(void **state)
+{
+    (void)state;
+    random_shapes(300, BLASFT_THRESHOLD_PEA, BLASFT_THRESHOLD_SEA, 0.25);
     /* larger, ragged, both precisions */
     run_shape(BLASFT_TYPE_S, 'N', 'N', 301, 257, 400, 1, 1, 0, 32, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_LINEAR, -1);
     run_shape(BLASFT_TYPE_D, 'T', 'N', 263, 300, 511, 0, 1, 1, 64, 2, BLASFT_THRESHOLD_PEA, BLASFT_WEIGHTS_MDR, 0);
@@ -680,10 +687,6 @@ static void test_planted_fault_random_shapes(void **state)
     assert_true(scaled_detected > 100 && scaled_detected < 380);
 }
 
-/* NORM: random shapes and alpha/beta/transposes/padding as test_random_shapes; adversarial data
- * (all positive with long k, heavy-tailed over 12 decades, cancelling pairs) never flags a check,
- * and every threshold covers the syndrome it guards; planted faults are found by the exact second
- * tier and corrected. */
 static void fill_kind(void *p, blasft_type t, int64_t n, int kind)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -701,21 +704,14 @@ static void fill_kind(void *p, blasft_type t, int64_t n, int kind)
     }
 }
 
+/* NORM: random shapes and alpha/beta/transposes/padding as test_random_shapes; adversarial data
+ * (all positive with long k, heavy-tailed over 12 decades, cancelling pairs) never flags a check,
+ * and every threshold covers the syndrome it guards; planted faults are found by the exact second
+ * tier and corrected. */
 static void test_norm_threshold(void **state)
 {
     (void)state;
-    const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
-    const char tr[] = {'N', 'T', 'C'};
-    const int bss[] = {2, 3, 8, 32, 128, 1024};
-    const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
-    for (int trial = 0; trial < 200; trial++) {
-        int ai = (int)(urand() * 5);
-        run_shape((blasft_type)(trial % 4), tr[(int)(urand() * 3)], tr[(int)(urand() * 3)],
-                  dims[(int)(urand() * 8)], dims[(int)(urand() * 8)], dims[(int)(urand() * 8)],
-                  (int64_t)(urand() * 3), ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)],
-                  1 + (trial / 4) % 2, BLASFT_THRESHOLD_NORM, (blasft_weights)(int)(urand() * 6),
-                  urand() < 0.5 ? 0.0 : -1.0);
-    }
+    random_shapes(200, BLASFT_THRESHOLD_NORM, BLASFT_THRESHOLD_NORM, 0.0);
     for (int kind = 0; kind < 3; kind++)
         for (int ti = 0; ti < 2; ti++) {
             blasft_type t = ti ? BLASFT_TYPE_D : BLASFT_TYPE_S;
@@ -863,18 +859,7 @@ static int cmp_double(const void *a, const void *b)
 static void test_proj_threshold(void **state)
 {
     (void)state;
-    const int64_t dims[] = {0, 1, 2, 7, 13, 31, 64, 97};
-    const char tr[] = {'N', 'T', 'C'};
-    const int bss[] = {2, 3, 8, 32, 128, 1024};
-    const double ab[][2] = {{1, 0}, {1, 1}, {-0.75, 0}, {2.5, -1.25}, {0, 1.5}};
-    for (int trial = 0; trial < 200; trial++) {
-        int ai = (int)(urand() * 5);
-        run_shape((blasft_type)(trial % 4), tr[(int)(urand() * 3)], tr[(int)(urand() * 3)],
-                  dims[(int)(urand() * 8)], dims[(int)(urand() * 8)], dims[(int)(urand() * 8)],
-                  (int64_t)(urand() * 3), ab[ai][0], ab[ai][1], bss[(int)(urand() * 6)],
-                  1 + (trial / 4) % 2, BLASFT_THRESHOLD_PROJ, (blasft_weights)(int)(urand() * 6),
-                  urand() < 0.5 ? 0.0 : -1.0);
-    }
+    random_shapes(200, BLASFT_THRESHOLD_PROJ, BLASFT_THRESHOLD_PROJ, 0.0);
     run_shape(BLASFT_TYPE_S, 'T', 'N', 301, 257, 1031, 1, 1, 0, 32, 2, BLASFT_THRESHOLD_PROJ, BLASFT_WEIGHTS_LINEAR, -1);
     run_shape(BLASFT_TYPE_D, 'N', 'T', 263, 300, 997, 2, -1.5, 0.75, 64, 1, BLASFT_THRESHOLD_PROJ, BLASFT_WEIGHTS_NORMAL, 0);
 
