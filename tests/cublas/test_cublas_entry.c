@@ -419,10 +419,10 @@ static int capture_gemm(cublasHandle_t h, cudaStream_t s, const gcase *g, const 
            cudaGraphInstantiate(exec, *graph, 0) == cudaSuccess;
 }
 
-/* Destroys a graph and its instance, then runs the uncaptured GEMM g (double scalars) on h
- * until at least `enough` bytes of device memory come back (CUDA tells the library of a graph's
- * end asynchronously; its next call releases what no graph holds any more), 2 s at most; returns
- * the MiB that came back. */
+/* Destroys an instance and its graph (if given), then runs the uncaptured GEMM g (double
+ * scalars) on h until at least `enough` bytes of device memory come back (CUDA tells the library
+ * of a graph's end asynchronously; its next call releases what no graph holds any more), 2 s at
+ * most; returns the MiB that came back. */
 static double graph_gone_mib(cublasHandle_t h, cudaGraphExec_t exec, cudaGraph_t graph,
                              const gcase *g, const double sc[2], const void *A, int lda,
                              const void *B, int ldb, void *C, int ldc, size_t enough)
@@ -430,7 +430,8 @@ static double graph_gone_mib(cublasHandle_t h, cudaGraphExec_t exec, cudaGraph_t
     size_t held = 0, now = 0, total = 0;
     cudaMemGetInfo(&held, &total);
     cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    if (graph)
+        cudaGraphDestroy(graph);
     for (int i = 0; i < 100; i++) {
         call(h, EP_V2, g, &sc[0], A, lda, 0, B, ldb, 0, &sc[1], C, ldc, 0);
         cudaDeviceSynchronize();
@@ -529,6 +530,95 @@ static void captured_then_grown(cublasHandle_t h, int prot)
     cudaFree(lA); cudaFree(lB); cudaFree(lC);
     release(&rs);
     release(&rl);
+}
+
+/* An instance updated (cudaGraphExecUpdate) to the nodes of a graph captured on another stream,
+ * whose context is not the instance's own: CUDA's user objects go with the nodes (the new source
+ * graph's references replace the instance's), so that context must outlive the graph it was
+ * captured into and stay until the instance is destroyed, even where an uncaptured GEMM on that
+ * stream retired it and the graph is gone. The replays then compute the second graph's product,
+ * protected, and the context comes back once the instance is destroyed. */
+static void exec_updated(cublasHandle_t h, int prot)
+{
+    const gcase g = {1, CUBLAS_OP_N, CUBLAS_OP_N, 200, 150, 170, 0, 1, 1.0, 0.0};
+    run r1, r2;
+    make(&r1, &g);
+    make(&r2, &g);
+    void *A1 = to_device(r1.A, r1.na, 1), *B1 = to_device(r1.B, r1.nb, 1), *C1 = to_device(r1.C0, r1.nc, 1);
+    void *A2 = to_device(r2.A, r2.na, 1), *B2 = to_device(r2.B, r2.nb, 1), *C2 = to_device(r2.C0, r2.nc, 1);
+    const double sc[2] = {g.alpha, g.beta};
+    cudaStream_t s1, s2;
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
+    cudaGraph_t g1 = NULL, g2 = NULL;
+    cudaGraphExec_t e1 = NULL, e2 = NULL;
+    int ok = 1;
+    for (int i = 0; i < 2 && ok; i++) { /* each stream warmed, then captured */
+        cudaStream_t s = i ? s2 : s1;
+        cublasSetStream_v2(h, s);
+        ok = call(h, EP_V2, &g, &sc[0], i ? A2 : A1, r1.lda, 0, i ? B2 : B1, r1.ldb, 0, &sc[1],
+                  i ? C2 : C1, r1.ldc, 0) == CUBLAS_STATUS_SUCCESS &&
+             cudaStreamSynchronize(s) == cudaSuccess &&
+             capture_gemm(h, s, &g, sc, i ? A2 : A1, r1.lda, i ? B2 : B1, r1.ldb, i ? C2 : C1,
+                          r1.ldc, i ? &g2 : &g1, i ? &e2 : &e1);
+    }
+    CHECK(ok, "exec update: both GEMMs captured and instantiated");
+    cudaGraphExecUpdateResultInfo info;
+    const cudaError_t up = ok ? cudaGraphExecUpdate(e1, g2, &info) : cudaErrorUnknown;
+    cudaGetLastError();
+    if (!ok || up != cudaSuccess) {
+        /* nothing of the hazard: the instance keeps its own nodes */
+        printf("exec update: not applied (%s), nothing to test\n", cudaGetErrorString(up));
+    } else {
+        cudaGraphExecDestroy(e2);
+        cudaGraphDestroy(g1);
+        cudaGraphDestroy(g2);
+        e2 = NULL;
+        g1 = g2 = NULL;
+        /* uncaptured GEMMs on the second stream: its captured context is retired, and released
+         * there as soon as nothing holds it */
+        for (int i = 0; i < 10; i++) {
+            call(h, EP_V2, &g, &sc[0], A1, r1.lda, 0, B1, r1.ldb, 0, &sc[1], C1, r1.ldc, 0);
+            cudaStreamSynchronize(s2);
+            usleep(20000);
+        }
+        CHECK(cudaMemset(C2, 0xff, sizeof(double) * r2.nc) == cudaSuccess &&
+                  cudaDeviceSynchronize() == cudaSuccess, "exec update: C cleared");
+        stats_t s0 = stats_now();
+        for (int i = 0; i < 2; i++)
+            CHECK(cudaGraphLaunch(e1, s1) == cudaSuccess, "exec update: replay %d", i);
+        const cudaError_t done = cudaStreamSynchronize(s1);
+        CHECK(done == cudaSuccess, "exec update: replays failed: %s", cudaGetErrorString(done));
+        const double q = compare(&r2, &g, C2);
+        CHECK(q <= 1.0, "exec update: the replayed GEMM off by %.3g x bound", q);
+        stats_t s1c = stats_now();
+        CHECK(s1c.protected_gemms - s0.protected_gemms == (uint64_t)(prot ? 2 : 0),
+              "exec update: %llu replays protected",
+              (unsigned long long)(s1c.protected_gemms - s0.protected_gemms));
+        CHECK(s1c.errors_detected == s0.errors_detected, "exec update: false positive");
+        const double back = graph_gone_mib(h, e1, NULL, &g, sc, A1, r1.lda, B1, r1.ldb, C1, r1.ldc,
+                                           (size_t)1 << 20);
+        e1 = NULL;
+        printf("exec update: replays right (%.3g x bound), %.1f MiB back after the instance was "
+               "destroyed\n", q, back);
+        if (prot)
+            CHECK(back > 1.0, "exec update: the context not released (%.1f MiB back)", back);
+    }
+    if (e1)
+        cudaGraphExecDestroy(e1);
+    if (e2)
+        cudaGraphExecDestroy(e2);
+    if (g1)
+        cudaGraphDestroy(g1);
+    if (g2)
+        cudaGraphDestroy(g2);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+    cudaFree(A1); cudaFree(B1); cudaFree(C1);
+    cudaFree(A2); cudaFree(B2); cudaFree(C2);
+    release(&r1);
+    release(&r2);
 }
 
 /* A thread captures a protected GEMM into a graph on a stream of its own and ends; the graph is
@@ -1368,6 +1458,7 @@ int main(int argc, char **argv)
         captured(h, 1, prot);
         captured_then_grown(h, prot);
         captured_by_ended_thread(h, prot);
+        exec_updated(h, prot);
         cublasDestroy_v2(h);
         printf("%d checks, %d failures\n", checks, failures);
         return failures ? 1 : 0;
@@ -1484,6 +1575,7 @@ int main(int argc, char **argv)
     captured(h, 1, prot);
     captured_then_grown(h, prot);
     captured_by_ended_thread(h, prot);
+    exec_updated(h, prot);
     other_device(h, prot);
     while_captured(prot);
     on_full_device(h, prot);
