@@ -67,8 +67,8 @@ bool blas_ok(cublasStatus_t s, const char *what)
 thread_local cudaError_t err_at_entry = cudaSuccess;
 bool launches_ok()
 {
-    const cudaError_t e = cudaPeekAtLastError();
-    return e == cudaSuccess || e == err_at_entry || cuda_ok(e, "kernel launch");
+    const cudaError_t e = cudaPeekAtLastError(); /* for the log: blasft_launched_ok takes it */
+    return blasft_launched_ok(err_at_entry) || cuda_ok(e, "kernel launch");
 }
 
 
