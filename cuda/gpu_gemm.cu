@@ -476,6 +476,135 @@ bool proj_used(const blasft_gpu_params *p, int parts, int64_t m, int64_t k)
            gk_proj_fits((int64_t)p->checksums * ((m + p->block_size - 1) / p->block_size), k);
 }
 
+/* The weights' sums for the thresholds (sum w^2, max w^2) per side and checksum: full blocks and
+ * the last (possibly ragged) block. */
+template <typename T> void weight_sums(gk_gemm<T> &kg, int scheme)
+{
+    for (int side = 0; side < 2; side++)
+        for (int cw = 0; cw < kg.r; cw++)
+            for (int last = 0; last < 2; last++) {
+                const int64_t dim = side == 0 ? kg.m : kg.n;
+                const int64_t len = last ? dim - (dim - 1) / kg.bs * kg.bs : kg.bs;
+                double sum = 0.0, mx = 0.0;
+                for (int64_t i = 0; i < len; i++) {
+                    double wt = cw == 0 ? 1.0 : blasft_weight(scheme, (int)i, kg.bs);
+                    sum += wt * wt;
+                    mx = wt * wt > mx ? wt * wt : mx;
+                }
+                kg.w2[side][cw][last] = sum;
+                kg.wmax2[side][cw][last] = mx;
+            }
+}
+
+/* The kernels' view of one call (gk_gemm): shape, operands, scalars and options; the buffers
+ * carved from the workspace (plan's layout) or taken from prepared operands; the weights' sums
+ * for the thresholds. With it, what the enqueueing needs besides: the envelopes, the top-p
+ * scratch, and which passes the call leaves out. */
+template <typename T> struct bound_call {
+    gk_gemm<T> kg;
+    double *envA, *envB;
+    gk_topp scratch;
+    bool lazy;           /* the row side only for blocks whose column checksums flagged */
+    bool prep_a, prep_b; /* prepared operands stand in for this call's passes over them */
+    bool a_on_demand;    /* PROJ, FP64: no PEA pass over op(A) */
+};
+
+template <typename T>
+bound_call<T> bind_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
+                        char ta, char tb, T beta_h, bool need_cold, bool keep_old, bool proj)
+{
+    const int64_t m = g->m, n = g->n, k = g->k;
+    const int bs = p->block_size, r = p->checksums;
+    const int pp = p->pea_p < GK_PMAX ? p->pea_p : GK_PMAX;
+    const bool on_dev = g->scalars_on_device != 0;
+    constexpr int P = gk_el<T>::P;
+    const T *cvec = (const T *)g->c_vector;
+    bound_call<T> b;
+    const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
+    const layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap, proj);
+    char *w = ctx->ws;
+    gk_gemm<T> &kg = b.kg;
+    memset(&kg, 0, sizeof kg);
+    kg.m = m; kg.n = n; kg.k = k; kg.mb = mb; kg.nb = nb;
+    kg.ta = ta; kg.tb = tb;
+    kg.A = (const T *)g->a; kg.lda = g->lda;
+    kg.B = (const T *)g->b; kg.ldb = g->ldb;
+    kg.C = (T *)g->c; kg.ldc = g->ldc;
+    if (on_dev) {
+        kg.alpha_p = (const T *)g->alpha;
+        kg.beta_p = (const T *)g->beta;
+    } else {
+        kg.alpha_v = host_scalar<T>(g->alpha);
+        kg.beta_v = beta_h;
+    }
+    kg.Cold = keep_old ? (const T *)ctx->old_c : need_cold ? cvec : nullptr;
+    kg.ldcold = cvec ? 0 : m; /* a vector repeated: leading dimension 0 */
+    kg.bs = bs; kg.r = r; kg.wscheme = p->weights; kg.p = pp; kg.omega = p->omega;
+    kg.block_lists = p->pea_block_lists != 0;
+    kg.correct = p->mode == BLASFT_MODE_CORRECT;
+    kg.recompute = p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    kg.AcsT = (T *)(w + L.AcsT); kg.Bcs = (T *)(w + L.Bcs);
+    kg.Ccs_ref = (T *)(w + L.Ccs_ref); kg.Crs_ref = (T *)(w + L.Crs_ref);
+    kg.Ccs_rec = (double *)(w + L.Ccs_rec); kg.Crs_rec = (double *)(w + L.Crs_rec);
+    kg.Ccs_eps = (double *)(w + L.Ccs_eps); kg.Crs_eps = (double *)(w + L.Crs_eps);
+    kg.tA = {(double *)(w + L.tA_v), (int *)(w + L.tA_p)};
+    kg.tB = {(double *)(w + L.tB_v), (int *)(w + L.tB_p)};
+    kg.tAc = {(double *)(w + L.tAc_v), (int *)(w + L.tAc_p)};
+    kg.tBc = {(double *)(w + L.tBc_v), (int *)(w + L.tBc_p)};
+    b.scratch = {(double *)(w + L.sc_v), (int *)(w + L.sc_p)};
+    kg.tEa = {(double *)(w + L.tEa_v), (int *)(w + L.tEa_p)};
+    kg.tEb = {(double *)(w + L.tEb_v), (int *)(w + L.tEb_p)};
+    b.envA = (double *)(w + L.EnvA);
+    b.envB = (double *)(w + L.EnvB);
+    kg.envB = b.envB;
+    /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
+    const bool lazy = b.lazy = p->rows_on_demand && !kg.block_lists;
+    kg.rows_on_demand = lazy;
+    kg.cold_rows = lazy && kg.Cold;
+    /* prepared operands (blasft_gpu_prepare): their buffers stand in for this call's passes */
+    const bool prep_a = b.prep_a = g->prep_a && ta == 'N';
+    b.prep_b = g->prep_b && tb == 'N' && lazy;
+    if (prep_a) {
+        char *q = (char *)g->prep_a;
+        const gk_prep_layout Q = gk_prep_plan(0, sizeof(T), m, k, bs, r);
+        kg.AcsT = (T *)(q + Q.acs);
+        b.envA = (double *)(q + Q.env);
+        kg.tA = {(double *)(q + Q.ta_v), (int *)(q + Q.ta_p)};
+        kg.tEa = {(double *)(q + Q.tea_v), (int *)(q + Q.tea_p)};
+        kg.tAc = {(double *)(q + Q.tac_v), (int *)(q + Q.tac_p)};
+        kg.prep_cnt[0] = (gk_counters *)(q + Q.cnt);
+    }
+    if (b.prep_b) {
+        char *q = (char *)g->prep_b;
+        const gk_prep_layout Q = gk_prep_plan(1, sizeof(T), k, n, bs, r);
+        kg.tB = {(double *)(q + Q.tb_v), (int *)(q + Q.tb_p)};
+        kg.prep_cnt[1] = (gk_counters *)(q + Q.cnt);
+    }
+    /* PROJ's column thresholds use nothing of PEA's pass over op(A), and with rows on demand its
+     * row lists can be made where a block flags. For FP64 that pass is left out (H100, BS 256:
+     * D 4096 1.13 and D 8192 1.055-1.060 of plain cuBLAS, against 1.15-1.16 and 1.061-1.064 with
+     * it); native FP32 keeps it, as without it in front PROJ's kernels start together with
+     * cuBLAS's SGEMM and slow it down (S 8192 1.030 against 1.006; docs/thresholds.md) */
+    b.a_on_demand = proj && lazy && !prep_a && sizeof(T) == 8;
+    kg.a_lists_on_demand = b.a_on_demand;
+    kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
+    if (proj) {
+        kg.Pvec = (double *)(w + L.Pvec);
+        kg.Pref = (double *)(w + L.Pref);
+        kg.Pold = need_cold ? (double *)(w + L.Pold) : nullptr;
+        kg.pseed = blasft_proj_next_seed();
+        kg.Pexp = (int *)(w + L.Pexp);
+        kg.Ppack = w + L.Ppack;
+    }
+    kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
+    weight_sums(kg, p->weights);
+    kg.cnt = (gk_counters *)w;
+    kg.tile_flag = (int *)(w + flags_offset());
+    kg.tile_list = (int *)(w + L.list);
+    kg.rlist = (gk_recompute *)(w + L.rlist);
+    return b;
+}
+
 template <typename T>
 int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
                    blasft_type caller)
@@ -516,99 +645,13 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
         return -2;
 
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
-    layout L = plan(sizeof(T), P, m, n, k, bs, r, ctx->flag_cap, proj);
     char *w = ctx->ws;
-    gk_gemm<T> kg;
-    memset(&kg, 0, sizeof kg);
-    kg.m = m; kg.n = n; kg.k = k; kg.mb = mb; kg.nb = nb;
-    kg.ta = ta; kg.tb = tb;
-    kg.A = (const T *)g->a; kg.lda = g->lda;
-    kg.B = (const T *)g->b; kg.ldb = g->ldb;
-    kg.C = (T *)g->c; kg.ldc = g->ldc;
-    if (on_dev) {
-        kg.alpha_p = (const T *)g->alpha;
-        kg.beta_p = (const T *)g->beta;
-    } else {
-        kg.alpha_v = host_scalar<T>(g->alpha);
-        kg.beta_v = beta_h;
-    }
-    kg.Cold = keep_old ? (const T *)ctx->old_c : need_cold ? cvec : nullptr;
-    kg.ldcold = cvec ? 0 : m; /* a vector repeated: leading dimension 0 */
-    kg.bs = bs; kg.r = r; kg.wscheme = p->weights; kg.p = pp; kg.omega = p->omega;
-    kg.block_lists = p->pea_block_lists != 0;
-    kg.correct = p->mode == BLASFT_MODE_CORRECT;
-    kg.recompute = p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    kg.AcsT = (T *)(w + L.AcsT); kg.Bcs = (T *)(w + L.Bcs);
-    kg.Ccs_ref = (T *)(w + L.Ccs_ref); kg.Crs_ref = (T *)(w + L.Crs_ref);
-    kg.Ccs_rec = (double *)(w + L.Ccs_rec); kg.Crs_rec = (double *)(w + L.Crs_rec);
-    kg.Ccs_eps = (double *)(w + L.Ccs_eps); kg.Crs_eps = (double *)(w + L.Crs_eps);
-    kg.tA = {(double *)(w + L.tA_v), (int *)(w + L.tA_p)};
-    kg.tB = {(double *)(w + L.tB_v), (int *)(w + L.tB_p)};
-    kg.tAc = {(double *)(w + L.tAc_v), (int *)(w + L.tAc_p)};
-    kg.tBc = {(double *)(w + L.tBc_v), (int *)(w + L.tBc_p)};
-    gk_topp scratch = {(double *)(w + L.sc_v), (int *)(w + L.sc_p)};
-    kg.tEa = {(double *)(w + L.tEa_v), (int *)(w + L.tEa_p)};
-    kg.tEb = {(double *)(w + L.tEb_v), (int *)(w + L.tEb_p)};
-    double *envA = (double *)(w + L.EnvA), *envB = (double *)(w + L.EnvB);
-    kg.envB = envB;
-    /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
-    const bool lazy = p->rows_on_demand && !kg.block_lists;
-    kg.rows_on_demand = lazy;
-    kg.cold_rows = lazy && kg.Cold;
-    /* prepared operands (blasft_gpu_prepare): their buffers stand in for this call's passes */
-    const bool prep_a = g->prep_a && ta == 'N', prep_b = g->prep_b && tb == 'N' && lazy;
-    if (prep_a) {
-        char *q = (char *)g->prep_a;
-        const gk_prep_layout Q = gk_prep_plan(0, sizeof(T), m, k, bs, r);
-        kg.AcsT = (T *)(q + Q.acs);
-        envA = (double *)(q + Q.env);
-        kg.tA = {(double *)(q + Q.ta_v), (int *)(q + Q.ta_p)};
-        kg.tEa = {(double *)(q + Q.tea_v), (int *)(q + Q.tea_p)};
-        kg.tAc = {(double *)(q + Q.tac_v), (int *)(q + Q.tac_p)};
-        kg.prep_cnt[0] = (gk_counters *)(q + Q.cnt);
-    }
-    if (prep_b) {
-        char *q = (char *)g->prep_b;
-        const gk_prep_layout Q = gk_prep_plan(1, sizeof(T), k, n, bs, r);
-        kg.tB = {(double *)(q + Q.tb_v), (int *)(q + Q.tb_p)};
-        kg.prep_cnt[1] = (gk_counters *)(q + Q.cnt);
-    }
-    /* PROJ's column thresholds use nothing of PEA's pass over op(A), and with rows on demand its
-     * row lists can be made where a block flags. For FP64 that pass is left out (H100, BS 256:
-     * D 4096 1.13 and D 8192 1.055-1.060 of plain cuBLAS, against 1.15-1.16 and 1.061-1.064 with
-     * it); native FP32 keeps it, as without it in front PROJ's kernels start together with
-     * cuBLAS's SGEMM and slow it down (S 8192 1.030 against 1.006; docs/thresholds.md) */
-    const bool a_on_demand = proj && lazy && !prep_a && sizeof(T) == 8;
-    kg.a_lists_on_demand = a_on_demand;
-    kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
-    if (proj) {
-        kg.Pvec = (double *)(w + L.Pvec);
-        kg.Pref = (double *)(w + L.Pref);
-        kg.Pold = need_cold ? (double *)(w + L.Pold) : nullptr;
-        kg.pseed = blasft_proj_next_seed();
-        kg.Pexp = (int *)(w + L.Pexp);
-        kg.Ppack = w + L.Ppack;
-    }
-    kg.Crs_sq = need_cold ? (double *)(w + L.Crs_sq) : nullptr;
-    /* weight sums for the thresholds: full blocks and the last (possibly ragged) block */
-    for (int side = 0; side < 2; side++)
-        for (int cw = 0; cw < r; cw++)
-            for (int last = 0; last < 2; last++) {
-                int64_t dim = side == 0 ? m : n;
-                int64_t len = last ? dim - (dim - 1) / bs * bs : bs;
-                double sum = 0.0, mx = 0.0;
-                for (int64_t i = 0; i < len; i++) {
-                    double wt = cw == 0 ? 1.0 : blasft_weight(p->weights, (int)i, bs);
-                    sum += wt * wt;
-                    mx = wt * wt > mx ? wt * wt : mx;
-                }
-                kg.w2[side][cw][last] = sum;
-                kg.wmax2[side][cw][last] = mx;
-            }
-    kg.cnt = (gk_counters *)w;
-    kg.tile_flag = (int *)(w + flags_offset());
-    kg.tile_list = (int *)(w + L.list);
-    kg.rlist = (gk_recompute *)(w + L.rlist);
+    bound_call<T> bc = bind_call<T>(ctx, g, p, ta, tb, beta_h, need_cold, keep_old, proj);
+    gk_gemm<T> &kg = bc.kg;
+    double *const envA = bc.envA, *const envB = bc.envB;
+    const gk_topp scratch = bc.scratch;
+    const bool lazy = bc.lazy, prep_a = bc.prep_a, prep_b = bc.prep_b,
+               a_on_demand = bc.a_on_demand;
 
     cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const int ws = p->weights;
