@@ -198,8 +198,34 @@ typedef struct run {
     size_t na, nb, nc; /* elements per batch item */
 } run;
 
-static void make(run *r, const gcase *g)
+/* A complex case (scalars re, im); in a tcase it carries a real one too, imaginary parts 0. */
+typedef struct zcase {
+    int dbl;
+    cublasOperation_t ta, tb;
+    int m, n, k, lda_pad, batch;
+    double alpha[2], beta[2];
+} zcase;
+
+/* A case of either half as the steps they share see it: c, the type X (S, D, C, Z) and w values
+ * per element (1 real, 2 complex: re, im interleaved). */
+typedef struct tcase {
+    zcase c;
+    char X;
+    int w;
+} tcase;
+
+static tcase gview(const gcase *g)
 {
+    const zcase c = {g->dbl, g->ta, g->tb, g->m, g->n, g->k, g->lda_pad, g->batch, {g->alpha, 0},
+                     {g->beta, 0}};
+    return (tcase){c, g->dbl ? 'D' : 'S', 1};
+}
+
+/* The leading dimensions (lda_pad above the least), sizes and strides of case t in r, and its
+ * random host data; ref and bound allocated for the reference. */
+static void layout(run *r, const tcase *t)
+{
+    const zcase *g = &t->c;
     int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
     int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
     r->lda = (ar > 1 ? ar : 1) + g->lda_pad;
@@ -209,17 +235,23 @@ static void make(run *r, const gcase *g)
     r->nb = (size_t)r->ldb * (bc > 0 ? bc : 1);
     r->nc = (size_t)r->ldc * (g->n > 0 ? g->n : 1);
     r->sa = (long long)r->na, r->sb = (long long)r->nb, r->sc = (long long)r->nc;
-    size_t B = (size_t)g->batch;
-    r->A = malloc(sizeof(double) * r->na * B);
-    r->B = malloc(sizeof(double) * r->nb * B);
-    r->C0 = malloc(sizeof(double) * r->nc * B);
-    r->ref = malloc(sizeof(double) * r->nc * B);
+    const size_t B = (size_t)g->batch, w = (size_t)t->w;
+    r->A = malloc(sizeof(double) * w * r->na * B);
+    r->B = malloc(sizeof(double) * w * r->nb * B);
+    r->C0 = malloc(sizeof(double) * w * r->nc * B);
+    r->ref = malloc(sizeof(double) * w * r->nc * B);
     r->bound = malloc(sizeof(double) * r->nc * B);
-    /* values exactly representable in float, so both types see the same data */
-    for (size_t i = 0; i < r->na * B; i++) r->A[i] = (float)urand();
-    for (size_t i = 0; i < r->nb * B; i++) r->B[i] = (float)urand();
-    for (size_t i = 0; i < r->nc * B; i++) r->C0[i] = (float)urand();
-    double u = g->dbl ? 0x1p-53 : 0x1p-24;
+    /* values exactly representable in float, so both precisions see the same data */
+    for (size_t i = 0; i < w * r->na * B; i++) r->A[i] = (float)urand();
+    for (size_t i = 0; i < w * r->nb * B; i++) r->B[i] = (float)urand();
+    for (size_t i = 0; i < w * r->nc * B; i++) r->C0[i] = (float)urand();
+}
+
+/* The real reference in long double and its bound 2 (k + 3) u (|alpha| sum |a b| + |beta c|). */
+static void reference(run *r, const zcase *g)
+{
+    const size_t B = (size_t)g->batch;
+    const double u = g->dbl ? 0x1p-53 : 0x1p-24, alpha = g->alpha[0], beta = g->beta[0];
     for (size_t b = 0; b < B; b++) {
         const double *A = r->A + b * r->na, *Bm = r->B + b * r->nb, *C0 = r->C0 + b * r->nc;
         for (int j = 0; j < g->n; j++)
@@ -232,12 +264,30 @@ static void make(run *r, const gcase *g)
                     sa += fabsl((long double)a * x);
                 }
                 size_t o = b * r->nc + i + (size_t)j * r->ldc;
-                r->ref[o] = (double)(g->alpha * s + g->beta * C0[i + (size_t)j * r->ldc]);
+                r->ref[o] = (double)(alpha * s + beta * C0[i + (size_t)j * r->ldc]);
                 r->bound[o] = 2.0 * (g->k + 3) * u *
-                                  (double)(fabs(g->alpha) * sa + fabs(g->beta * C0[i + (size_t)j * r->ldc])) +
+                                  (double)(fabs(alpha) * sa + fabs(beta * C0[i + (size_t)j * r->ldc])) +
                               1e-300;
             }
     }
+}
+
+static void zreference(run *r, const zcase *g); /* with the complex half */
+
+/* The host data of case t and the reference of its type. */
+static void make_case(run *r, const tcase *t)
+{
+    layout(r, t);
+    if (t->w == 2)
+        zreference(r, &t->c);
+    else
+        reference(r, &t->c);
+}
+
+static void make(run *r, const gcase *g)
+{
+    const tcase t = gview(g);
+    make_case(r, &t);
 }
 
 static void release(run *r)
@@ -245,10 +295,12 @@ static void release(run *r)
     free(r->A); free(r->B); free(r->C0); free(r->ref); free(r->bound);
 }
 
-/* Worst |C - ref| / bound over the batch (> 1: wrong). Also checks the padding is untouched. */
-static double compare(const run *r, const gcase *g, const void *dC)
+/* Worst |C - ref| / bound over the batch (> 1: wrong; complex: the modulus). Also checks the
+ * padding is untouched. */
+static double worst_error(const run *r, const tcase *t, const void *dC)
 {
-    size_t es = g->dbl ? 8 : 4, n = r->nc * (size_t)g->batch;
+    const zcase *g = &t->c;
+    const size_t es = g->dbl ? 8 : 4, w = (size_t)t->w, n = w * r->nc * (size_t)g->batch;
     void *h = malloc(es * (n ? n : 1));
     if (cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost) != cudaSuccess) {
         free(h);
@@ -258,10 +310,17 @@ static double compare(const run *r, const gcase *g, const void *dC)
     for (size_t b = 0; b < (size_t)g->batch; b++)
         for (int j = 0; j < g->n; j++)
             for (int i = 0; i < r->ldc; i++) {
-                size_t o = b * r->nc + i + (size_t)j * r->ldc;
-                double v = g->dbl ? ((double *)h)[o] : ((float *)h)[o];
-                double q = i < g->m ? fabs(v - r->ref[o]) / r->bound[o]
-                                    : (v == r->C0[o] ? 0 : INFINITY);
+                const size_t o = b * r->nc + i + (size_t)j * r->ldc;
+                const double *ref = r->ref + w * o, *c0 = r->C0 + w * o;
+                double v[2] = {0, 0};
+                for (size_t c = 0; c < w; c++)
+                    v[c] = g->dbl ? ((double *)h)[w * o + c] : ((float *)h)[w * o + c];
+                double q;
+                if (i < g->m)
+                    q = (w == 1 ? fabs(v[0] - ref[0]) : hypot(v[0] - ref[0], v[1] - ref[1])) /
+                        r->bound[o];
+                else
+                    q = v[0] == c0[0] && (w == 1 || v[1] == c0[1]) ? 0 : INFINITY;
                 if (!(q <= worst))
                     worst = isnan(q) ? INFINITY : q;
             }
@@ -269,50 +328,101 @@ static double compare(const run *r, const gcase *g, const void *dC)
     return worst;
 }
 
-/* One case through entry e; returns the number of GEMMs it should have protected. */
-static int one(cublasHandle_t h, entry e, gcase g, int device_scalars, int expect_protected)
+static double compare(const run *r, const gcase *g, const void *dC)
 {
-    if (!is_batched(e))
-        g.batch = 1;
-    run r;
-    make(&r, &g);
-    void *dA = to_device(r.A, r.na * g.batch, g.dbl), *dB = to_device(r.B, r.nb * g.batch, g.dbl);
-    void *dC = to_device(r.C0, r.nc * g.batch, g.dbl);
-    double sc[2] = {g.alpha, g.beta};
-    float scf[2] = {(float)g.alpha, (float)g.beta};
-    const void *alpha = g.dbl ? (const void *)&sc[0] : (const void *)&scf[0];
-    const void *beta = g.dbl ? (const void *)&sc[1] : (const void *)&scf[1];
-    void *dscal = NULL;
-    if (device_scalars) {
-        cudaMalloc(&dscal, 16);
-        cudaMemcpy(dscal, g.dbl ? (const void *)sc : (const void *)scf, g.dbl ? 16 : 8,
-                   cudaMemcpyHostToDevice);
-        alpha = dscal;
-        beta = (const char *)dscal + (g.dbl ? 8 : 4);
-        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
+    const tcase t = gview(g);
+    return worst_error(r, &t, dC);
+}
+
+/* The scalars of t in its type, in host memory (dev = 0) or device memory (dev = 1). */
+static void scalars(const tcase *t, int dev, float sf[4], double sd[4], void **dscal,
+                    const void **alpha, const void **beta)
+{
+    const zcase *g = &t->c;
+    for (int i = 0; i < t->w; i++) {
+        sd[i] = g->alpha[i], sd[t->w + i] = g->beta[i];
+        sf[i] = (float)g->alpha[i], sf[t->w + i] = (float)g->beta[i];
     }
-    stats_t s0 = stats_now();
-    cublasStatus_t st = call(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
-    stats_t s1 = stats_now();
-    cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
-    double q = compare(&r, &g, dC);
-    int gemms = g.m && g.n ? g.batch : 0;
-    int prot = expect_protected && g.k ? gemms : 0;
-    CHECK(st == CUBLAS_STATUS_SUCCESS, "%s %c %dx%dx%d: status %d", entry_names[e], g.dbl ? 'D' : 'S',
-          g.m, g.n, g.k, (int)st);
-    CHECK(q <= 1.0, "%s %c %c%c %dx%dx%d lda+%d batch %d dev %d: error %.3g x bound",
-          entry_names[e], g.dbl ? 'D' : 'S', "NTC"[g.ta], "NTC"[g.tb], g.m, g.n, g.k, g.lda_pad,
-          g.batch, device_scalars, q);
-    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
-          "%s %c %dx%dx%d: %llu protected, expected %d", entry_names[e], g.dbl ? 'D' : 'S', g.m,
-          g.n, g.k, (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
-    CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(gemms - prot),
-          "%s: %llu unprotected, expected %d", entry_names[e],
-          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms), gemms - prot);
-    CHECK(s1.errors_detected == s0.errors_detected, "%s: false positive", entry_names[e]);
+    const void *src = g->dbl ? (const void *)sd : (const void *)sf;
+    const size_t half = (g->dbl ? 8 : 4) * (size_t)t->w;
+    *dscal = NULL;
+    if (dev) {
+        cudaMalloc(dscal, 2 * half);
+        cudaMemcpy(*dscal, src, 2 * half, cudaMemcpyHostToDevice);
+        src = *dscal;
+    }
+    *alpha = src;
+    *beta = (const char *)src + half;
+}
+
+/* Case t through entry e on fresh data, scalars on the device where dev, faults planted first
+ * where plant: the status, the counters around the call (s0, s1) and the worst error (*q). */
+static cublasStatus_t run_case(cublasHandle_t h, entry e, const tcase *t, int dev, int plant,
+                               stats_t *s0, stats_t *s1, double *q)
+{
+    const zcase *g = &t->c;
+    run r;
+    make_case(&r, t);
+    const size_t w = (size_t)t->w, B = (size_t)g->batch;
+    void *dA = to_device(r.A, w * r.na * B, g->dbl), *dB = to_device(r.B, w * r.nb * B, g->dbl);
+    void *dC = to_device(r.C0, w * r.nc * B, g->dbl);
+    float sf[4];
+    double sd[4];
+    void *dscal;
+    const void *alpha, *beta;
+    scalars(t, dev, sf, sd, &dscal, &alpha, &beta);
+    if (dev)
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
+    *s0 = stats_now();
+    if (plant)
+        CHECK(plant_fault(g->batch, 100, 200, g->dbl ? 61 : 29) == 0, "plant_fault");
+    const cublasStatus_t st = typed_call(h, e, t->X, g->ta, g->tb, g->m, g->n, g->k, g->batch,
+                                         alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc,
+                                         r.sc);
+    *s1 = stats_now();
+    if (dev)
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
+    *q = worst_error(&r, t, dC);
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
     release(&r);
+    return st;
+}
+
+/* One case through entry e, of either half: status, result, the GEMMs counted protected (where
+ * expected and k > 0) or unprotected, no false positive. Returns the number protected. */
+static int one_case(cublasHandle_t h, entry e, tcase t, int device_scalars, int expect_protected)
+{
+    zcase *g = &t.c;
+    if (!is_batched(e))
+        g->batch = 1;
+    stats_t s0, s1;
+    double q;
+    const cublasStatus_t st = run_case(h, e, &t, device_scalars, 0, &s0, &s1, &q);
+    const int gemms = g->m && g->n ? g->batch : 0, prot = expect_protected && g->k ? gemms : 0;
+    /* cuBLAS 13 itself answers NOT_SUPPORTED to cublasGemmBatchedEx on C data with k = 0 (seen
+     * with BLASFT_MODE=off, where the call goes straight to it); k = 0 is passed on, and so is
+     * that answer */
+    const int lib_refuses = t.X == 'C' && (e == EP_PTRS_EX || e == EP_PTRS_EX_64) && g->k == 0 &&
+                            st == CUBLAS_STATUS_NOT_SUPPORTED;
+    char what[160];
+    snprintf(what, sizeof what, "%s %c %c%c %dx%dx%d lda+%d batch %d dev %d", entry_names[e], t.X,
+             "NTC"[g->ta], "NTC"[g->tb], g->m, g->n, g->k, g->lda_pad, g->batch, device_scalars);
+    CHECK(st == CUBLAS_STATUS_SUCCESS || lib_refuses, "%s: status %d", what, (int)st);
+    CHECK(lib_refuses || q <= 1.0, "%s: error %.3g x bound", what, q);
+    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
+          "%s: %llu protected, expected %d", what,
+          (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
+    CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(gemms - prot),
+          "%s: %llu unprotected, expected %d", what,
+          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms), gemms - prot);
+    CHECK(s1.errors_detected == s0.errors_detected, "%s: false positive", what);
     return prot;
+}
+
+/* A real case through entry e (one_case). */
+static int one(cublasHandle_t h, entry e, gcase g, int device_scalars, int expect_protected)
+{
+    return one_case(h, e, gview(&g), device_scalars, expect_protected);
 }
 
 static const gcase shapes[] = {
@@ -325,34 +435,32 @@ static const gcase shapes[] = {
     {0, CUBLAS_OP_N, CUBLAS_OP_N, 0, 17, 5, 0, 2, 1.0, 0.5},   /* empty */
 };
 
-/* Faults planted after the main GEMM must be corrected; C ends as without them. */
+/* Faults planted after the main GEMM of case t (either half) must be detected and corrected;
+ * C ends as without them. */
+static void planted_case(cublasHandle_t h, entry e, tcase t)
+{
+    zcase *g = &t.c;
+    if (!is_batched(e))
+        g->batch = 1;
+    stats_t s0, s1;
+    double q;
+    const cublasStatus_t st = run_case(h, e, &t, 0, 1, &s0, &s1, &q);
+    char what[160];
+    snprintf(what, sizeof what, "planted %s %c %c%c %dx%dx%d batch %d", entry_names[e], t.X,
+             "NTC"[g->ta], "NTC"[g->tb], g->m, g->n, g->k, g->batch);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "%s: status %d", what, (int)st);
+    CHECK(s1.faults_injected - s0.faults_injected == (uint64_t)g->batch, "%s: %llu injected", what,
+          (unsigned long long)(s1.faults_injected - s0.faults_injected));
+    CHECK(s1.errors_detected > s0.errors_detected, "%s: not detected", what);
+    CHECK(s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed >=
+              (uint64_t)g->batch, "%s: not corrected", what);
+    CHECK(q <= 1.0, "%s: result off by %.3g x bound", what, q);
+}
+
 static void planted(cublasHandle_t h, entry e, int dbl, int batch)
 {
-    gcase g = {dbl, CUBLAS_OP_N, CUBLAS_OP_T, 300, 257, 129, 3, batch, 1.0, 0.5};
-    if (!is_batched(e))
-        g.batch = 1;
-    run r;
-    make(&r, &g);
-    void *dA = to_device(r.A, r.na * g.batch, dbl), *dB = to_device(r.B, r.nb * g.batch, dbl);
-    void *dC = to_device(r.C0, r.nc * g.batch, dbl);
-    double sc[2] = {g.alpha, g.beta};
-    float scf[2] = {1.0f, 0.5f};
-    stats_t s0 = stats_now();
-    CHECK(plant_fault(g.batch, 100, 200, dbl ? 61 : 29) == 0, "plant_fault");
-    cublasStatus_t st = call(h, e, &g, dbl ? (void *)&sc[0] : (void *)&scf[0], dA, r.lda, r.sa,
-                             dB, r.ldb, r.sb, dbl ? (void *)&sc[1] : (void *)&scf[1], dC, r.ldc, r.sc);
-    stats_t s1 = stats_now();
-    double q = compare(&r, &g, dC);
-    CHECK(st == CUBLAS_STATUS_SUCCESS, "planted %s: status %d", entry_names[e], (int)st);
-    CHECK(s1.faults_injected - s0.faults_injected == (uint64_t)g.batch, "planted %s: %llu injected",
-          entry_names[e], (unsigned long long)(s1.faults_injected - s0.faults_injected));
-    CHECK(s1.errors_detected > s0.errors_detected, "planted %s %c: not detected", entry_names[e],
-          dbl ? 'D' : 'S');
-    CHECK(s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed >=
-              (uint64_t)g.batch, "planted %s %c: not corrected", entry_names[e], dbl ? 'D' : 'S');
-    CHECK(q <= 1.0, "planted %s %c: result off by %.3g x bound", entry_names[e], dbl ? 'D' : 'S', q);
-    cudaFree(dA); cudaFree(dB); cudaFree(dC);
-    release(&r);
+    const gcase g = {dbl, CUBLAS_OP_N, CUBLAS_OP_T, 300, 257, 129, 3, batch, 1.0, 0.5};
+    planted_case(h, e, gview(&g));
 }
 
 /* Capture and replay of a GEMM on a stream; warm: one GEMM of the shape ran there before. Cold,
@@ -740,43 +848,13 @@ static void captured_arrays(cublasHandle_t h)
 
 /* ---- complex types (C, Z): the same entry points, complex data ---- */
 
-typedef struct zcase {
-    int dbl;
-    cublasOperation_t ta, tb;
-    int m, n, k, lda_pad, batch;
-    double alpha[2], beta[2];
-} zcase;
+static tcase zview(const zcase *g) { return (tcase){*g, g->dbl ? 'Z' : 'C', 2}; }
 
-static cublasStatus_t zcall(cublasHandle_t h, entry e, const zcase *g, const void *alpha,
-                            const void *A, int lda, long long sa, const void *B, int ldb,
-                            long long sb, const void *beta, void *C, int ldc, long long sc)
-{
-    return typed_call(h, e, g->dbl ? 'Z' : 'C', g->ta, g->tb, g->m, g->n, g->k, g->batch, alpha, A,
-                      lda, sa, B, ldb, sb, beta, C, ldc, sc);
-}
-
-/* Complex host data (re, im interleaved), the long-double reference and a bound per element:
+/* The complex reference (re, im interleaved) in long double and a bound per element:
  * 2 (k + 5) u (|alpha| sum |a||b| + |beta||c|), moduli of complex numbers. */
-static void zmake(run *r, const zcase *g)
+static void zreference(run *r, const zcase *g)
 {
-    int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
-    int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
-    r->lda = (ar > 1 ? ar : 1) + g->lda_pad;
-    r->ldb = (br > 1 ? br : 1) + g->lda_pad;
-    r->ldc = (g->m > 1 ? g->m : 1) + g->lda_pad;
-    r->na = (size_t)r->lda * (ac > 0 ? ac : 1);
-    r->nb = (size_t)r->ldb * (bc > 0 ? bc : 1);
-    r->nc = (size_t)r->ldc * (g->n > 0 ? g->n : 1);
-    r->sa = (long long)r->na, r->sb = (long long)r->nb, r->sc = (long long)r->nc;
     size_t B = (size_t)g->batch;
-    r->A = malloc(sizeof(double) * 2 * r->na * B);
-    r->B = malloc(sizeof(double) * 2 * r->nb * B);
-    r->C0 = malloc(sizeof(double) * 2 * r->nc * B);
-    r->ref = malloc(sizeof(double) * 2 * r->nc * B);
-    r->bound = malloc(sizeof(double) * r->nc * B);
-    for (size_t i = 0; i < 2 * r->na * B; i++) r->A[i] = (float)urand();
-    for (size_t i = 0; i < 2 * r->nb * B; i++) r->B[i] = (float)urand();
-    for (size_t i = 0; i < 2 * r->nc * B; i++) r->C0[i] = (float)urand();
     double u = g->dbl ? 0x1p-53 : 0x1p-24;
     long double are = g->alpha[0], aim = g->alpha[1], bre = g->beta[0], bim = g->beta[1];
     for (size_t b = 0; b < B; b++) {
@@ -806,100 +884,31 @@ static void zmake(run *r, const zcase *g)
     }
 }
 
+static void zmake(run *r, const zcase *g)
+{
+    const tcase t = zview(g);
+    make_case(r, &t);
+}
+
 /* complex data to the device in its type (C: floats, Z: doubles) */
 static void *zto_device(const double *x, size_t n, int dbl) { return to_device(x, 2 * n, dbl); }
 
-/* Worst |C - ref| / bound (complex modulus) over the batch; padding must be untouched. */
 static double zcompare(const run *r, const zcase *g, const void *dC)
 {
-    size_t es = g->dbl ? 8 : 4, n = 2 * r->nc * (size_t)g->batch;
-    void *h = malloc(es * (n ? n : 1));
-    if (cudaMemcpy(h, dC, es * n, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        free(h);
-        return INFINITY; /* nothing to judge: never a pass */
-    }
-    double worst = 0;
-    for (size_t b = 0; b < (size_t)g->batch; b++)
-        for (int j = 0; j < g->n; j++)
-            for (int i = 0; i < r->ldc; i++) {
-                size_t o = b * r->nc + i + (size_t)j * r->ldc;
-                double vr = g->dbl ? ((double *)h)[2 * o] : ((float *)h)[2 * o];
-                double vi = g->dbl ? ((double *)h)[2 * o + 1] : ((float *)h)[2 * o + 1];
-                double q = i < g->m ? hypot(vr - r->ref[2 * o], vi - r->ref[2 * o + 1]) / r->bound[o]
-                                    : (vr == r->C0[2 * o] && vi == r->C0[2 * o + 1] ? 0 : INFINITY);
-                if (!(q <= worst))
-                    worst = isnan(q) ? INFINITY : q;
-            }
-    free(h);
-    return worst;
+    const tcase t = zview(g);
+    return worst_error(r, &t, dC);
 }
 
-static void zrelease(run *r) { release(r); }
-
-/* The scalars of g in its type, in host memory (dev = 0) or device memory (dev = 1). */
 static void zscalars(const zcase *g, int dev, float sf[4], double sd[4], void **dscal,
                      const void **alpha, const void **beta)
 {
-    for (int i = 0; i < 2; i++) {
-        sd[i] = g->alpha[i], sd[2 + i] = g->beta[i];
-        sf[i] = (float)g->alpha[i], sf[2 + i] = (float)g->beta[i];
-    }
-    const void *src = g->dbl ? (const void *)sd : (const void *)sf;
-    size_t half = g->dbl ? 16 : 8;
-    *dscal = NULL;
-    if (dev) {
-        cudaMalloc(dscal, 2 * half);
-        cudaMemcpy(*dscal, src, 2 * half, cudaMemcpyHostToDevice);
-        src = *dscal;
-    }
-    *alpha = src;
-    *beta = (const char *)src + half;
+    const tcase t = zview(g);
+    scalars(&t, dev, sf, sd, dscal, alpha, beta);
 }
-
-static const char *zname(const zcase *g) { return g->dbl ? "Z" : "C"; }
 
 static void zone(cublasHandle_t h, entry e, zcase g, int device_scalars, int expect_protected)
 {
-    if (!is_batched(e))
-        g.batch = 1;
-    run r;
-    zmake(&r, &g);
-    void *dA = zto_device(r.A, r.na * g.batch, g.dbl), *dB = zto_device(r.B, r.nb * g.batch, g.dbl);
-    void *dC = zto_device(r.C0, r.nc * g.batch, g.dbl);
-    float sf[4];
-    double sd[4];
-    void *dscal;
-    const void *alpha, *beta;
-    zscalars(&g, device_scalars, sf, sd, &dscal, &alpha, &beta);
-    if (device_scalars)
-        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
-    stats_t s0 = stats_now();
-    cublasStatus_t st = zcall(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
-    stats_t s1 = stats_now();
-    cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
-    double q = zcompare(&r, &g, dC);
-    int gemms = g.m && g.n ? g.batch : 0;
-    int prot = expect_protected && g.k ? gemms : 0;
-    /* cuBLAS 13 itself answers NOT_SUPPORTED to cublasGemmBatchedEx on C data with k = 0 (seen
-     * with BLASFT_MODE=off, where the call goes straight to it); k = 0 is passed on, and so is
-     * that answer */
-    const int lib_refuses = (e == EP_PTRS_EX || e == EP_PTRS_EX_64) && !g.dbl && g.k == 0 &&
-                            st == CUBLAS_STATUS_NOT_SUPPORTED;
-    CHECK(st == CUBLAS_STATUS_SUCCESS || lib_refuses, "%s %s %dx%dx%d: status %d", entry_names[e],
-          zname(&g), g.m, g.n, g.k, (int)st);
-    CHECK(lib_refuses || q <= 1.0, "%s %s %c%c %dx%dx%d lda+%d batch %d dev %d: error %.3g x bound",
-          entry_names[e], zname(&g), "NTC"[g.ta], "NTC"[g.tb], g.m, g.n, g.k, g.lda_pad, g.batch,
-          device_scalars, q);
-    CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)prot,
-          "%s %s %dx%dx%d: %llu protected, expected %d", entry_names[e], zname(&g), g.m, g.n, g.k,
-          (unsigned long long)(s1.protected_gemms - s0.protected_gemms), prot);
-    CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)(gemms - prot),
-          "%s %s: %llu unprotected, expected %d", entry_names[e], zname(&g),
-          (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms), gemms - prot);
-    CHECK(s1.errors_detected == s0.errors_detected, "%s %s: false positive", entry_names[e],
-          zname(&g));
-    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
-    zrelease(&r);
+    one_case(h, e, zview(&g), device_scalars, expect_protected);
 }
 
 static const zcase zshapes[] = {
@@ -915,34 +924,8 @@ static const zcase zshapes[] = {
 /* A fault planted in the real part of C after the main GEMM must be corrected. */
 static void zplanted(cublasHandle_t h, entry e, int dbl, int batch)
 {
-    zcase g = {dbl, CUBLAS_OP_C, CUBLAS_OP_N, 300, 257, 129, 3, batch, {1.0, -0.5}, {0.5, 0.25}};
-    if (!is_batched(e))
-        g.batch = 1;
-    run r;
-    zmake(&r, &g);
-    void *dA = zto_device(r.A, r.na * g.batch, dbl), *dB = zto_device(r.B, r.nb * g.batch, dbl);
-    void *dC = zto_device(r.C0, r.nc * g.batch, dbl);
-    float sf[4];
-    double sd[4];
-    void *dscal;
-    const void *alpha, *beta;
-    zscalars(&g, 0, sf, sd, &dscal, &alpha, &beta);
-    stats_t s0 = stats_now();
-    CHECK(plant_fault(g.batch, 100, 200, dbl ? 61 : 29) == 0, "plant_fault");
-    cublasStatus_t st = zcall(h, e, &g, alpha, dA, r.lda, r.sa, dB, r.ldb, r.sb, beta, dC, r.ldc, r.sc);
-    stats_t s1 = stats_now();
-    double q = zcompare(&r, &g, dC);
-    CHECK(st == CUBLAS_STATUS_SUCCESS, "planted %s %s: status %d", entry_names[e], zname(&g), (int)st);
-    CHECK(s1.faults_injected - s0.faults_injected == (uint64_t)g.batch,
-          "planted %s %s: %llu injected", entry_names[e], zname(&g),
-          (unsigned long long)(s1.faults_injected - s0.faults_injected));
-    CHECK(s1.errors_detected > s0.errors_detected, "planted %s %s: not detected", entry_names[e],
-          zname(&g));
-    CHECK(s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed >=
-              (uint64_t)g.batch, "planted %s %s: not corrected", entry_names[e], zname(&g));
-    CHECK(q <= 1.0, "planted %s %s: result off by %.3g x bound", entry_names[e], zname(&g), q);
-    cudaFree(dA); cudaFree(dB); cudaFree(dC);
-    zrelease(&r);
+    const zcase g = {dbl, CUBLAS_OP_C, CUBLAS_OP_N, 300, 257, 129, 3, batch, {1.0, -0.5}, {0.5, 0.25}};
+    planted_case(h, e, zview(&g));
 }
 
 /* Complex calls the thresholds do not cover (3M algorithm, TF32 compute): correct results,
@@ -990,7 +973,7 @@ static void zunprotected(cublasHandle_t h)
     free_arrays(&p, CUBLAS_STATUS_SUCCESS);
     counted(&s2, 0, 2, "Cgemm3mBatched");
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
-    zrelease(&r);
+    release(&r);
 }
 
 /* Declared by cuBLAS for C++ only; 16-bit words stand in for __half (data by pointer). */
@@ -1045,7 +1028,7 @@ static void typed_ex_and_half(cublasHandle_t h, int prot)
           "Cgemm3mEx");
     counted(&s0, 0, 1, "Cgemm3mEx");
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dscal);
-    zrelease(&r);
+    release(&r);
 
     /* half data, all ones: C = k exactly (16 in half is 0x4C00); SgemmEx with half A and B
      * into float C */
