@@ -1,7 +1,7 @@
-/* Device helpers shared by the engine's kernels (gpu_encode.cu, gpu_check.cu): element parts,
- * compensated sums of lane pairs, programmatic dependent launch. Included by one .cu each: without
- * relocatable device code every translation unit compiles its own copy, hence the unnamed
- * namespace. */
+/* Helpers shared by the engine's kernel files (gpu_encode.cu, gpu_check.cu, both through
+ * gpu_sum_steps.cuh): element parts, compensated sums of lane pairs, programmatic dependent
+ * launch, the top-p lists' instantiated capacities. Without relocatable device code each file
+ * compiles its own copy, hence the unnamed namespace. */
 #ifndef BLASFT_GPU_DEVICE_CUH
 #define BLASFT_GPU_DEVICE_CUH
 
@@ -16,6 +16,7 @@ extern "C" {
 #include <type_traits>
 
 namespace {
+
 constexpr int kThreads = 256;
 constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
