@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,73 @@ const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]
 const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; }
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 const char *blasft_promote_name(blasft_promote p) { return promote_names[p]; }
+
+/* Every variable blasft_config_parse reads (README.md's table). A BLASFT_ variable of the
+ * environment that is not among them is named in a warning: misspelt, it would otherwise be
+ * ignored without a word. test_config checks that the parser asks for exactly these. */
+static const char *const known_vars[] = {
+    "BLASFT_BLOCK_SIZE", "BLASFT_OMEGA", "BLASFT_MODE", "BLASFT_DEVICE", "BLASFT_CHECKSUMS",
+    "BLASFT_WEIGHTS", "BLASFT_THRESHOLD", "BLASFT_PEA_P", "BLASFT_ON_ERROR", "BLASFT_MIN_FLOPS",
+    "BLASFT_LOG", "BLASFT_CACHE", "BLASFT_DEVICE_MEM", "BLASFT_STAGING", "BLASFT_HASH_THREADS",
+    "BLASFT_CUBLAS", "BLASFT_GPU_PEA_LISTS", "BLASFT_GPU_ROW_CHECKS",
+    "BLASFT_GPU_HELPER_PRIORITY", "BLASFT_OFFLOAD_TRACE", "BLASFT_GPU_GRAPHS", "BLASFT_PROMOTE",
+    "BLASFT_GPU_PROMOTE_MEM", "BLASFT_HOST_BLAS", "BLASFT_LOG_FILE", "BLASFT_REPORT",
+    "BLASFT_INJECT", NULL};
+
+const char *const *blasft_config_vars(void) { return known_vars; }
+
+/* Levenshtein distance of a (length la) and b, for the suggestion; names are short. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b), row[64];
+    if (la >= 64 || lb >= 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            const size_t up = row[j];
+            const size_t sub = diag + (a[i - 1] != b[j - 1]);
+            const size_t del = up + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+int blasft_config_unknown(const char *const *env)
+{
+    int unknown = 0;
+    for (; env && *env; env++) {
+        const char *e = *env, *eq = strchr(e, '=');
+        const size_t len = eq ? (size_t)(eq - e) : strlen(e);
+        if (strncmp(e, "BLASFT_", 7) != 0)
+            continue;
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        int known = 0;
+        for (const char *const *k = known_vars; *k && !known; k++) {
+            known = strlen(*k) == len && strncmp(*k, e, len) == 0;
+            const size_t d = edit_distance(e, len, *k);
+            if (d < best_d)
+                best_d = d, best = *k;
+        }
+        if (known)
+            continue;
+        unknown++;
+        /* near: a typo or two, more for longer names (not LOG for FOO) */
+        if (best && best_d <= 1 + (len - 7) / 4)
+            fprintf(stderr, "libblas_ft: %.*s is not a libblas_ft variable and is ignored; did you "
+                    "mean %s?\n", (int)len, e, best);
+        else
+            fprintf(stderr, "libblas_ft: %.*s is not a libblas_ft variable and is ignored "
+                    "(README.md lists them)\n", (int)len, e);
+    }
+    return unknown;
+}
 
 static void complain(const char *var, const char *value, const char *accepted, const char *dflt)
 {
@@ -281,7 +349,13 @@ static const char *env_lookup(const char *name, void *ctx)
 static blasft_config process_config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-static void config_init(void) { blasft_config_parse(&process_config, env_lookup, NULL); }
+extern char **environ;
+
+static void config_init(void)
+{
+    blasft_config_parse(&process_config, env_lookup, NULL);
+    blasft_config_unknown((const char *const *)environ);
+}
 
 const blasft_config *blasft_cfg(void)
 {

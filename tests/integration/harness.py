@@ -12,10 +12,10 @@ REPORT_ABFT_KEYS = ("protected_gemms", "errors_detected", "errors_corrected",
 
 
 def lib_path():
-    """The built libblas_ft.so: meson's test_env sets BLASFT_LIB."""
-    path = os.environ.get("BLASFT_LIB")
+    """The built libblas_ft.so: meson's test_env sets LIBBLAS_FT_SO."""
+    path = os.environ.get("LIBBLAS_FT_SO")
     if not path or not os.path.exists(path):
-        sys.exit(f"BLASFT_LIB does not name the built library: {path!r}")
+        sys.exit(f"LIBBLAS_FT_SO does not name the built library: {path!r}")
     return path
 
 
@@ -44,7 +44,7 @@ def preload_env(lib=None, **extra):
 
 def base_env(**extra):
     """The caller's environment without any BLASFT_* left over, plus extra settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BLASFT_") or k == "BLASFT_LIB"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BLASFT_")}
     env.pop("LD_PRELOAD", None)
     # Foreign programs (the Fortran testers, the system BLAS) are not ours to leak-check, and
     # OpenBLAS threads on 2 CI cores only slow the many small GEMMs down.

@@ -64,6 +64,20 @@ def main():
         report = harness.load_report(report_path)
         harness.check(report["config"].get("omega") == 5, "combined: BLASFT_OMEGA=5 not in effect",
                       failures)
+        # A misspelt variable: named once as ignored, with the one it is near; the default holds.
+        env = harness.preload_env(BLASFT_TRESHOLD="proj", BLASFT_REPORT=report_path)
+        status, out, err = harness.run([exe], env, cwd=work)
+        harness.check(status == 0 and "0 wrong" in out, f"misspelt: status {status}", failures)
+        lines = [l for l in err.splitlines() if "BLASFT_TRESHOLD" in l]
+        harness.check(len(lines) == 1 and "ignored" in lines[0] and "BLASFT_THRESHOLD" in lines[0],
+                      "misspelt: expected one line naming BLASFT_TRESHOLD and BLASFT_THRESHOLD:\n"
+                      + err, failures)
+        if lines:
+            print(f"misspelt: {lines[0]}")
+        report = harness.load_report(report_path)
+        harness.check(report["config"].get("threshold") == "pea",
+                      f"misspelt: config.threshold is {report['config'].get('threshold')!r}",
+                      failures)
     harness.finish(failures, "bad environment values")
 
 

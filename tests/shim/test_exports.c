@@ -1,7 +1,7 @@
-/* Export test. `test_exports ours`: the dynamic symbol table of libblas_ft (BLASFT_LIB, read with
- * nm -D --defined-only) holds every symbol of shim/blas_symbols.txt and nothing else but the
+/* Export test. `test_exports ours`: the dynamic symbol table of libblas_ft (LIBBLAS_FT_SO, read
+ * with nm -D --defined-only) holds every symbol of shim/blas_symbols.txt and nothing else but the
  * listed patterns (blasft_*, ...). `test_exports reference`: every symbol the reference BLAS
- * (BLASFT_REFERENCE_BLAS, default Debian's libblas.so.3 with netlib CBLAS) exports is in the
+ * (REFERENCE_BLAS_SO, default Debian's libblas.so.3 with netlib CBLAS) exports is in the
  * list; exit 77 (skipped) if that library is absent. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +23,7 @@
 
 static const char *reference_path(void)
 {
-    const char *p = getenv("BLASFT_REFERENCE_BLAS");
+    const char *p = getenv("REFERENCE_BLAS_SO");
     return p && *p ? p : "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
 }
 
@@ -69,7 +69,7 @@ static char *symbols[MAX_SYMBOLS];
 static void exports_exactly_the_list(void **state)
 {
     (void)state;
-    const char *lib = getenv("BLASFT_LIB");
+    const char *lib = getenv("LIBBLAS_FT_SO");
     assert_non_null(lib);
     size_t n = dynamic_symbols(lib, symbols, MAX_SYMBOLS);
     int bad = 0;

@@ -230,9 +230,9 @@ static void forward_cblas_gemm(void **state)
 
 int main(void)
 {
-    const char *lib = getenv("BLASFT_LIB"), *fake = getenv("BLASFT_HOST_BLAS");
+    const char *lib = getenv("LIBBLAS_FT_SO"), *fake = getenv("BLASFT_HOST_BLAS");
     if (!lib || !fake) {
-        fprintf(stderr, "test_forward: BLASFT_LIB and BLASFT_HOST_BLAS must be set\n");
+        fprintf(stderr, "test_forward: LIBBLAS_FT_SO and BLASFT_HOST_BLAS must be set\n");
         return 1;
     }
     blas_ft = dlopen(lib, RTLD_NOW | RTLD_LOCAL);

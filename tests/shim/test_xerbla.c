@@ -1,9 +1,9 @@
-/* The error handlers of libblas_ft (BLASFT_LIB, loaded with dlopen): xerbla_ writes the reference
- * Fortran XERBLA message to stdout and stops with status 0; xerbla_array_ hands a blank-padded
- * CHARACTER*32 name to the program's own xerbla_ (this executable defines one); cblas_xerbla
- * behaves as netlib CBLAS's, checked against the reference library when it is present
- * (BLASFT_REFERENCE_BLAS, default Debian's libblas.so.3); RowMajorStrg and CBLAS_CallFromC are
- * exported. Each handler that ends the process runs in a forked child. */
+/* The error handlers of libblas_ft (LIBBLAS_FT_SO, loaded with dlopen): xerbla_ writes the
+ * reference Fortran XERBLA message to stdout and stops with status 0; xerbla_array_ hands a
+ * blank-padded CHARACTER*32 name to the program's own xerbla_ (this executable defines one);
+ * cblas_xerbla behaves as netlib CBLAS's, checked against the reference library when it is
+ * present (REFERENCE_BLAS_SO, default Debian's libblas.so.3); RowMajorStrg and CBLAS_CallFromC
+ * are exported. Each handler that ends the process runs in a forked child. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,7 +242,7 @@ static void cblas_xerbla_fixed_cases(void **state)
 static void cblas_xerbla_matches_reference(void **state)
 {
     (void)state;
-    const char *path = getenv("BLASFT_REFERENCE_BLAS");
+    const char *path = getenv("REFERENCE_BLAS_SO");
     if (!path || !*path)
         path = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
     void *ref = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -283,9 +283,9 @@ static void cblas_globals_exported(void **state)
 
 int main(void)
 {
-    const char *lib = getenv("BLASFT_LIB");
+    const char *lib = getenv("LIBBLAS_FT_SO");
     if (!lib) {
-        fprintf(stderr, "test_xerbla: BLASFT_LIB must be set\n");
+        fprintf(stderr, "test_xerbla: LIBBLAS_FT_SO must be set\n");
         return 1;
     }
     blas_ft = dlopen(lib, RTLD_NOW | RTLD_LOCAL);

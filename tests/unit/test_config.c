@@ -7,7 +7,9 @@
 
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct { const char *name, *value; } env_pair;
 
@@ -171,6 +173,92 @@ static void test_consistency_settings(void **state)
     assert_true(c.device_mem == 0);
 }
 
+/* The list of known variables is the parser's: every name it asks for is listed, and every
+ * listed name is asked for (a variable added to one and not the other fails here). */
+typedef struct { const char *asked[64]; int n; } asked_log;
+
+static const char *recording_lookup(const char *name, void *ctx)
+{
+    asked_log *log = ctx;
+    if (log->n < 64)
+        log->asked[log->n++] = name;
+    return NULL;
+}
+
+static int listed(const char *const *names, const char *name)
+{
+    for (; *names; names++)
+        if (strcmp(*names, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_known_vars_are_the_parsed_ones(void **state)
+{
+    (void)state;
+    asked_log log = {{NULL}, 0};
+    blasft_config c;
+    assert_int_equal(blasft_config_parse(&c, recording_lookup, &log), 0);
+    assert_true(log.n < 64);
+    const char *const *known = blasft_config_vars();
+    for (int i = 0; i < log.n; i++)
+        assert_true(listed(known, log.asked[i]));
+    int n_known = 0;
+    for (const char *const *k = known; *k; k++, n_known++) {
+        int asked = 0;
+        for (int i = 0; i < log.n; i++)
+            asked |= strcmp(log.asked[i], *k) == 0;
+        assert_true(asked);
+    }
+    assert_int_equal(n_known, log.n);
+}
+
+/* blasft_config_unknown's stderr for env, in out (size cap). */
+static int unknown_with_stderr(const char *const *env, char *out, size_t cap)
+{
+    fflush(stderr);
+    const int saved = dup(2);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    dup2(fileno(tmp), 2);
+    const int n = blasft_config_unknown(env);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    const size_t got = fread(out, 1, cap - 1, tmp);
+    out[got] = '\0';
+    fclose(tmp);
+    return n;
+}
+
+/* A BLASFT_ variable the library does not read is named once, with the known name it is near;
+ * known ones, other prefixes and names that only begin alike are not. */
+static void test_unknown_vars_named(void **state)
+{
+    (void)state;
+    char err[2048];
+    const char *const clean[] = {"PATH=/usr/bin", "BLASFT_MODE=detect", "BLASFT_REPORT=",
+                                 "XBLASFT_MODE=1", "blasft_mode=on", NULL};
+    assert_int_equal(unknown_with_stderr(clean, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    const char *const typos[] = {"BLASFT_TRESHOLD=proj", "BLASFT_MODE=off", "BLASFT_BLOCKSIZE=64",
+                                 "BLASFT_FOO=1", "BLASFT_MODE_X", "HOME=/root", NULL};
+    assert_int_equal(unknown_with_stderr(typos, err, sizeof err), 4);
+    assert_non_null(strstr(err, "BLASFT_TRESHOLD is not a libblas_ft variable and is ignored; did "
+                                "you mean BLASFT_THRESHOLD?"));
+    assert_non_null(strstr(err, "BLASFT_BLOCKSIZE is not a libblas_ft variable and is ignored; "
+                                "did you mean BLASFT_BLOCK_SIZE?"));
+    assert_non_null(strstr(err, "BLASFT_MODE_X is not a libblas_ft variable"));
+    /* nothing known is near FOO: no guess */
+    const char *foo = strstr(err, "BLASFT_FOO is not");
+    const char *guess = foo ? strstr(foo, "did you mean") : NULL;
+    assert_non_null(foo);
+    assert_true(!guess || guess > strchr(foo, '\n'));
+    assert_null(strstr(err, "BLASFT_MODE is not"));
+    assert_null(strstr(err, "HOME"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +267,8 @@ int main(void)
         cmocka_unit_test(test_malformed_values_fall_back),
         cmocka_unit_test(test_block_size_bounds),
         cmocka_unit_test(test_consistency_settings),
+        cmocka_unit_test(test_known_vars_are_the_parsed_ones),
+        cmocka_unit_test(test_unknown_vars_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
