@@ -73,20 +73,6 @@ const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; 
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 const char *blasft_promote_name(blasft_promote p) { return promote_names[p]; }
 
-/* Every variable blasft_config_parse reads (README.md's table). A BLASFT_ variable of the
- * environment that is not among them is named in a warning: misspelt, it would otherwise be
- * ignored without a word. test_config checks that the parser asks for exactly these. */
-static const char *const known_vars[] = {
-    "BLASFT_BLOCK_SIZE", "BLASFT_OMEGA", "BLASFT_MODE", "BLASFT_DEVICE", "BLASFT_CHECKSUMS",
-    "BLASFT_WEIGHTS", "BLASFT_THRESHOLD", "BLASFT_PEA_P", "BLASFT_ON_ERROR", "BLASFT_MIN_FLOPS",
-    "BLASFT_LOG", "BLASFT_CACHE", "BLASFT_DEVICE_MEM", "BLASFT_STAGING", "BLASFT_HASH_THREADS",
-    "BLASFT_CUBLAS", "BLASFT_GPU_PEA_LISTS", "BLASFT_GPU_ROW_CHECKS",
-    "BLASFT_GPU_HELPER_PRIORITY", "BLASFT_OFFLOAD_TRACE", "BLASFT_GPU_GRAPHS", "BLASFT_PROMOTE",
-    "BLASFT_GPU_PROMOTE_MEM", "BLASFT_HOST_BLAS", "BLASFT_LOG_FILE", "BLASFT_REPORT",
-    "BLASFT_INJECT", NULL};
-
-const char *const *blasft_config_vars(void) { return known_vars; }
-
 /* Levenshtein distance of a (length la) and b, for the suggestion; names are short. */
 static size_t edit_distance(const char *a, size_t la, const char *b)
 {
@@ -109,8 +95,29 @@ static size_t edit_distance(const char *a, size_t la, const char *b)
     return row[lb];
 }
 
+/* The names blasft_config_parse asks for (it asks for every variable whatever is set): the
+ * variables the library reads, without a second list to keep in step with the parser. */
+typedef struct {
+    const char *names[64];
+    int n;
+} name_list;
+
+static const char *record_name(const char *name, void *ctx)
+{
+    name_list *l = ctx;
+    if (l->n < 63)
+        l->names[l->n++] = name;
+    return NULL;
+}
+
+/* A BLASFT_ variable of the environment that the parser does not ask for is named in a warning:
+ * misspelt, it would otherwise be ignored without a word. */
 int blasft_config_unknown(const char *const *env)
 {
+    name_list reads = {{NULL}, 0};
+    blasft_config scratch;
+    blasft_config_parse(&scratch, record_name, &reads);
+    reads.names[reads.n] = NULL;
     int unknown = 0;
     for (; env && *env; env++) {
         const char *e = *env, *eq = strchr(e, '=');
@@ -120,7 +127,7 @@ int blasft_config_unknown(const char *const *env)
         const char *best = NULL;
         size_t best_d = SIZE_MAX;
         int known = 0;
-        for (const char *const *k = known_vars; *k && !known; k++) {
+        for (const char *const *k = reads.names; *k && !known; k++) {
             known = strlen(*k) == len && strncmp(*k, e, len) == 0;
             const size_t d = edit_distance(e, len, *k);
             if (d < best_d)

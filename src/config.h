@@ -11,11 +11,9 @@ typedef const char *(*blasft_env_lookup)(const char *name, void *ctx);
  * and the default is used. Returns the number of malformed values. */
 int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx);
 
-/* The variables blasft_config_parse reads (NULL-terminated). */
-const char *const *blasft_config_vars(void);
-
-/* Names on stderr each BLASFT_ variable of env ("NAME=value" strings, NULL-terminated) that is
- * not one of them, with the closest known name where one is near; returns their number. */
+/* Names on stderr each BLASFT_ variable of env ("NAME=value" strings, NULL-terminated) that
+ * blasft_config_parse does not read, with the closest one it reads where one is near; returns
+ * their number. */
 int blasft_config_unknown(const char *const *env);
 
 /* The process's effective configuration, parsed from the environment on first use; unknown
