@@ -113,6 +113,14 @@ def report_problems(report):
     return problems
 
 
+def checked_report(path, what, failures):
+    """The exit report at path, each way it misses the documented format a failure of `what`."""
+    report = load_report(path)
+    for p in report_problems(report):
+        check(False, f"{what}: {p}", failures)
+    return report
+
+
 def corrected_once(abft, planted):
     """Whether the report's counters say that `planted` faults were planted and each was
     corrected once (an element or its block recomputed, none counted twice, none left)."""

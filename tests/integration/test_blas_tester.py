@@ -129,9 +129,7 @@ def main():
                                   f"{r} did not pass its error-exit tests", failures)
 
         # Proof that the calls went through libblas_ft, not straight to the system BLAS.
-        report = harness.load_report(report_path)
-        for p in harness.report_problems(report):
-            harness.check(False, f"report: {p}", failures)
+        report = harness.checked_report(report_path, "report", failures)
         harness.check(report["config"].get("mode") == mode,
                       f"report config.mode is {report['config'].get('mode')!r}, not {mode!r}",
                       failures)

@@ -42,9 +42,7 @@ def main():
                               f"{what}: a child warned of CUDA, which never started", failures)
             if "BLASFT_REPORT" not in extra:
                 continue
-            report = harness.load_report(report_path)
-            for p in harness.report_problems(report):
-                harness.check(False, f"{what}: {p}", failures)
+            report = harness.checked_report(report_path, what, failures)
             harness.check(harness.call_count(report, "dgemm_", "dgemm") == ROUNDS and
                           harness.call_count(report, "cblas_zgemm") == ROUNDS,
                           f"{what}: the report does not count every round's GEMMs: "
@@ -62,8 +60,7 @@ def main():
             harness.check(len(children) == ROUNDS,
                           f"{what}: {len(children)} child reports, not {ROUNDS}", failures)
             for path in children:
-                for p in harness.report_problems(harness.load_report(path)):
-                    harness.check(False, f"{what}: {path}: {p}", failures)
+                harness.checked_report(path, f"{what}: {path}", failures)
     harness.finish(failures, "dlopen")
 
 

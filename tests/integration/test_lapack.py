@@ -174,9 +174,7 @@ def main():
                                            harness.preload_env(**extra))
                 res = residual(out)
                 print(f"{what}: residual {res}, rc {rc}")
-                report = harness.load_report(report_path)
-                for p in harness.report_problems(report):
-                    harness.check(False, f"{what}: {p}", failures)
+                report = harness.checked_report(report_path, what, failures)
                 abft = report["abft"]
                 gemm = harness.call_count(report, routine[0] + "gemm_")
                 if mode == "detect":

@@ -55,9 +55,7 @@ def main():
             rc, out, err = harness.run([rscript, "--vanilla", script], harness.preload_env(**extra))
             print(out, err, end="")
             harness.check(rc == 0, f"R {what}: products differ from R's own (rc {rc})", failures)
-            report = harness.load_report(report_path)
-            for p in harness.report_problems(report):
-                harness.check(False, f"R {what}: {p}", failures)
+            report = harness.checked_report(report_path, f"R {what}", failures)
             dgemm = harness.call_count(report, "dgemm_")
             zgemm = harness.call_count(report, "zgemm_")
             abft = report["abft"]

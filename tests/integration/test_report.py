@@ -19,10 +19,7 @@ def check_file(path, what, failures):
     tool = subprocess.run([sys.executable, "-m", "json.tool", path], capture_output=True, text=True)
     harness.check(tool.returncode == 0, f"{what}: json.tool rejects the report: {tool.stderr}",
                   failures)
-    report = harness.load_report(path)
-    for p in harness.report_problems(report):
-        harness.check(False, f"{what}: {p}", failures)
-    return report
+    return harness.checked_report(path, what, failures)
 
 
 def main():
