@@ -57,8 +57,8 @@ void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *
  * copy (type D or Z, packed). */
 void *blasft_gpu_debug_checked_c(blasft_gpu_ctx *ctx, blasft_type *type, int64_t *ldc);
 /* Inside a hook: where that C lies in the caller's. A promoted GEMM is checked tile by tile of C
- * and chunk by chunk of k (gpu_promoted_gemm.cu, plan_promotion): the caller's (i, j) is the checked C's
- * (i - row0, j - col0) for row0 <= i < row0 + rows, col0 <= j < col0 + cols; last_k: the tile's
+ * and chunk by chunk of k (gpu_promoted_gemm.cu, plan_promotion): the caller's (i, j) is the
+ * checked C's (i - row0, j - col0) for row0 <= i < row0 + rows, col0 <= j < col0 + cols; last_k: the tile's
  * last chunk, whose result is rounded into the caller's C. Otherwise the whole C, last_k 1. */
 void blasft_gpu_debug_checked_part(blasft_gpu_ctx *ctx, int64_t *row0, int64_t *col0,
                                    int64_t *rows, int64_t *cols, int *last_k);

@@ -151,14 +151,16 @@ struct promo_plan {
 blasft_type promoted_type(blasft_type t);
 promo_plan plan_promotion(blasft_type t, char ta, char tb, int64_t m, int64_t n, int64_t k,
                           bool cold, const blasft_gpu_params *p);
-promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
+promo_plan plan_for(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                    const blasft_gpu_params *p);
 /* the GEMM under plan L (L.on), in ctx->promo (ensure_promo) */
 int promoted_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,
                       const promo_plan &L);
 
 /* gpu_graphs.cu */
 constexpr int kNoGraph = 1; /* run_by_graph: not taken, enqueue directly */
-bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
+bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                    const blasft_gpu_params *p);
 /* 0 or -2 as blasft_gpu_gemm_run, or kNoGraph */
 int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
 

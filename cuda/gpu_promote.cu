@@ -1,7 +1,7 @@
 /* BLASFT_PROMOTE=on on the GPU (docs/promote.md): an S or C GEMM runs as a D or Z GEMM of
  * promoted copies, checked in double and rounded once into the caller's C. These are the
- * conversions; the orchestration is promoted_gemm in gpu_promoted_gemm.cu. A complex matrix is a real one
- * with twice the rows (parts interleaved), so one pair of kernels serves both. */
+ * conversions; the orchestration is promoted_gemm in gpu_promoted_gemm.cu. A complex matrix is a
+ * real one with twice the rows (parts interleaved), so one pair of kernels serves both. */
 #include "gpu_promote.h"
 
 namespace {
