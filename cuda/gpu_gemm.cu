@@ -501,12 +501,10 @@ template <typename T> void weight_sums(gk_gemm<T> &kg, int scheme)
  * for the thresholds. With it, what the enqueueing needs besides: the envelopes, the top-p
  * scratch, and which passes the call leaves out. */
 template <typename T> struct bound_call {
-    gk_gemm<T> kg;
-    double *envA, *envB;
+    gk_gemm<T> kg; /* also says which passes are left out: rows_on_demand, a_lists_on_demand */
+    double *envA;  /* op(B)'s envelope is kg.envB */
     gk_topp scratch;
-    bool lazy;           /* the row side only for blocks whose column checksums flagged */
     bool prep_a, prep_b; /* prepared operands stand in for this call's passes over them */
-    bool a_on_demand;    /* PROJ, FP64: no PEA pass over op(A) */
 };
 
 template <typename T>
@@ -555,10 +553,9 @@ bound_call<T> bind_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
     kg.tEa = {(double *)(w + L.tEa_v), (int *)(w + L.tEa_p)};
     kg.tEb = {(double *)(w + L.tEb_v), (int *)(w + L.tEb_p)};
     b.envA = (double *)(w + L.EnvA);
-    b.envB = (double *)(w + L.EnvB);
-    kg.envB = b.envB;
+    kg.envB = (double *)(w + L.EnvB);
     /* the row side only for blocks whose column checksums flagged (see blasft_gpu.h) */
-    const bool lazy = b.lazy = p->rows_on_demand && !kg.block_lists;
+    const bool lazy = p->rows_on_demand && !kg.block_lists;
     kg.rows_on_demand = lazy;
     kg.cold_rows = lazy && kg.Cold;
     /* prepared operands (blasft_gpu_prepare): their buffers stand in for this call's passes */
@@ -585,8 +582,7 @@ bound_call<T> bind_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
      * D 4096 1.13 and D 8192 1.055-1.060 of plain cuBLAS, against 1.15-1.16 and 1.061-1.064 with
      * it); native FP32 keeps it, as without it in front PROJ's kernels start together with
      * cuBLAS's SGEMM and slow it down (S 8192 1.030 against 1.006; docs/thresholds.md) */
-    b.a_on_demand = proj && lazy && !prep_a && sizeof(T) == 8;
-    kg.a_lists_on_demand = b.a_on_demand;
+    kg.a_lists_on_demand = proj && lazy && !prep_a && sizeof(T) == 8;
     kg.Ccs_sq = need_cold ? (double *)(w + L.Ccs_sq) : nullptr;
     if (proj) {
         kg.Pvec = (double *)(w + L.Pvec);
@@ -648,10 +644,10 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     char *w = ctx->ws;
     bound_call<T> bc = bind_call<T>(ctx, g, p, ta, tb, beta_h, need_cold, keep_old, proj);
     gk_gemm<T> &kg = bc.kg;
-    double *const envA = bc.envA, *const envB = bc.envB;
+    double *const envA = bc.envA, *const envB = kg.envB;
     const gk_topp scratch = bc.scratch;
-    const bool lazy = bc.lazy, prep_a = bc.prep_a, prep_b = bc.prep_b,
-               a_on_demand = bc.a_on_demand;
+    const bool lazy = kg.rows_on_demand, prep_a = bc.prep_a, prep_b = bc.prep_b,
+               a_on_demand = kg.a_lists_on_demand;
 
     cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const int ws = p->weights;
