@@ -74,6 +74,10 @@ struct blasft_gpu_ctx {
     void *promo; /* BLASFT_PROMOTE: double copies of A, B, C and the scalars (promoted_gemm) */
     size_t promo_bytes;
     bool no_promo; /* the buffer of the copies could not be allocated: S and C run natively */
+    /* compact copies of a small call's A, B and C, so that one graph serves a shape whatever
+     * its operands' addresses (gpu_graphs.cu, relocated replays) */
+    void *reloc;
+    size_t reloc_bytes;
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;
@@ -116,6 +120,10 @@ cublasOperation_t op_of(char t);
 size_t type_size(blasft_type t);
 int type_parts(blasft_type t);
 bool scalar_nonzero(blasft_type t, const void *x);
+/* A buffer of the context grown to `bytes` (never shrunk; growing synchronises the context's
+ * streams and drops its graphs): 0, -2 where a CUDA call failed (logged as `what`), -3 where
+ * cudaMalloc failed and `what` is NULL (unlogged). */
+int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what);
 /* a free report slot (waits for the oldest where all are taken), and its report enqueued */
 report_slot *take_slot(blasft_gpu_ctx *ctx);
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m);

@@ -1182,6 +1182,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaFree(ctx->old_c);
     if (ctx->promo)
         cudaFree(ctx->promo);
+    if (ctx->reloc)
+        cudaFree(ctx->reloc);
     free(ctx);
 }
 
@@ -1193,7 +1195,7 @@ void blasft_gpu_ctx_set_stream(blasft_gpu_ctx *ctx, void *stream)
 
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx)
 {
-    return ctx->ws_bytes + ctx->old_bytes + ctx->promo_bytes;
+    return ctx->ws_bytes + ctx->old_bytes + ctx->promo_bytes + ctx->reloc_bytes;
 }
 
 size_t blasft_gpu_workspace_need(blasft_type t, int64_t m, int64_t n, int64_t k,

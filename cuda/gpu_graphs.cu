@@ -1,6 +1,6 @@
 /* The engine's own CUDA graphs of repeated calls (BLASFT_GPU_GRAPHS): the key of a call, its
- * capture on the context's own stream, the replay. The cache (keys, lookup, the capture rule) is
- * graph_cache.c. */
+ * capture on the context's own stream, the replay, and the relocated replay of a small call whose
+ * operands moved. The cache (keys, lookup, the capture rule) is graph_cache.c. */
 #include "gpu_engine.h"
 
 extern "C" {
@@ -19,6 +19,132 @@ namespace {
  * a large GEMM keeps the launches it was measured with (docs/cublas-benchmark.md). */
 constexpr double kGraphMaxMnk = 0x1p31;
 
+/* Relocated replays. A graph bakes its operands' addresses, but a stream of small calls often
+ * repeats a shape on operands that move: tiles of one matrix, a solver's panels, a framework's
+ * fresh activations. Such a call is copied into compact buffers of the context (A, B, and C
+ * where beta may be nonzero), replayed there by the graph of its shape, and C copied back: two
+ * small launches beside the graph's one, where a direct enqueue costs 70-100 us of the caller's
+ * thread. Only where the copies move at most kRelocMaxBytes (in and out), a few microseconds of
+ * the stream: with copies of up to 16 MiB cuSOLVER's QR (n = 4096, float64) took 27 % longer
+ * than with direct enqueueing (docs/cublas-interpose.md, "Relocated replays"). */
+constexpr size_t kRelocMaxBytes = size_t(4) << 20;
+constexpr size_t kRelocMinBytes = size_t(1) << 20;
+constexpr size_t kRelocAlign = 256;
+
+/* One matrix to copy, in words of the kernel's type. */
+struct reloc_matrix {
+    const void *src;
+    void *dst;
+    int64_t rows, cols, lds, ldd;
+};
+/* A, B, C and device scalars */
+constexpr int kRelocMatrices = 5;
+struct reloc_copies {
+    reloc_matrix m[kRelocMatrices];
+};
+
+/* Copies blockIdx.z's matrix: columns across blockIdx.y, rows across the threads (coalesced). */
+template <typename W> __global__ void gk_relocate(reloc_copies x)
+{
+    const reloc_matrix &t = x.m[blockIdx.z];
+    for (int64_t col = blockIdx.y; col < t.cols; col += gridDim.y) {
+        const W *src = (const W *)t.src + col * t.lds;
+        W *dst = (W *)t.dst + col * t.ldd;
+        for (int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; row < t.rows;
+             row += (int64_t)gridDim.x * blockDim.x)
+            dst[row] = src[row];
+    }
+}
+
+/* Where a call's operands go in the relocation buffer, in the caller's element type. */
+struct reloc_plan {
+    int64_t ar, ac, br, bc;      /* op's stored shapes: A ar x ac, B br x bc */
+    size_t a, b, c, alpha, beta, end; /* offsets (the scalars' where they are in device memory) */
+    size_t word;                 /* the copies' word: 4 or 8 bytes (it divides the type's size) */
+    bool copy_c;                 /* beta may be nonzero: C is read */
+};
+
+size_t align_up(size_t x) { return (x + kRelocAlign - 1) / kRelocAlign * kRelocAlign; }
+
+/* The plan of a call that may be relocated, or end 0 where it may not: operands the engine gets
+ * prepared or as a vector, too large, or not aligned to the copies' word. */
+reloc_plan plan_relocation(const blasft_gpu_gemm *g)
+{
+    reloc_plan r = {};
+    if (g->prep_a || g->prep_b || g->c_vector)
+        return r;
+    const size_t ts = type_size(g->type);
+    r.word = ts % 8 == 0 ? 8 : 4;
+    uintptr_t at = (uintptr_t)g->a | (uintptr_t)g->b | (uintptr_t)g->c;
+    if (g->scalars_on_device)
+        at |= (uintptr_t)g->alpha | (uintptr_t)g->beta;
+    if (at % r.word)
+        return r;
+    r.ar = g->transa == 'N' ? g->m : g->k;
+    r.ac = g->transa == 'N' ? g->k : g->m;
+    r.br = g->transb == 'N' ? g->k : g->n;
+    r.bc = g->transb == 'N' ? g->n : g->k;
+    r.copy_c = g->scalars_on_device || scalar_nonzero(g->type, g->beta);
+    const double moved = (double)ts * ((double)r.ar * r.ac + (double)r.br * r.bc +
+                                       (r.copy_c ? 2.0 : 1.0) * g->m * g->n);
+    if (moved > (double)kRelocMaxBytes - 5 * kRelocAlign)
+        return r;
+    r.a = 0;
+    r.b = align_up(ts * r.ar * r.ac);
+    r.c = r.b + align_up(ts * r.br * r.bc);
+    r.alpha = r.c + align_up(ts * g->m * g->n);
+    r.beta = r.alpha + kRelocAlign;
+    r.end = g->scalars_on_device ? r.beta + kRelocAlign : r.alpha;
+    return r;
+}
+
+/* The call on the relocation buffer at `base` (0 for the key: the offsets): compact operands,
+ * leading dimensions their rows. */
+blasft_gpu_gemm relocated(const blasft_gpu_gemm *g, const reloc_plan &r, uintptr_t base)
+{
+    blasft_gpu_gemm x = *g;
+    x.a = (const void *)(base + r.a);
+    x.b = (const void *)(base + r.b);
+    x.c = (void *)(base + r.c);
+    x.lda = r.ar > 1 ? r.ar : 1;
+    x.ldb = r.br > 1 ? r.br : 1;
+    x.ldc = g->m > 1 ? g->m : 1;
+    if (g->scalars_on_device) {
+        x.alpha = (const void *)(base + r.alpha);
+        x.beta = (const void *)(base + r.beta);
+    }
+    return x;
+}
+
+reloc_matrix words(const void *src, void *dst, int64_t rows, int64_t cols, int64_t lds,
+                   int64_t ldd, size_t ts, size_t word)
+{
+    const int64_t f = (int64_t)(ts / word);
+    return {src, dst, rows * f, cols, lds * f, ldd * f};
+}
+
+/* Enqueues the copies of n <= kRelocMatrices matrices on s in one launch (false where it
+ * failed). */
+bool relocate(cudaStream_t s, size_t word, const reloc_matrix *x, int n)
+{
+    reloc_copies c = {};
+    int64_t rows = 0, cols = 0;
+    for (int i = 0; i < n; i++) {
+        c.m[i] = x[i];
+        rows = x[i].rows > rows ? x[i].rows : rows;
+        cols = x[i].cols > cols ? x[i].cols : cols;
+    }
+    const int threads = 128;
+    const int64_t bx = (rows + threads - 1) / threads;
+    const dim3 grid((unsigned)(bx < 16 ? bx : 16), (unsigned)(cols < 4096 ? cols : 4096),
+                    (unsigned)n);
+    if (word == 8)
+        gk_relocate<unsigned long long><<<grid, threads, 0, s>>>(c);
+    else
+        gk_relocate<unsigned int><<<grid, threads, 0, s>>>(c);
+    return launches_ok();
+}
+
 /* Everything that decides what protected_gemm and promoted_gemm enqueue for a call, flat so
  * that the whole struct can be compared (memset, then field by field: no padding bytes of the
  * caller's). Host scalars by value; the proj seed is drawn once, at the capture (a projection
@@ -33,6 +159,7 @@ struct graph_key {
     uint64_t promote_mem;
     int32_t type, on_dev, bs, r, weights, pea_p, block_lists, rows_on_demand, proj, promote, mode,
         on_error, sched, no_promo, skip, priority;
+    int32_t relocated; /* the relocated replay's key: a, b, c are offsets in the buffer */
     char transa, transb;
 };
 static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large");
@@ -152,6 +279,9 @@ blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                    (long long)g->k, rc);
         return nullptr;
     }
+    blasft_log(BLASFT_LOG_DEBUG, "GPU: a %lldx%lldx%lld GEMM captured into a graph%s",
+               (long long)g->m, (long long)g->n, (long long)g->k,
+               key.relocated ? " (relocated)" : "");
     blasft_graph_entry *e = blasft_graph_insert(ctx->graphs, hash, &key, sizeof key, exec);
     graph_meta *meta = (graph_meta *)e->meta;
     meta->report = ctx->deferred;
@@ -168,8 +298,81 @@ bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const b
            (double)g->m * (double)g->n * (double)g->k <= kGraphMaxMnk;
 }
 
+namespace {
+
+/* Launches e's graph for the call g on ctx's stream and enqueues its report: 0 or -2 as
+ * blasft_gpu_gemm_run, or kNoGraph where nothing of the call was enqueued (the graph is then
+ * dropped). With r, g's operands are copied into the relocation buffer first and C back after.
+ * replay: e was found in the cache (counted), not captured for this call. */
+int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
+           const reloc_plan *r, bool replay)
+{
+    report_slot *slot = take_slot(ctx);
+    if (!slot)
+        return -2;
+    const size_t ts = type_size(g->type);
+    blasft_gpu_gemm at = {}; /* the call on the buffer */
+    if (r) {
+        at = relocated(g, *r, (uintptr_t)ctx->reloc);
+        reloc_matrix in[kRelocMatrices];
+        int n = 0;
+        in[n++] = words(g->a, (void *)at.a, r->ar, r->ac, g->lda, at.lda, ts, r->word);
+        in[n++] = words(g->b, (void *)at.b, r->br, r->bc, g->ldb, at.ldb, ts, r->word);
+        if (r->copy_c)
+            in[n++] = words(g->c, at.c, g->m, g->n, g->ldc, at.ldc, ts, r->word);
+        if (g->scalars_on_device) {
+            in[n++] = words(g->alpha, (void *)at.alpha, 1, 1, 1, 1, ts, r->word);
+            in[n++] = words(g->beta, (void *)at.beta, 1, 1, 1, 1, ts, r->word);
+        }
+        if (!relocate(ctx->s0, r->word, in, n))
+            return -2;
+    }
+    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch")) {
+        blasft_graph_drop(ctx->graphs, e); /* the call goes directly (the copies in are harmless) */
+        return kNoGraph;
+    }
+    ctx->graphs->hits += replay;
+    if (r) {
+        const reloc_matrix out = words(at.c, g->c, g->m, g->n, at.ldc, g->ldc, ts, r->word);
+        if (!relocate(ctx->s0, r->word, &out, 1))
+            return -2;
+    }
+    const graph_meta *meta = (const graph_meta *)e->meta;
+    ctx->last_run = meta->run;
+    return enqueue_report(ctx, slot, meta->report);
+}
+
+/* Whether the context's previous protected GEMM has finished on the GPU (its report's event):
+ * then the stream waits for this thread, whose enqueueing a relocated replay shortens. Where it
+ * has not, the GPU bounds the stream, and the copies would only lengthen it (cuSOLVER's QR at
+ * n = 1024: 5-9 % slower with relocated replays taken regardless; docs/cublas-interpose.md). */
+bool stream_caught_up(blasft_gpu_ctx *ctx)
+{
+    const cudaError_t q = cudaEventQuery(ctx->ev_done);
+    if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady)
+        cudaGetLastError(); /* not an error: none of the application's to keep */
+    return q == cudaSuccess;
+}
+
+/* The relocation buffer for a plan's `end` bytes: grown (by powers of two, dropping the graphs,
+ * which bake its address) where needed. False where the device has no memory for it. */
+bool reloc_room(blasft_gpu_ctx *ctx, size_t end)
+{
+    size_t want = kRelocMinBytes;
+    while (want < end)
+        want *= 2;
+    return ensure_buf(ctx, &ctx->reloc, &ctx->reloc_bytes, want, nullptr) == 0;
+}
+
+} // namespace
+
 /* The call by the context's graph of it: 0 or -2 as blasft_gpu_gemm_run, or kNoGraph where it
- * is to be enqueued directly (first seen, not capturable, the caller's stream being captured). */
+ * is to be enqueued directly (first seen, not capturable, the caller's stream being captured).
+ * A graph of the call's own addresses first; else, for a small call, the graph of its shape on
+ * the relocation buffer. Where the addresses come back (seen before, graph_cache.h's rule) the
+ * call is captured as it is, even beside a relocated graph of its shape, whose copies would cost
+ * the stream a few microseconds at every call; a shape whose operands keep moving (the third
+ * time at new addresses) is captured relocated. */
 int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -190,22 +393,37 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     make_key(&key, ctx, g, p, priority);
     const uint64_t hash = blasft_graph_hash(&key, sizeof key);
     blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
-    if (!e) {
-        /* a capture must not grow a buffer (that synchronises) */
-        if (!blasft_graph_admit(ctx->graphs, hash) || blasft_gpu_gemm_would_sync(ctx, g, p, 1) ||
-            !(e = capture_call(ctx, g, p, hash, key)))
-            return kNoGraph;
+    if (e)
+        return launch(ctx, e, g, nullptr, true);
+    /* the relocated key: the buffer's offsets for addresses, device scalars' too (every graph in
+     * the cache was made on the current buffer: growing it drops them) */
+    const reloc_plan r = plan_relocation(g);
+    graph_key rkey;
+    uint64_t rhash = 0;
+    blasft_graph_entry *moved = nullptr;
+    if (r.end && stream_caught_up(ctx)) {
+        const blasft_gpu_gemm at0 = relocated(g, r, 0);
+        make_key(&rkey, ctx, &at0, p, priority);
+        rkey.relocated = 1;
+        rhash = blasft_graph_hash(&rkey, sizeof rkey);
+        moved = blasft_graph_find(ctx->graphs, rhash, &rkey, sizeof rkey);
     }
-    report_slot *slot = take_slot(ctx);
-    if (!slot)
-        return -2;
-    if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch")) {
-        blasft_graph_drop(ctx->graphs, e); /* nothing was enqueued: the call goes directly */
+    /* a capture must not grow a buffer (that synchronises) */
+    const bool fresh = !blasft_graph_seen(ctx->graphs, hash);
+    if (blasft_graph_admit(ctx->graphs, hash)) {
+        if (!blasft_gpu_gemm_would_sync(ctx, g, p, 1) && (e = capture_call(ctx, g, p, hash, key)))
+            return launch(ctx, e, g, nullptr, false);
+        return moved ? launch(ctx, moved, g, &r, true) : kNoGraph;
+    }
+    if (moved)
+        return launch(ctx, moved, g, &r, true);
+    if (!rhash || !blasft_graph_admit_relocated(ctx->graphs, rhash, fresh) ||
+        !reloc_room(ctx, r.end))
         return kNoGraph;
-    }
-    const graph_meta *meta = (const graph_meta *)e->meta;
-    ctx->last_run = meta->run;
-    return enqueue_report(ctx, slot, meta->report);
+    const blasft_gpu_gemm x = relocated(g, r, (uintptr_t)ctx->reloc);
+    if (blasft_gpu_gemm_would_sync(ctx, &x, p, 1) || !(e = capture_call(ctx, &x, p, rhash, rkey)))
+        return kNoGraph;
+    return launch(ctx, e, g, &r, false);
 }
 
 } // namespace gpu_engine

@@ -7,11 +7,14 @@
 
 /* captures that may fail before a context stops capturing (a call the capture cannot take) */
 enum { kGraphFailures = 4 };
-/* A full cache replaces a graph only if it has not been used in this many lookups. A capture
- * costs the host about 120 us, two direct enqueues (docs/cublas-benchmark.md, "The engine's own
- * graphs"), so keys cycled through more than the cache holds must not evict each other (each
- * would be captured and evicted before its next use): the graphs kept then serve their calls,
- * the others are enqueued directly. A program that moved on lets its old graphs go. */
+/* A full cache replaces a graph only if it has not been used in this many lookups, and only by
+ * a key seen within as many. A capture costs the host about 120 us, two direct enqueues
+ * (docs/cublas-benchmark.md, "The engine's own graphs"), so keys cycled through more than the
+ * cache holds must not evict each other (each would be captured and evicted before its next
+ * use): the graphs kept then serve their calls, the others are enqueued directly. A cycle longer
+ * than this (a solver's hundreds of GEMMs per call) would make every graph idle before its next
+ * use; its keys, which come back as seldom, do not replace them. A program that moved on lets its
+ * old graphs go. */
 enum { kIdleLookups = 4 * BLASFT_GRAPH_ENTRIES };
 
 uint64_t blasft_graph_hash(const void *key, size_t bytes)
@@ -28,7 +31,6 @@ blasft_graph_entry *blasft_graph_find(blasft_graph_cache *c, uint64_t hash, cons
         blasft_graph_entry *e = &c->e[i];
         if (e->exec && e->hash == hash && !memcmp(e->key, key, bytes)) {
             e->used = c->clock;
-            c->hits++;
             return e;
         }
     }
@@ -39,7 +41,7 @@ blasft_graph_entry *blasft_graph_find(blasft_graph_cache *c, uint64_t hash, cons
 static int seen_at(const blasft_graph_cache *c, uint64_t hash)
 {
     for (int i = 0; i < BLASFT_GRAPH_SEEN; i++)
-        if (c->seen[i] == hash)
+        if (c->seen[i].hash == hash)
             return i;
     return -1;
 }
@@ -57,17 +59,52 @@ static blasft_graph_entry *lru(blasft_graph_cache *c)
     return e;
 }
 
-int blasft_graph_admit(blasft_graph_cache *c, uint64_t hash)
+int blasft_graph_seen(const blasft_graph_cache *c, uint64_t hash) { return seen_at(c, hash) >= 0; }
+
+/* The capture rule for a key seen before, last at `last`. */
+static int admit_seen(blasft_graph_cache *c, uint64_t last)
 {
-    if (seen_at(c, hash) < 0) { /* remembered in the order seen, the oldest forgotten */
-        c->seen[c->seen_next] = hash;
-        c->seen_next = (c->seen_next + 1) % BLASFT_GRAPH_SEEN;
-        return 0;
-    }
     if (c->failures >= kGraphFailures)
         return 0;
     const blasft_graph_entry *victim = lru(c);
-    return !victim->exec || c->clock - victim->used > kIdleLookups;
+    return !victim->exec ||
+           (c->clock - victim->used > kIdleLookups && c->clock - last <= kIdleLookups);
+}
+
+/* The sighting of hash (made now where it was not remembered: then NULL is returned). */
+static blasft_graph_sighting *sight(blasft_graph_cache *c, uint64_t hash, int fresh)
+{
+    const int i = seen_at(c, hash);
+    if (i < 0) { /* remembered in the order seen, the oldest forgotten */
+        blasft_graph_sighting *s = &c->seen[c->seen_next];
+        s->hash = hash;
+        s->at = c->clock;
+        s->fresh = (uint64_t)fresh;
+        c->seen_next = (c->seen_next + 1) % BLASFT_GRAPH_SEEN;
+        return NULL;
+    }
+    return &c->seen[i];
+}
+
+int blasft_graph_admit(blasft_graph_cache *c, uint64_t hash)
+{
+    blasft_graph_sighting *s = sight(c, hash, 0);
+    if (!s)
+        return 0;
+    const uint64_t last = s->at;
+    s->at = c->clock;
+    return admit_seen(c, last);
+}
+
+int blasft_graph_admit_relocated(blasft_graph_cache *c, uint64_t hash, int fresh)
+{
+    blasft_graph_sighting *s = sight(c, hash, fresh);
+    if (!s)
+        return 0;
+    const uint64_t last = s->at;
+    s->at = c->clock;
+    s->fresh += (uint64_t)fresh;
+    return s->fresh >= 3 && admit_seen(c, last);
 }
 
 blasft_graph_entry *blasft_graph_insert(blasft_graph_cache *c, uint64_t hash, const void *key,
@@ -90,7 +127,7 @@ void blasft_graph_failed(blasft_graph_cache *c, uint64_t hash)
     c->failures++;
     const int i = seen_at(c, hash);
     if (i >= 0)
-        c->seen[i] = 0; /* seen once more before another try */
+        c->seen[i].hash = 0; /* seen once more before another try */
 }
 
 void blasft_graph_drop(blasft_graph_cache *c, blasft_graph_entry *e)

@@ -14,6 +14,9 @@
  *   stream_protected_ms), and the host's time per call to enqueue them (stream_host_plain_ms,
  *   stream_host_protected_ms: where it reaches the stream's time, the host bounds the loop);
  *   the interleaved timing synchronises after every call.
+ * BENCH_MOVING=N (with BENCH_STREAM): the stream loop's calls take their operands from N places
+ *   in turn (A, B and C each 64 elements further on per place; tiles of one matrix, a solver's
+ *   panels), so that no two calls in a row have the same addresses.
  * BLASFT_GPU_GRAPHS=off: every call enqueued (default on, as the library's: from the second
  *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
@@ -97,9 +100,11 @@ int main(int argc, char **argv)
             if (sscanf(sh, "%lldx%lldx%lld", &m, &n, &k) != 3)
                 m = n = k = atoll(sh);
             size_t ts = is_float ? 4 : 8;
-            void *A = random_device((size_t)(m * k * parts), is_float, 1);
-            void *B = random_device((size_t)(k * n * parts), is_float, 2);
-            void *C = random_device((size_t)(m * n * parts), is_float, 3);
+            const int moving = getenv("BENCH_MOVING") ? atoi(getenv("BENCH_MOVING")) : 0;
+            const size_t shift = 64 * (size_t)parts, more = moving > 1 ? shift * (moving - 1) : 0;
+            void *A = random_device((size_t)(m * k * parts) + more, is_float, 1);
+            void *B = random_device((size_t)(k * n * parts) + more, is_float, 2);
+            void *C = random_device((size_t)(m * n * parts) + more, is_float, 3);
             float one_f[2] = {1.0f, 0.0f}, zero_f[2] = {0.0f, 0.0f};
             double one_d[2] = {1.0, 0.0}, zero_d[2] = {0.0, 0.0};
             blasft_gpu_gemm g;
@@ -204,9 +209,17 @@ int main(int argc, char **argv)
                         ck(cudaEventRecord(e0, NULL), "record");
                         struct timespec h0, h1;
                         clock_gettime(CLOCK_MONOTONIC, &h0);
-                        for (int it = 0; it < reps; it++)
-                            if (side ? blasft_gpu_gemm_run(ctx, &g, &p) : blasft_gpu_gemm_plain(ctx, &gp))
+                        for (int it = 0; it < reps; it++) {
+                            blasft_gpu_gemm gm = side ? g : gp;
+                            if (moving > 1) {
+                                const size_t o = ts * shift * (size_t)(it % moving);
+                                gm.a = (const char *)g.a + o;
+                                gm.b = (const char *)g.b + o;
+                                gm.c = (char *)g.c + o;
+                            }
+                            if (side ? blasft_gpu_gemm_run(ctx, &gm, &p) : blasft_gpu_gemm_plain(ctx, &gm))
                                 return 1;
+                        }
                         clock_gettime(CLOCK_MONOTONIC, &h1);
                         *(side ? &hq : &hp) = ((double)(h1.tv_sec - h0.tv_sec) * 1e3 +
                                                (double)(h1.tv_nsec - h0.tv_nsec) * 1e-6) / reps;
@@ -227,7 +240,8 @@ int main(int argc, char **argv)
                        "\"rows\":\"%s\",\"threshold\":\"%s\",\"promote\":%d,\"promoted\":%d,"
                        "\"promote_mem\":%llu,\"gemms\":%llu,\"beta\":%g,\"cvec\":%d,"
                        "\"stream_plain_ms\":%.4f,\"stream_protected_ms\":%.4f,"
-                       "\"stream_host_plain_ms\":%.4f,\"stream_host_protected_ms\":%.4f}\n",
+                       "\"stream_host_plain_ms\":%.4f,\"stream_host_protected_ms\":%.4f,"
+                       "\"moving\":%d}\n",
                        ty[0], g.transa, g.transb, m, n, k, p.block_size, r, reps, mp, mq, mq / mp,
                        flops / (mp * 1e-3) / 1e12, blasft_gpu_workspace_need(g.type, m, n, k, &p),
                        (unsigned long long)(s1.errors_detected - s0.errors_detected),
@@ -238,7 +252,7 @@ int main(int argc, char **argv)
                        (unsigned long long)p.promote_mem,
                        (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
                        cvec ? (is_float ? (double)*(float *)g.beta : *(double *)g.beta) : beta_v,
-                       cvec, sp, sq, hp, hq);
+                       cvec, sp, sq, hp, hq, moving);
                 fflush(stdout);
                 /* BENCH_TRACE=N: N more protected GEMMs with the stage timeline (gpu_debug.h) */
                 int ntrace = getenv("BENCH_TRACE") ? atoi(getenv("BENCH_TRACE")) : 0;

@@ -14,6 +14,8 @@
 #include <string.h>
 
 static blasft_gpu_ctx *ctx;
+/* the context whose checked C plant_checked_hook writes into */
+static blasft_gpu_ctx *ctx_of_hook;
 
 /* Faults planted after the main GEMM: C(i,j) = value. */
 #define MAX_FAULTS 8
@@ -1475,10 +1477,122 @@ static void own_graphs(void)
     cudaStreamDestroy(hs);
 }
 
+/* C(i, j) = value in the C the engine checks (the caller's, or the relocated copy of it), so
+ * that a graph replayed on moved operands plants it too (blasft_gpu_debug_checked_c). */
+static void plant_checked_hook(void *stream, void *user)
+{
+    plant *p = user;
+    blasft_type t;
+    int64_t ldc = 0;
+    char *c = blasft_gpu_debug_checked_c(ctx_of_hook, &t, &ldc);
+    const size_t ts = t == BLASFT_TYPE_S ? 4 : 8;
+    if (t == BLASFT_TYPE_S)
+        *(float *)p->pinned = (float)p->value[0];
+    else
+        *(double *)p->pinned = p->value[0];
+    cudaMemcpyAsync(c + ts * (size_t)(p->i[0] + p->j[0] * ldc), p->pinned, ts,
+                    cudaMemcpyHostToDevice, (cudaStream_t)stream);
+}
+
+/* Relocated replays (gpu_graphs.cu): a shape repeated on operands that move (every call in
+ * buffers of its own, with leading dimensions of its own) is captured at its third call on the
+ * context's compact copies and replayed there; buffers that come back are then captured as they
+ * are (their replays need no copies) and replayed from the third round on. Every result is
+ * checked, every call counted once; beta 0 (the copy of C not made, the previous call's C left in
+ * the buffer), device scalars, S in double and natively, PROJ, the buffer growing (which drops
+ * the graphs), and a fault planted in the checked C at every call. */
+static void moving_operands(void)
+{
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    blasft_gpu_ctx *gc = blasft_gpu_ctx_create(st);
+    ctx_of_hook = gc;
+    enum { kSets = 5, kRounds = 3 };
+    struct {
+        blasft_type t;
+        char ta, tb;
+        int64_t m, n, k;
+        double alpha, beta;
+        int dev, promote, proj, bs, r;
+    } cases[] = {
+        {BLASFT_TYPE_D, 'N', 'N', 96, 80, 64, 1.0, 0.5, 0, 0, 0, 32, 2},
+        {BLASFT_TYPE_D, 'N', 'N', 96, 80, 64, -2.0, 0.0, 0, 0, 0, 32, 2},
+        /* device scalars, each set its own: copied into the buffer too */
+        {BLASFT_TYPE_D, 'T', 'N', 97, 131, 300, -0.5, 1.5, 1, 0, 0, 32, 1},
+        {BLASFT_TYPE_S, 'N', 'T', 130, 67, 129, 2.0, 1.0, 0, 1, 0, 64, 2},
+        {BLASFT_TYPE_S, 'T', 'T', 65, 77, 33, 1.0, 0.0, 0, 0, 0, 32, 2},
+        {BLASFT_TYPE_D, 'N', 'N', 256, 256, 256, 1.0, -1.0, 0, 0, 1, 64, 1},
+        /* 2.1 MiB of operands: the buffer grows (from 2 MiB to 4), which drops the graphs */
+        {BLASFT_TYPE_D, 'N', 'T', 300, 300, 300, 0.5, 0.25, 0, 0, 0, 128, 2},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        gh_data x[kSets];
+        for (int v = 0; v < kSets; v++) { /* pads 0..4: addresses and leading dimensions differ */
+            gh_case c = make_case(cases[ci].t, cases[ci].ta, cases[ci].tb, cases[ci].m,
+                                  cases[ci].n, cases[ci].k, v, cases[ci].alpha, cases[ci].beta,
+                                  cases[ci].dev);
+            gh_make(&x[v], &c, 900 + 10 * ci + v);
+        }
+        blasft_gpu_params p;
+        gh_params(&p, cases[ci].bs, cases[ci].r);
+        p.rows_on_demand = 1;
+        p.promote = cases[ci].promote;
+        p.proj = cases[ci].proj;
+        const graph_count before = graphs_of(gc);
+        char what[112];
+        for (int round = 0; round < kRounds; round++)
+            for (int v = 0; v < kSets; v++) {
+                snprintf(what, sizeof what, "moving operands, case %zu, round %d, set %d", ci,
+                         round, v);
+                graph_run(gc, &x[v], &x[v], &p, 0, what);
+            }
+        const graph_count after = graphs_of(gc);
+        /* round 1: two calls enqueued directly, the third captured relocated, the others
+         * replayed so; round 2: each set captured as it is; round 3: those replayed */
+        GH_CHECK(after.captures - before.captures == 1 + kSets &&
+                     after.replays - before.replays == 2 * kSets - 3,
+                 "moving operands, case %zu: %llu captured, %llu replayed (%d, %d expected)", ci,
+                 (unsigned long long)(after.captures - before.captures),
+                 (unsigned long long)(after.replays - before.replays), 1 + kSets, 2 * kSets - 3);
+        /* a fault in the checked C at every call, the hook captured with the relocated call:
+         * found and fixed at every replay (not the promoted case, whose result is rounded from
+         * a double copy after the hook) */
+        if (!cases[ci].promote) {
+            void *pinned = NULL;
+            cudaMallocHost(&pinned, 8);
+            plant pl = {.n = 1, .i = {5}, .j = {3}, .value = {1e3}, .pinned = pinned};
+            pl.d = &x[0];
+            blasft_gpu_set_graph_hook(gc, 1);
+            blasft_gpu_set_fault_hook(gc, plant_checked_hook, &pl);
+            const graph_count h0 = graphs_of(gc);
+            for (int v = 0; v < kSets; v++) {
+                snprintf(what, sizeof what, "moving operands, case %zu, set %d with a fault", ci,
+                         v);
+                graph_run(gc, &x[v], &x[v], &p, 1, what);
+            }
+            const graph_count h1 = graphs_of(gc);
+            GH_CHECK(h1.captures - h0.captures == 1 && h1.replays - h0.replays == kSets - 3,
+                     "moving operands with a fault, case %zu: %llu captured, %llu replayed", ci,
+                     (unsigned long long)(h1.captures - h0.captures),
+                     (unsigned long long)(h1.replays - h0.replays));
+            blasft_gpu_set_fault_hook(gc, NULL, NULL);
+            blasft_gpu_set_graph_hook(gc, 0);
+            cudaDeviceSynchronize();
+            cudaFreeHost(pinned);
+        }
+        for (int v = 0; v < kSets; v++)
+            gh_free(&x[v]);
+    }
+    ctx_of_hook = NULL;
+    blasft_gpu_ctx_destroy(gc);
+    cudaStreamDestroy(st);
+}
+
 /* The graph cache's rule (graph_cache.h): more keys cycled than it holds (80, here by 80 host
  * alphas, powers of two so that each result is the reference scaled exactly) do not evict each
  * other: 64 are captured and replayed, the rest enqueued directly; keys used later replace them
- * once those have been idle for 256 calls. Every result is checked. */
+ * once those have been idle for 256 calls, but keys that come back only after more lookups than
+ * that (a cycle of 200) replace none. Every result is checked. */
 static void graph_policy(void)
 {
     cudaStream_t st;
@@ -1495,8 +1609,9 @@ static void graph_policy(void)
     /* calls with alpha 2^e (beta 0): C = 2^e ref */
     const graph_count g0 = graphs_of(gc);
     size_t free0 = 0, free1 = 0, total = 0;
-    for (int phase = 0; phase < 2; phase++) {
-        const int keys = phase ? 8 : 80, cycles = phase ? 40 : 4;
+    for (int phase = 0; phase < 3; phase++) {
+        static const int keys_of[3] = {80, 8, 200}, cycles_of[3] = {4, 40, 3};
+        const int keys = keys_of[phase], cycles = cycles_of[phase];
         const graph_count before = graphs_of(gc);
         for (int cy = 0; cy < cycles; cy++) {
             /* the device memory that 64 graphs hold: after the first cycle (workspace made, no
@@ -1504,7 +1619,8 @@ static void graph_policy(void)
             if (!phase && (cy == 1 || cy == 2))
                 cudaMemGetInfo(cy == 1 ? &free0 : &free1, &total);
             for (int key = 0; key < keys; key++) {
-                const double alpha = ldexp(1.0, phase ? 50 + key : key - 40); /* distinct */
+                const int e2 = phase == 0 ? key - 40 : phase == 1 ? 50 + key : key - 300;
+                const double alpha = ldexp(1.0, e2); /* distinct */
                 blasft_gpu_gemm g = gh_desc(&d);
                 g.alpha = &alpha;
                 if (blasft_gpu_gemm_run(gc, &g, &p) != 0)
@@ -1523,11 +1639,17 @@ static void graph_policy(void)
                      "graph cache, 80 keys cycled 4 times: %llu captured, %llu replayed, %d held "
                      "(64, 128, 64 expected)", (unsigned long long)cap, (unsigned long long)rep,
                      after.cached);
-        else
+        else if (phase == 1)
             GH_CHECK(cap == 8 && rep >= 8 * 10 && rep <= 8 * 38,
                      "graph cache, 8 later keys cycled 40 times: %llu captured, %llu replayed "
                      "(8 once the earlier graphs were idle for 256 calls)",
                      (unsigned long long)cap, (unsigned long long)rep);
+        else /* each key back only after 400 lookups (its own and its relocated key's) */
+            GH_CHECK(cap == 0 && rep == 0 && after.cached == 64,
+                     "graph cache, 200 keys cycled 3 times (a cycle longer than 256 lookups): "
+                     "%llu captured, %llu replayed, %d held (0, 0, 64 expected: no graph "
+                     "replaced by a key that comes back as seldom)",
+                     (unsigned long long)cap, (unsigned long long)rep, after.cached);
     }
     GH_CHECK(wrong == 0, "graph cache: %lld wrong elements or failed calls over %llu replays",
              (long long)wrong, (unsigned long long)(graphs_of(gc).replays - g0.replays));
@@ -1547,6 +1669,7 @@ int main(int argc, char **argv)
     ctx = gh_start();
     if (argc > 1 && !strcmp(argv[1], "--own-graphs")) {
         own_graphs();
+        moving_operands();
         graph_policy();
         return gh_finish(ctx);
     }
@@ -1579,6 +1702,7 @@ int main(int argc, char **argv)
     graph_capture(BLASFT_GPU_SCHED_SERIAL);
     graph_capture(BLASFT_GPU_SCHED_LISTS_AFTER);
     own_graphs();
+    moving_operands();
     graph_policy();
     return gh_finish(ctx);
 }
