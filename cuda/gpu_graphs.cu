@@ -28,7 +28,6 @@ constexpr double kGraphMaxMnk = 0x1p31;
  * the stream: with copies of up to 16 MiB cuSOLVER's QR (n = 4096, float64) took 27 % longer
  * than with direct enqueueing (docs/cublas-interpose.md, "Relocated replays"). */
 constexpr size_t kRelocMaxBytes = size_t(4) << 20;
-constexpr size_t kRelocMinBytes = size_t(1) << 20;
 constexpr size_t kRelocAlign = 256;
 
 /* One matrix to copy, in words of the kernel's type. */
@@ -342,26 +341,12 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
     return enqueue_report(ctx, slot, meta->report);
 }
 
-/* Whether the context's previous protected GEMM has finished on the GPU (its report's event):
- * then the stream waits for this thread, whose enqueueing a relocated replay shortens. Where it
- * has not, the GPU bounds the stream, and the copies would only lengthen it (cuSOLVER's QR at
- * n = 1024: 5-9 % slower with relocated replays taken regardless; docs/cublas-interpose.md). */
-bool stream_caught_up(blasft_gpu_ctx *ctx)
+/* The relocation buffer, made at its full size the first time one is needed: growing it would
+ * drop every graph of the context (they bake its address), and on a solver's changing shapes
+ * that cost more captures than the copies saved. False where the device has no memory for it. */
+bool reloc_room(blasft_gpu_ctx *ctx)
 {
-    const cudaError_t q = cudaEventQuery(ctx->ev_done);
-    if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady)
-        cudaGetLastError(); /* not an error: none of the application's to keep */
-    return q == cudaSuccess;
-}
-
-/* The relocation buffer for a plan's `end` bytes: grown (by powers of two, dropping the graphs,
- * which bake its address) where needed. False where the device has no memory for it. */
-bool reloc_room(blasft_gpu_ctx *ctx, size_t end)
-{
-    size_t want = kRelocMinBytes;
-    while (want < end)
-        want *= 2;
-    return ensure_buf(ctx, &ctx->reloc, &ctx->reloc_bytes, want, nullptr) == 0;
+    return ensure_buf(ctx, &ctx->reloc, &ctx->reloc_bytes, kRelocMaxBytes, nullptr) == 0;
 }
 
 } // namespace
@@ -401,7 +386,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     graph_key rkey;
     uint64_t rhash = 0;
     blasft_graph_entry *moved = nullptr;
-    if (r.end && stream_caught_up(ctx)) {
+    if (r.end) {
         const blasft_gpu_gemm at0 = relocated(g, r, 0);
         make_key(&rkey, ctx, &at0, p, priority);
         rkey.relocated = 1;
@@ -417,8 +402,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     }
     if (moved)
         return launch(ctx, moved, g, &r, true);
-    if (!rhash || !blasft_graph_admit_relocated(ctx->graphs, rhash, fresh) ||
-        !reloc_room(ctx, r.end))
+    if (!r.end || !blasft_graph_admit_relocated(ctx->graphs, rhash, fresh) || !reloc_room(ctx))
         return kNoGraph;
     const blasft_gpu_gemm x = relocated(g, r, (uintptr_t)ctx->reloc);
     if (blasft_gpu_gemm_would_sync(ctx, &x, p, 1) || !(e = capture_call(ctx, &x, p, rhash, rkey)))

@@ -1499,8 +1499,8 @@ static void plant_checked_hook(void *stream, void *user)
  * context's compact copies and replayed there; buffers that come back are then captured as they
  * are (their replays need no copies) and replayed from the third round on. Every result is
  * checked, every call counted once; beta 0 (the copy of C not made, the previous call's C left in
- * the buffer), device scalars, S in double and natively, PROJ, the buffer growing (which drops
- * the graphs), and a fault planted in the checked C at every call. */
+ * the buffer), device scalars, S in double and natively, PROJ, operands near the copies' limit,
+ * and a fault planted in the checked C at every call. */
 static void moving_operands(void)
 {
     cudaStream_t st;
@@ -1522,7 +1522,7 @@ static void moving_operands(void)
         {BLASFT_TYPE_S, 'N', 'T', 130, 67, 129, 2.0, 1.0, 0, 1, 0, 64, 2},
         {BLASFT_TYPE_S, 'T', 'T', 65, 77, 33, 1.0, 0.0, 0, 0, 0, 32, 2},
         {BLASFT_TYPE_D, 'N', 'N', 256, 256, 256, 1.0, -1.0, 0, 0, 1, 64, 1},
-        /* 2.1 MiB of operands: the buffer grows (from 2 MiB to 4), which drops the graphs */
+        /* 2.1 MiB of operands (2.9 MiB copied), near the 4 MiB the copies may move */
         {BLASFT_TYPE_D, 'N', 'T', 300, 300, 300, 0.5, 0.25, 0, 0, 0, 128, 2},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
