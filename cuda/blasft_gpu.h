@@ -106,8 +106,10 @@ typedef struct blasft_gpu_params {
     blasft_mode mode;       /* correct or detect (off: plain cuBLAS) */
     blasft_on_error on_error; /* what to do with a block that cannot be corrected */
     int graphs;             /* 1: a call repeated with the same arguments is captured once into
-                               a CUDA graph of the context's and replayed (BLASFT_GPU_GRAPHS=on,
-                               the default; cuda/graph_cache.h); 0: every call enqueued (=off) */
+                               a CUDA graph of the context's and replayed, and a small one whose
+                               operands keep moving by the graph of its shape on copies
+                               (BLASFT_GPU_GRAPHS=on, the default; cuda/graph_cache.h); 2: only
+                               the first (=exact); 0: every call enqueued (=off) */
 } blasft_gpu_params;
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);

@@ -382,7 +382,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
         return launch(ctx, e, g, nullptr, true);
     /* the relocated key: the buffer's offsets for addresses, device scalars' too (every graph in
      * the cache was made on the current buffer: growing it drops them) */
-    const reloc_plan r = plan_relocation(g);
+    const reloc_plan r = p->graphs == 1 ? plan_relocation(g) : reloc_plan{};
     graph_key rkey;
     uint64_t rhash = 0;
     blasft_graph_entry *moved = nullptr;

@@ -55,6 +55,8 @@ static const char *const on_error_names[] = {"recompute", "report", "abort", NUL
 static const char *const log_names[] = {"off", "error", "warn", "info", "debug", NULL};
 static const char *const cache_names[] = {"off", "hash", "declared", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
+/* BLASFT_GPU_GRAPHS: the index is blasft_gpu_params.graphs */
+static const char *const gpu_graphs_names[] = {"off", "on", "exact", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
 static const char *const gpu_rows_names[] = {"flagged", "all", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
@@ -327,7 +329,8 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
     if ((v = lookup("BLASFT_OFFLOAD_TRACE", ctx)) && *v)
         cfg->offload_trace = parse_choice("BLASFT_OFFLOAD_TRACE", v, off_on_names, d->offload_trace, &bad);
     if ((v = lookup("BLASFT_GPU_GRAPHS", ctx)) && *v)
-        cfg->gpu_graphs = parse_choice("BLASFT_GPU_GRAPHS", v, off_on_names, d->gpu_graphs, &bad);
+        cfg->gpu_graphs =
+            parse_choice("BLASFT_GPU_GRAPHS", v, gpu_graphs_names, d->gpu_graphs, &bad);
     if ((v = lookup("BLASFT_PROMOTE", ctx)) && *v)
         cfg->promote = (blasft_promote)parse_choice("BLASFT_PROMOTE", v, promote_names, d->promote, &bad);
     if ((v = lookup("BLASFT_GPU_PROMOTE_MEM", ctx)) && *v &&

@@ -114,6 +114,22 @@ static void test_malformed_values_fall_back(void **state)
     assert_int_equal(d.gpu_graphs, 1);
 }
 
+/* BLASFT_GPU_GRAPHS: every accepted value, by its index (blasft_gpu_params.graphs) */
+static void test_gpu_graphs_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int graphs, bad;
+    } cases[] = {{"off", 0, 0}, {"on", 1, 0}, {"exact", 2, 0}, {"relocated", 1, 1}, {"2", 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        env_pair env[] = {{"BLASFT_GPU_GRAPHS", cases[i].value}, {NULL, NULL}};
+        blasft_config c;
+        assert_int_equal(parse(&c, env), cases[i].bad);
+        assert_int_equal(c.gpu_graphs, cases[i].graphs);
+    }
+}
+
 static void test_block_size_bounds(void **state)
 {
     (void)state;
@@ -257,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_valid_values),
         cmocka_unit_test(test_malformed_values_fall_back),
+        cmocka_unit_test(test_gpu_graphs_values),
         cmocka_unit_test(test_block_size_bounds),
         cmocka_unit_test(test_consistency_settings),
         cmocka_unit_test(test_parsed_vars_are_known),
