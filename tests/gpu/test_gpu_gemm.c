@@ -1323,6 +1323,17 @@ static void graph_run(blasft_gpu_ctx *gc, gh_data *x, const gh_data *src,
     free(out);
 }
 
+/* The parameters of a graph test's case: rows on demand, the case's promotion and PROJ. */
+static blasft_gpu_params graph_params(int bs, int r, int promote, int proj)
+{
+    blasft_gpu_params p;
+    gh_params(&p, bs, r);
+    p.rows_on_demand = 1;
+    p.promote = promote;
+    p.proj = proj;
+    return p;
+}
+
 static void own_graphs(void)
 {
     cudaStream_t st;
@@ -1351,11 +1362,8 @@ static void own_graphs(void)
                                   cases[ci].beta[v], cases[ci].dev);
             gh_make(&x[v], &c, 500 + 10 * ci + v);
         }
-        blasft_gpu_params p;
-        gh_params(&p, cases[ci].bs, cases[ci].r);
-        p.rows_on_demand = 1;
-        p.promote = cases[ci].promote;
-        p.proj = cases[ci].proj;
+        blasft_gpu_params p =
+            graph_params(cases[ci].bs, cases[ci].r, cases[ci].promote, cases[ci].proj);
         /* host scalars that differ: two keys, each captured at its second call; device scalars
          * (or the same ones): one key */
         const int keys = cases[ci].dev || (cases[ci].alpha[0] == cases[ci].alpha[1] &&
@@ -1533,11 +1541,8 @@ static void moving_operands(void)
                                   cases[ci].dev);
             gh_make(&x[v], &c, 900 + 10 * ci + v);
         }
-        blasft_gpu_params p;
-        gh_params(&p, cases[ci].bs, cases[ci].r);
-        p.rows_on_demand = 1;
-        p.promote = cases[ci].promote;
-        p.proj = cases[ci].proj;
+        blasft_gpu_params p =
+            graph_params(cases[ci].bs, cases[ci].r, cases[ci].promote, cases[ci].proj);
         const graph_count before = graphs_of(gc);
         char what[112];
         for (int round = 0; round < kRounds; round++)
