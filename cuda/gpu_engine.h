@@ -78,6 +78,7 @@ struct blasft_gpu_ctx {
      * its operands' addresses (gpu_graphs.cu, relocated replays) */
     void *reloc;
     size_t reloc_bytes;
+    bool no_reloc; /* the buffer could not be allocated: calls are no longer relocated */
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;

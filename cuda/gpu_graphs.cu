@@ -79,10 +79,11 @@ reloc_plan plan_relocation(const blasft_gpu_gemm *g)
         at |= (uintptr_t)g->alpha | (uintptr_t)g->beta;
     if (at % r.word)
         return r;
-    r.ar = g->transa == 'N' ? g->m : g->k;
-    r.ac = g->transa == 'N' ? g->k : g->m;
-    r.br = g->transb == 'N' ? g->k : g->n;
-    r.bc = g->transb == 'N' ? g->n : g->k;
+    const bool na = op_of(g->transa) == CUBLAS_OP_N, nb = op_of(g->transb) == CUBLAS_OP_N;
+    r.ar = na ? g->m : g->k;
+    r.ac = na ? g->k : g->m;
+    r.br = nb ? g->k : g->n;
+    r.bc = nb ? g->n : g->k;
     r.copy_c = g->scalars_on_device || scalar_nonzero(g->type, g->beta);
     const double moved = (double)ts * ((double)r.ar * r.ac + (double)r.br * r.bc +
                                        (r.copy_c ? 2.0 : 1.0) * g->m * g->n);
@@ -324,7 +325,7 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
             in[n++] = words(g->beta, (void *)at.beta, 1, 1, 1, 1, ts, r->word);
         }
         if (!relocate(ctx->s0, r->word, in, n))
-            return -2;
+            return kNoGraph; /* nothing of the call enqueued: it goes directly */
     }
     if (!cuda_ok(cudaGraphLaunch(e->exec, ctx->s0), "cudaGraphLaunch")) {
         blasft_graph_drop(ctx->graphs, e); /* the call goes directly (the copies in are harmless) */
@@ -343,10 +344,15 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
 
 /* The relocation buffer, made at its full size the first time one is needed: growing it would
  * drop every graph of the context (they bake its address), and on a solver's changing shapes
- * that cost more captures than the copies saved. False where the device has no memory for it. */
+ * that cost more captures than the copies saved. False where the device has no memory for it;
+ * then the context stops relocating (not trying a cudaMalloc at every call). */
 bool reloc_room(blasft_gpu_ctx *ctx)
 {
-    return ensure_buf(ctx, &ctx->reloc, &ctx->reloc_bytes, kRelocMaxBytes, nullptr) == 0;
+    if (ctx->no_reloc)
+        return false;
+    const int rc = ensure_buf(ctx, &ctx->reloc, &ctx->reloc_bytes, kRelocMaxBytes, nullptr);
+    ctx->no_reloc = rc == -3;
+    return rc == 0;
 }
 
 } // namespace
@@ -377,6 +383,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     graph_key key;
     make_key(&key, ctx, g, p, priority);
     const uint64_t hash = blasft_graph_hash(&key, sizeof key);
+    blasft_graph_tick(ctx->graphs);
     blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
     if (e)
         return launch(ctx, e, g, nullptr, true);

@@ -7,15 +7,17 @@
 
 /* captures that may fail before a context stops capturing (a call the capture cannot take) */
 enum { kGraphFailures = 4 };
-/* A full cache replaces a graph only if it has not been used in this many lookups, and only by
- * a key seen within as many. A capture costs the host about 120 us, two direct enqueues
- * (docs/cublas-benchmark.md, "The engine's own graphs"), so keys cycled through more than the
- * cache holds must not evict each other (each would be captured and evicted before its next
- * use): the graphs kept then serve their calls, the others are enqueued directly. A cycle longer
- * than this (a solver's hundreds of GEMMs per call) would make every graph idle before its next
- * use; its keys, which come back as seldom, do not replace them. A program that moved on lets its
- * old graphs go. */
-enum { kIdleLookups = 4 * BLASFT_GRAPH_ENTRIES };
+/* A full cache replaces a graph only if it has not been used in this many calls, and only by a
+ * key seen since that graph's last use. A capture costs the host about 120 us, two direct
+ * enqueues (docs/cublas-benchmark.md, "The engine's own graphs"), so keys cycled through more
+ * than the cache holds must not evict each other (each would be captured and evicted before its
+ * next use): the graphs kept then serve their calls, the others are enqueued directly. In a cycle
+ * longer than this (a solver's hundreds of GEMMs per call) every graph is idle before its next
+ * use, but each was used after the missing keys' previous sightings, so they do not replace it.
+ * A program that moved on lets its old graphs go: they were not used since. */
+enum { kIdleCalls = 4 * BLASFT_GRAPH_ENTRIES };
+
+void blasft_graph_tick(blasft_graph_cache *c) { c->clock++; }
 
 uint64_t blasft_graph_hash(const void *key, size_t bytes)
 {
@@ -26,7 +28,6 @@ uint64_t blasft_graph_hash(const void *key, size_t bytes)
 blasft_graph_entry *blasft_graph_find(blasft_graph_cache *c, uint64_t hash, const void *key,
                                       size_t bytes)
 {
-    c->clock++;
     for (int i = 0; i < BLASFT_GRAPH_ENTRIES; i++) {
         blasft_graph_entry *e = &c->e[i];
         if (e->exec && e->hash == hash && !memcmp(e->key, key, bytes)) {
@@ -67,8 +68,7 @@ static int admit_seen(blasft_graph_cache *c, uint64_t last)
     if (c->failures >= kGraphFailures)
         return 0;
     const blasft_graph_entry *victim = lru(c);
-    return !victim->exec ||
-           (c->clock - victim->used > kIdleLookups && c->clock - last <= kIdleLookups);
+    return !victim->exec || (c->clock - victim->used > kIdleCalls && victim->used < last);
 }
 
 /* The sighting of hash (made now where it was not remembered: then NULL is returned). */

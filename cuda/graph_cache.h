@@ -43,20 +43,22 @@ typedef struct blasft_graph_cache {
     blasft_graph_entry e[BLASFT_GRAPH_ENTRIES];
     blasft_graph_sighting seen[BLASFT_GRAPH_SEEN];
     int seen_next;            /* where the next key seen is remembered */
-    uint64_t clock;           /* lookups so far: the entries' recency */
+    uint64_t clock;           /* calls looked up so far (blasft_graph_tick): the entries' recency */
     uint64_t captures, hits;  /* graphs made and replays of them, over the cache's life (tests) */
     int failures;             /* captures that failed: at kGraphFailures the cache stops */
 } blasft_graph_cache;
 
 uint64_t blasft_graph_hash(const void *key, size_t bytes);
+/* One call looked up: the clock of the entries' recency and the keys' sightings. */
+void blasft_graph_tick(blasft_graph_cache *c);
 /* The entry of this key (bytes <= BLASFT_GRAPH_KEY_BYTES, compared whole), marked as used now,
  * or NULL. The caller counts its replays in `hits`. */
 blasft_graph_entry *blasft_graph_find(blasft_graph_cache *c, uint64_t hash, const void *key,
                                       size_t bytes);
 /* 1 where a missing key should be captured now: seen before, captures not failing, and room in
- * the cache, or a graph unused for the last 256 lookups to replace by a key last seen within
- * as many (one that comes back less often would be idle as long before its next use); else 0.
- * The key's sighting is remembered either way. */
+ * the cache, or a graph unused for the last 256 calls and not since this key's previous sighting
+ * to replace (a graph used in between serves a cycle this key is part of); else 0. The key's
+ * sighting is remembered either way. */
 int blasft_graph_admit(blasft_graph_cache *c, uint64_t hash);
 /* 1 where this key is among those seen (remembered), else 0. */
 int blasft_graph_seen(const blasft_graph_cache *c, uint64_t hash);

@@ -18,7 +18,8 @@
  *   in turn (A, B and C each 64 elements further on per place; tiles of one matrix, a solver's
  *   panels), so that no two calls in a row have the same addresses.
  * BLASFT_GPU_GRAPHS=off: every call enqueued (default on, as the library's: from the second
- *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it).
+ *   repetition of a GEMM up to m n k = 2^31 the engine replays its own graph of it; exact: no
+ *   relocated replays of moving operands).
  *   TYPES "S,D"; SHAPES "1024,2048" (square) or "MxNxK" items; BLOCKS "32,64,128,256". */
 #include "blasft_gpu.h"
 #include "gpu_debug.h"
@@ -159,7 +160,8 @@ int main(int argc, char **argv)
                 p.mode = BLASFT_MODE_CORRECT;
                 p.on_error = BLASFT_ON_ERROR_RECOMPUTE;
                 /* the library's default: repeated calls replayed from the engine's graphs */
-                p.graphs = !(getenv("BLASFT_GPU_GRAPHS") && !strcmp(getenv("BLASFT_GPU_GRAPHS"), "off"));
+                const char *graphs = getenv("BLASFT_GPU_GRAPHS");
+                p.graphs = !graphs ? 1 : !strcmp(graphs, "off") ? 0 : !strcmp(graphs, "exact") ? 2 : 1;
                 if (blasft_gpu_reserve(ctx, g.type, m, n, k, &p, 0)) {
                     fprintf(stderr, "reserve failed for %s bs %s\n", sh, bs);
                     continue;

@@ -135,13 +135,16 @@ static void zfree(zdata *d)
     cudaFree(d->dA); cudaFree(d->dB); cudaFree(d->dC); cudaFree(d->dal); cudaFree(d->dbe);
 }
 
+/* 1: the descriptors' op letters in lower case (cuBLAS and the engine accept both) */
+static int lower_ops;
+
 static blasft_gpu_gemm zdesc(const zdata *d, void *hal, void *hbe)
 {
     blasft_gpu_gemm g;
     memset(&g, 0, sizeof g);
     g.type = d->c.t;
-    g.transa = d->c.ta;
-    g.transb = d->c.tb;
+    g.transa = lower_ops ? (char)(d->c.ta | 0x20) : d->c.ta;
+    g.transb = lower_ops ? (char)(d->c.tb | 0x20) : d->c.tb;
     g.m = d->c.m; g.n = d->c.n; g.k = d->c.k;
     g.a = d->dA; g.lda = d->c.lda;
     g.b = d->dB; g.ldb = d->c.ldb;
@@ -590,6 +593,61 @@ static void misaligned_scalars(void)
     }
 }
 
+/* Relocated replays (cuda/gpu_graphs.cu) of C and Z on a context of their own: the copies go
+ * in words of 8 bytes, two per Z element. A shape called on five sets of operands, each at
+ * addresses and leading dimensions of its own, is captured at its third call and replayed at
+ * the fourth and fifth; every result against the reference; once with lower-case op letters. */
+static void moving_operands(void)
+{
+    blasft_gpu_ctx *const shared = ctx;
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    ctx = blasft_gpu_ctx_create(st);
+    enum { kSets = 5 };
+    static const struct {
+        blasft_type t;
+        char ta, tb;
+        int64_t m, n, k;
+        double br, bi;
+        int dev, lower;
+    } cases[] = {
+        {BLASFT_TYPE_C, 'C', 'N', 70, 33, 40, 0.5, -0.25, 0, 0},
+        {BLASFT_TYPE_Z, 'N', 'T', 33, 70, 65, 0.0, 0.0, 0, 0},
+        {BLASFT_TYPE_Z, 'T', 'C', 48, 37, 29, 1.0, 0.5, 1, 0},
+        {BLASFT_TYPE_Z, 'N', 'C', 41, 30, 52, 0.25, 0.0, 0, 1},
+    };
+    double *out = malloc(sizeof(double) * 2 * 70 * 70);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        blasft_gpu_params p;
+        gh_params(&p, 32, 2);
+        p.rows_on_demand = 1;
+        uint64_t c0 = 0, r0 = 0, c1 = 0, r1 = 0;
+        int cached, prio;
+        blasft_gpu_debug_graphs(ctx, &c0, &r0, &cached, &prio);
+        lower_ops = cases[ci].lower;
+        for (int v = 0; v < kSets; v++) {
+            zcase c = mk(cases[ci].t, cases[ci].ta, cases[ci].tb, cases[ci].m, cases[ci].n,
+                         cases[ci].k, v, 1.5, -0.5, cases[ci].br, cases[ci].bi, cases[ci].dev);
+            zdata d;
+            zmake(&d, &c, 700 + 10 * ci + v);
+            zrun(&d, &p, NULL, out);
+            const int64_t bad = zbad(&d, out, 1.0);
+            GH_CHECK(bad == 0, "moving operands, %s, set %d: %lld wrong elements",
+                     name(&d.c, &p), v, (long long)bad);
+            zfree(&d);
+        }
+        lower_ops = 0;
+        blasft_gpu_debug_graphs(ctx, &c1, &r1, &cached, &prio);
+        GH_CHECK(c1 - c0 == 1 && r1 - r0 == kSets - 3,
+                 "moving operands, case %zu: %llu captured, %llu replayed (1, %d expected)", ci,
+                 (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0), kSets - 3);
+    }
+    free(out);
+    blasft_gpu_ctx_destroy(ctx);
+    cudaStreamDestroy(st);
+    ctx = shared;
+}
+
 int main(void)
 {
     ctx = gh_start();
@@ -611,5 +669,6 @@ int main(void)
     promoted();
     host_entry();
     misaligned_scalars();
+    moving_operands();
     return gh_finish(ctx);
 }
