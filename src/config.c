@@ -72,6 +72,7 @@ const char *blasft_cache_mode_name(blasft_cache_mode m) { return cache_names[m];
 const char *blasft_off_on_name(int on) { return off_on_names[on != 0]; }
 const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]; }
 const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; }
+const char *blasft_gpu_graphs_name(int graphs) { return gpu_graphs_names[graphs]; }
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 const char *blasft_promote_name(blasft_promote p) { return promote_names[p]; }
 

@@ -173,7 +173,7 @@ static void write_config(FILE *f, const blasft_config *c)
     fprintf(f, "    \"offload_trace\": \"%s\",\n", blasft_off_on_name(c->offload_trace));
     fprintf(f, "    \"promote\": \"%s\",\n    \"gpu_promote_mem\": %llu,\n",
             blasft_promote_name(c->promote), (unsigned long long)c->gpu_promote_mem);
-    fprintf(f, "    \"gpu_graphs\": \"%s\",\n", blasft_off_on_name(c->gpu_graphs));
+    fprintf(f, "    \"gpu_graphs\": \"%s\",\n", blasft_gpu_graphs_name(c->gpu_graphs));
     fprintf(f, "    \"cache\": \"%s\",\n    \"device_mem\": %llu,\n    \"staging\": %llu,\n"
                "    \"hash_threads\": %d,\n",
             blasft_cache_mode_name(c->cache), (unsigned long long)c->device_mem,

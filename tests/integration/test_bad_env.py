@@ -21,6 +21,7 @@ CASES = [
     ("BLASFT_MODE", "fix", ["correct", "detect", "off"], "mode", "correct"),
     ("BLASFT_DEVICE", "cpu", ["auto", "gpu", "host"], "device", "auto"),
     ("BLASFT_LOG", "loud", ["off", "error", "warn", "info", "debug"], "log", "warn"),
+    ("BLASFT_GPU_GRAPHS", "fixed", ["off", "on", "exact"], "gpu_graphs", "on"),
 ]
 
 
@@ -64,6 +65,15 @@ def main():
         report = harness.load_report(report_path)
         harness.check(report["config"].get("omega") == 5, "combined: BLASFT_OMEGA=5 not in effect",
                       failures)
+        # A value beyond off/on is reported by its own name, with no message.
+        env = harness.preload_env(BLASFT_GPU_GRAPHS="exact", BLASFT_REPORT=report_path)
+        status, out, err = harness.run([exe], env, cwd=work)
+        harness.check(status == 0 and "BLASFT_GPU_GRAPHS" not in err,
+                      f"BLASFT_GPU_GRAPHS=exact: status {status}:\n{err}", failures)
+        report = harness.load_report(report_path)
+        harness.check(report["config"].get("gpu_graphs") == "exact",
+                      f"BLASFT_GPU_GRAPHS=exact: config.gpu_graphs is "
+                      f"{report['config'].get('gpu_graphs')!r}", failures)
         # A misspelt variable: named once as ignored, with the one it is near; the default holds.
         env = harness.preload_env(BLASFT_TRESHOLD="proj", BLASFT_REPORT=report_path)
         status, out, err = harness.run([exe], env, cwd=work)

@@ -127,6 +127,9 @@ static void test_gpu_graphs_values(void **state)
         blasft_config c;
         assert_int_equal(parse(&c, env), cases[i].bad);
         assert_int_equal(c.gpu_graphs, cases[i].graphs);
+        /* the exit report's name of it */
+        assert_string_equal(blasft_gpu_graphs_name(c.gpu_graphs),
+                            cases[i].bad ? "on" : cases[i].value);
     }
 }
 
