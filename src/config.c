@@ -42,6 +42,9 @@ static const blasft_config config_defaults = {
     /* a repeated call replayed from a graph: a third to a quarter of the caller's host time per
      * small protected GEMM (docs/cublas-benchmark.md, "The engine's own graphs") */
     .gpu_graphs = 1,
+    /* a batch of small real GEMMs as one cuBLAS batched call checked by two kernels, instead of a
+     * protected GEMM of the engine per matrix (docs/cublas-interpose.md, "Batched GEMMs") */
+    .gpu_batched = 1,
 };
 
 #define MAX_STAGING ((uint64_t)512 << 20)
@@ -57,6 +60,8 @@ static const char *const cache_names[] = {"off", "hash", "declared", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
 /* BLASFT_GPU_GRAPHS: the index is blasft_gpu_params.graphs */
 static const char *const gpu_graphs_names[] = {"off", "on", "exact", NULL};
+/* BLASFT_GPU_BATCHED: the index is blasft_config.gpu_batched */
+static const char *const gpu_batched_names[] = {"each", "fused", NULL};
 static const char *const gpu_lists_names[] = {"vector", "block", NULL};
 static const char *const gpu_rows_names[] = {"flagged", "all", NULL};
 static const char *const gpu_priority_names[] = {"high", "low", "default", NULL};
@@ -73,6 +78,7 @@ const char *blasft_off_on_name(int on) { return off_on_names[on != 0]; }
 const char *blasft_gpu_pea_lists_name(int lists) { return gpu_lists_names[lists]; }
 const char *blasft_gpu_row_checks_name(int rows) { return gpu_rows_names[rows]; }
 const char *blasft_gpu_graphs_name(int graphs) { return gpu_graphs_names[graphs]; }
+const char *blasft_gpu_batched_name(int batched) { return gpu_batched_names[batched != 0]; }
 const char *blasft_gpu_helper_priority_name(int priority) { return gpu_priority_names[priority]; }
 const char *blasft_promote_name(blasft_promote p) { return promote_names[p]; }
 
@@ -332,6 +338,9 @@ int blasft_config_parse(blasft_config *cfg, blasft_env_lookup lookup, void *ctx)
     if ((v = lookup("BLASFT_GPU_GRAPHS", ctx)) && *v)
         cfg->gpu_graphs =
             parse_choice("BLASFT_GPU_GRAPHS", v, gpu_graphs_names, d->gpu_graphs, &bad);
+    if ((v = lookup("BLASFT_GPU_BATCHED", ctx)) && *v)
+        cfg->gpu_batched =
+            parse_choice("BLASFT_GPU_BATCHED", v, gpu_batched_names, d->gpu_batched, &bad);
     if ((v = lookup("BLASFT_PROMOTE", ctx)) && *v)
         cfg->promote = (blasft_promote)parse_choice("BLASFT_PROMOTE", v, promote_names, d->promote, &bad);
     if ((v = lookup("BLASFT_GPU_PROMOTE_MEM", ctx)) && *v &&

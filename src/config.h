@@ -31,6 +31,7 @@ const char *blasft_off_on_name(int on);
 const char *blasft_gpu_pea_lists_name(int lists);
 const char *blasft_gpu_row_checks_name(int rows);
 const char *blasft_gpu_graphs_name(int graphs);
+const char *blasft_gpu_batched_name(int batched);
 const char *blasft_gpu_helper_priority_name(int priority);
 const char *blasft_promote_name(blasft_promote p);
 

@@ -174,6 +174,7 @@ static void write_config(FILE *f, const blasft_config *c)
     fprintf(f, "    \"promote\": \"%s\",\n    \"gpu_promote_mem\": %llu,\n",
             blasft_promote_name(c->promote), (unsigned long long)c->gpu_promote_mem);
     fprintf(f, "    \"gpu_graphs\": \"%s\",\n", blasft_gpu_graphs_name(c->gpu_graphs));
+    fprintf(f, "    \"gpu_batched\": \"%s\",\n", blasft_gpu_batched_name(c->gpu_batched));
     fprintf(f, "    \"cache\": \"%s\",\n    \"device_mem\": %llu,\n    \"staging\": %llu,\n"
                "    \"hash_threads\": %d,\n",
             blasft_cache_mode_name(c->cache), (unsigned long long)c->device_mem,

@@ -22,6 +22,7 @@ CASES = [
     ("BLASFT_DEVICE", "cpu", ["auto", "gpu", "host"], "device", "auto"),
     ("BLASFT_LOG", "loud", ["off", "error", "warn", "info", "debug"], "log", "warn"),
     ("BLASFT_GPU_GRAPHS", "fixed", ["off", "on", "exact"], "gpu_graphs", "on"),
+    ("BLASFT_GPU_BATCHED", "batch", ["fused", "each"], "gpu_batched", "fused"),
 ]
 
 
@@ -74,6 +75,15 @@ def main():
         harness.check(report["config"].get("gpu_graphs") == "exact",
                       f"BLASFT_GPU_GRAPHS=exact: config.gpu_graphs is "
                       f"{report['config'].get('gpu_graphs')!r}", failures)
+        # BLASFT_GPU_BATCHED=each is reported by its own name, with no message.
+        env = harness.preload_env(BLASFT_GPU_BATCHED="each", BLASFT_REPORT=report_path)
+        status, out, err = harness.run([exe], env, cwd=work)
+        harness.check(status == 0 and "BLASFT_GPU_BATCHED" not in err,
+                      f"BLASFT_GPU_BATCHED=each: status {status}:\n{err}", failures)
+        report = harness.load_report(report_path)
+        harness.check(report["config"].get("gpu_batched") == "each",
+                      f"BLASFT_GPU_BATCHED=each: config.gpu_batched is "
+                      f"{report['config'].get('gpu_batched')!r}", failures)
         # A misspelt variable: named once as ignored, with the one it is near; the default holds.
         env = harness.preload_env(BLASFT_TRESHOLD="proj", BLASFT_REPORT=report_path)
         status, out, err = harness.run([exe], env, cwd=work)

@@ -40,6 +40,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.on_error, BLASFT_ON_ERROR_RECOMPUTE);
     assert_int_equal(c.log_level, BLASFT_LOG_WARN);
     assert_string_equal(c.report, "");
+    assert_int_equal(c.gpu_batched, 1);
 }
 
 static void test_valid_values(void **state)
@@ -54,7 +55,8 @@ static void test_valid_values(void **state)
                       {"BLASFT_GPU_PEA_LISTS", "block"}, {"BLASFT_GPU_HELPER_PRIORITY", "low"},
                       {"BLASFT_CUBLAS", "OFF"},      {"BLASFT_OFFLOAD_TRACE", "on"},
                       {"BLASFT_GPU_ROW_CHECKS", "All"}, {"BLASFT_PROMOTE", "Off"},
-                      {"BLASFT_GPU_GRAPHS", "Off"}, {NULL, NULL}};
+                      {"BLASFT_GPU_GRAPHS", "Off"}, {"BLASFT_GPU_BATCHED", "Each"},
+                      {NULL, NULL}};
     blasft_config c;
     assert_int_equal(parse(&c, env), 0);
     assert_int_equal(c.block_size, 37);
@@ -77,6 +79,7 @@ static void test_valid_values(void **state)
     assert_int_equal(c.offload_trace, 1);
     assert_int_equal(c.promote, BLASFT_PROMOTE_OFF);
     assert_int_equal(c.gpu_graphs, 0);
+    assert_int_equal(c.gpu_batched, 0);
 }
 
 static void test_malformed_values_fall_back(void **state)
@@ -89,9 +92,10 @@ static void test_malformed_values_fall_back(void **state)
                       {"BLASFT_GPU_PEA_LISTS", "all"}, {"BLASFT_GPU_HELPER_PRIORITY", "9"},
                       {"BLASFT_OFFLOAD_TRACE", "1"}, {"BLASFT_GPU_ROW_CHECKS", "some"},
                       {"BLASFT_PROMOTE", "double"}, {"BLASFT_GPU_PROMOTE_MEM", "-1G"},
-                      {"BLASFT_GPU_GRAPHS", "yes"}, {NULL, NULL}};
+                      {"BLASFT_GPU_GRAPHS", "yes"}, {"BLASFT_GPU_BATCHED", "batched"},
+                      {NULL, NULL}};
     blasft_config c, d;
-    assert_int_equal(parse(&c, env), 15);
+    assert_int_equal(parse(&c, env), 16);
     env_pair none[] = {{NULL, NULL}};
     parse(&d, none);
     assert_int_equal(c.block_size, d.block_size);
@@ -112,6 +116,8 @@ static void test_malformed_values_fall_back(void **state)
     assert_true(d.gpu_promote_mem == (uint64_t)1 << 30);
     assert_int_equal(c.gpu_graphs, d.gpu_graphs);
     assert_int_equal(d.gpu_graphs, 1);
+    assert_int_equal(c.gpu_batched, d.gpu_batched);
+    assert_int_equal(d.gpu_batched, 1);
 }
 
 /* BLASFT_GPU_GRAPHS: every accepted value, by its index (blasft_gpu_params.graphs) */
@@ -131,6 +137,31 @@ static void test_gpu_graphs_values(void **state)
         assert_string_equal(blasft_gpu_graphs_name(c.gpu_graphs),
                             cases[i].bad ? "on" : cases[i].value);
     }
+}
+
+/* BLASFT_GPU_BATCHED: every accepted value, by its index (blasft_config.gpu_batched) */
+static void test_gpu_batched_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int batched, bad;
+    } cases[] = {{"each", 0, 0}, {"fused", 1, 0}, {"FUSED", 1, 0}, {"Each", 0, 0},
+                 {"on", 1, 1},   {"off", 1, 1},   {"0", 1, 1},     {"fused,each", 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        env_pair env[] = {{"BLASFT_GPU_BATCHED", cases[i].value}, {NULL, NULL}};
+        blasft_config c;
+        assert_int_equal(parse(&c, env), cases[i].bad);
+        assert_int_equal(c.gpu_batched, cases[i].batched);
+        /* the exit report's name of it */
+        assert_string_equal(blasft_gpu_batched_name(c.gpu_batched),
+                            cases[i].bad ? "fused" : (cases[i].batched ? "fused" : "each"));
+    }
+    /* an empty value is unset: the default, nothing named */
+    env_pair empty[] = {{"BLASFT_GPU_BATCHED", ""}, {NULL, NULL}};
+    blasft_config c;
+    assert_int_equal(parse(&c, empty), 0);
+    assert_int_equal(c.gpu_batched, 1);
 }
 
 static void test_block_size_bounds(void **state)
@@ -277,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_valid_values),
         cmocka_unit_test(test_malformed_values_fall_back),
         cmocka_unit_test(test_gpu_graphs_values),
+        cmocka_unit_test(test_gpu_batched_values),
         cmocka_unit_test(test_block_size_bounds),
         cmocka_unit_test(test_consistency_settings),
         cmocka_unit_test(test_parsed_vars_are_known),
