@@ -110,6 +110,10 @@ typedef struct blasft_gpu_params {
                                operands keep moving by the graph of its shape on copies
                                (BLASFT_GPU_GRAPHS=on, the default; cuda/graph_cache.h); 2: only
                                the first (=exact); 0: every call enqueued (=off) */
+    int batched;            /* 1: a batch of small real matrices is computed by one cuBLAS batched
+                               GEMM and checked by one pass (blasft_gpu_gemm_batched,
+                               BLASFT_GPU_BATCHED=fused, the default); 0: one protected GEMM per
+                               matrix (=each) */
 } blasft_gpu_params;
 
 void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg);
@@ -167,6 +171,36 @@ int blasft_gpu_prepare(void *stream, int side, blasft_type t, int64_t rows, int6
  * arguments or an unsupported type (nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
 
+/* A batch of GEMMs of one shape: g's a, b and c are the first matrices, the others stride_a,
+ * stride_b, stride_c elements on (strides of 0 share a matrix, as cuBLAS allows for A and B);
+ * or, where a_arr is set, the matrices' addresses are in device arrays of count pointers each
+ * (a_arr, b_arr, c_arr; g's a, b, c unused). Tests: plant(stream, plant_user[i]) is called for
+ * the matrices i < nplants after the batch's GEMM, with the engine's checked C set to matrix i
+ * (gpu_debug.h). */
+typedef struct blasft_gpu_batch {
+    blasft_gpu_gemm g;
+    int64_t count;
+    int64_t stride_a, stride_b, stride_c;
+    const void *const *a_arr, *const *b_arr;
+    void *const *c_arr;
+    int nplants;
+    void (*plant)(void *stream, void *user);
+    void *const *plant_user;
+} blasft_gpu_batch;
+
+/* 1 if blasft_gpu_gemm_batched takes the batch with parameters p: p->batched, at least two
+ * matrices, real S or D (S not with promote = 1: those are promoted one by one), each matrix
+ * small (m n k <= 2^24, k <= 4096); else 0 (run the matrices one by one). */
+int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p);
+
+/* Enqueues the batch on the context's stream: one cuBLAS batched GEMM, the column checksums of
+ * every matrix checked against NORM thresholds in one pass, flagged matrices computed again and
+ * corrected (cuda/gpu_batched.cu). The old C of every matrix is copied first where beta may be
+ * nonzero. Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream
+ * is being captured: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
+                            const blasft_gpu_params *p);
+
 /* The plain cuBLAS GEMM through the context's handle (the benchmark's baseline). */
 int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g);
 
@@ -181,7 +215,9 @@ int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n,
 int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                                const blasft_gpu_params *p, int64_t count);
 
-/* Bytes of device workspace the context holds now. */
+/* Bytes of device workspace the context holds now for single GEMMs (not the buffer of the
+ * batches checked together, which a graph capture never uses: 0 says a capture may allocate
+ * the workspace without freeing any). */
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
 
 /* Bytes of workspace one protected GEMM of this shape needs (without the old-C copy, which

@@ -487,6 +487,39 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     /* the old C is kept where blocks may be recomputed and beta may be nonzero */
     const int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
                          p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
+    /* a batch of small real matrices: one batched GEMM, one check of them all (not under
+     * capture, whose graph would keep the batch workspace's address) */
+    if (c->batch > 1 && !capturing && !c->c_in && !c->bias) {
+        blasft_gpu_batch bt = {.g = g, .count = c->batch, .stride_a = c->stride_a,
+                               .stride_b = c->stride_b, .stride_c = c->stride_c};
+        if (c->arrays) {
+            bt.a_arr = (const void *const *)c->a_arr;
+            bt.b_arr = (const void *const *)c->b_arr;
+            bt.c_arr = (void *const *)c->c_arr;
+        }
+        if (blasft_gpu_batch_fused(&bt, &p)) {
+            /* planted faults (tests): one per matrix, from the first on */
+            void *users[PLANT_MAX];
+            int np = 0;
+            while (np < PLANT_MAX && np < c->batch && (users[np] = take_plant(ctx, c->m, c->n, part)))
+                np++;
+            bt.nplants = np;
+            bt.plant = plant_hook;
+            bt.plant_user = users;
+            guard++;
+            const int rc = blasft_gpu_gemm_batched(ctx, &bt, &p);
+            guard--;
+            if (rc != -1) {
+                blasft_call_record(c->stat, BLASFT_WHERE_GPU,
+                                   c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);
+                if (rc)
+                    blasft_log(BLASFT_LOG_ERROR, "cuBLAS interposer: %s failed in the GPU engine "
+                               "(%d)", c->stat->name, rc);
+                *status = rc ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
+                return 1;
+            }
+        }
+    }
     if (capturing) {
         /* a context with no workspace yet (made for this capture) gets it now: allocations
          * only, nothing to free or wait for */

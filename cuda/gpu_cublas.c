@@ -78,6 +78,14 @@ static void *lookup(const char *name) { return lookup_in(lib, name); }
         api.field = u_.f;                                                                          \
     } while (0)
 
+/* an entry point the engine can do without (left NULL) */
+#define RESOLVE_OPTIONAL(field, sym)                                                               \
+    do {                                                                                           \
+        union { void *p; __typeof__(api.field) f; } u_;                                            \
+        u_.p = lookup(sym);                                                                        \
+        api.field = u_.f;                                                                          \
+    } while (0)
+
 static void load(void)
 {
     lib = find_cublas();
@@ -93,6 +101,10 @@ static void load(void)
     RESOLVE(dgemm, "cublasDgemm_v2");
     RESOLVE(cgemm, "cublasCgemm_v2");
     RESOLVE(zgemm, "cublasZgemm_v2");
+    RESOLVE_OPTIONAL(sgemm_strided, "cublasSgemmStridedBatched");
+    RESOLVE_OPTIONAL(dgemm_strided, "cublasDgemmStridedBatched");
+    RESOLVE_OPTIONAL(sgemm_batched, "cublasSgemmBatched");
+    RESOLVE_OPTIONAL(dgemm_batched, "cublasDgemmBatched");
     api_ok = &api;
 }
 

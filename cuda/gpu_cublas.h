@@ -29,6 +29,23 @@ typedef struct blasft_cublas_api {
                             const cuDoubleComplex *, const cuDoubleComplex *, int,
                             const cuDoubleComplex *, int, const cuDoubleComplex *,
                             cuDoubleComplex *, int);
+    /* batches (gpu_batched.cu); NULL where this cuBLAS lacks them: batches go matrix by matrix */
+    cublasStatus_t (*sgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const float *, const float *, int, long long int,
+                                    const float *, int, long long int, const float *, float *, int,
+                                    long long int, int);
+    cublasStatus_t (*dgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const double *, const double *, int, long long int,
+                                    const double *, int, long long int, const double *, double *,
+                                    int, long long int, int);
+    cublasStatus_t (*sgemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const float *, const float *const[], int,
+                                    const float *const[], int, const float *, float *const[], int,
+                                    int);
+    cublasStatus_t (*dgemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const double *, const double *const[], int,
+                                    const double *const[], int, const double *, double *const[],
+                                    int, int);
 } blasft_cublas_api;
 
 /* The resolved entry points, or NULL if no cuBLAS could be loaded (named on the log once).

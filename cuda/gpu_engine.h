@@ -79,6 +79,8 @@ struct blasft_gpu_ctx {
     void *reloc;
     size_t reloc_bytes;
     bool no_reloc; /* the buffer could not be allocated: calls are no longer relocated */
+    void *batch_ws; /* batches checked together (gpu_batched.cu): counters, flags, old C */
+    size_t batch_bytes;
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;
@@ -127,7 +129,10 @@ bool scalar_nonzero(blasft_type t, const void *x);
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what);
 /* a free report slot (waits for the oldest where all are taken), and its report enqueued */
 report_slot *take_slot(blasft_gpu_ctx *ctx);
-int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m);
+/* counters: the device counters to report (NULL: those in the workspace's header) */
+int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
+                   const void *counters = nullptr);
+int set_mode(blasft_gpu_ctx *ctx, int on_device); /* the handles' pointer mode */
 /* one protected GEMM (the part ctx->part of the caller's): 0, or -2 on a CUDA/cuBLAS error */
 template <typename T>
 int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p,

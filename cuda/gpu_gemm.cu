@@ -309,12 +309,14 @@ report_slot *take_slot(blasft_gpu_ctx *ctx)
  * function that delivers them runs on the report stream, so neither the caller's stream nor the
  * next GEMM's helper passes wait for the host thread. Under graph capture a forked stream must be
  * joined back, so there the host function stays on the caller's stream. */
-int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m)
+int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
+                   const void *counters)
 {
     const cudaStream_t s0 = ctx->s0;
     slot->busy.store(1, std::memory_order_relaxed);
     slot->m = m;
-    cudaMemcpyAsync(&slot->c, ctx->ws, sizeof(gk_counters), cudaMemcpyDeviceToHost, s0);
+    cudaMemcpyAsync(&slot->c, counters ? counters : ctx->ws, sizeof(gk_counters),
+                    cudaMemcpyDeviceToHost, s0);
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(s0, &capturing);
     cudaStream_t rs = s0;
@@ -1025,6 +1027,7 @@ void blasft_gpu_params_from_cfg(blasft_gpu_params *p, const blasft_config *cfg)
     p->mode = cfg->mode;
     p->on_error = cfg->on_error;
     p->graphs = cfg->gpu_graphs;
+    p->batched = cfg->gpu_batched;
 }
 
 int blasft_gpu_promotes(blasft_type t, int64_t m, int64_t n, int64_t k, const blasft_gpu_params *p)
@@ -1184,6 +1187,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaFree(ctx->promo);
     if (ctx->reloc)
         cudaFree(ctx->reloc);
+    if (ctx->batch_ws)
+        cudaFree(ctx->batch_ws);
     free(ctx);
 }
 

@@ -1,0 +1,533 @@
+/* Batches of small real GEMMs checked together (BLASFT_GPU_BATCHED=fused): one cuBLAS batched
+ * GEMM computes every matrix, one kernel checks every matrix's column checksums against NORM
+ * thresholds, one kernel computes the matrices that flagged again and corrects them. A batch of
+ * small matrices protected one matrix at a time pays the engine's chain of launches per matrix
+ * (tens of microseconds each); here the batch pays four launches. docs/cublas-interpose.md,
+ * "Batched GEMMs".
+ *
+ * Why NORM (docs/thresholds.md, "NORM"): a batched cuBLAS kernel's summation order (split-K,
+ * blocking) is not known, and NORM's bound holds for any order, with or without FMA: every
+ * partial sum of a_i . b_j is bounded by ||a_i|| ||b_j|| (Cauchy-Schwarz), and Azuma-Hoeffding
+ * gives a false-alarm probability of at most 1e-12 per check under Higham and Mary's model. It
+ * needs only the operands' norms, which the check kernel takes from the reads it makes anyway.
+ * The second tier (every element of a flagged matrix computed again in compensated double and
+ * compared with the GEMM's against the worst-case rounding of both) decides, so a false alarm
+ * costs time and never changes C. */
+#include "gpu_device.cuh"
+#include "gpu_engine.h"
+
+#include <cstring>
+
+using namespace gpu_engine;
+
+namespace {
+
+/* the checks' arithmetic per element is O(k) per column: longer products keep the engine's passes */
+constexpr int64_t kMaxK = 4096;
+/* matrices of at most this m n k; larger ones keep the engine's own passes, whose cost the
+ * GEMM hides */
+constexpr double kMaxMnk = 0x1p24;
+/* a chunk of the batch: its old C's copies (beta != 0) and op(A)'s checksums and squares */
+constexpr size_t kChunkBytes = (size_t)64 << 20;
+/* matrices per chunk at most (the per-matrix flags) */
+constexpr int64_t kMaxChunk = (int64_t)1 << 20;
+
+template <typename T> struct batch_args {
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t count;          /* matrices of this chunk */
+    int64_t sa, sb, sc;     /* strides (elements), where the arrays are NULL */
+    const T *A, *B;
+    T *C;
+    const T *const *Aa;     /* device arrays of pointers (this chunk's first), or NULL */
+    const T *const *Ba;
+    T *const *Ca;
+    bool ta, tb;            /* op(A) = A^T, op(B) = B^T */
+    T alpha_v, beta_v;      /* host pointer mode */
+    const T *alpha_p, *beta_p; /* device pointer mode */
+    const T *Cold;          /* the chunk's old C, m x n each (ld m), or NULL: beta is 0 */
+    int bs;
+    unsigned int *flags;    /* per matrix of the chunk: checks over their thresholds */
+    double *acs, *asq;      /* per (matrix, block row, l): op(A)'s column checksum, its squares */
+    gk_counters *cnt;
+    int action;             /* GK_REC_* of an element apart: corrected, detected, uncorrectable */
+};
+
+template <typename T> __device__ __forceinline__ const T *mat_a(const batch_args<T> &a, int64_t g)
+{
+    return a.Aa ? a.Aa[g] : a.A + g * a.sa;
+}
+template <typename T> __device__ __forceinline__ const T *mat_b(const batch_args<T> &a, int64_t g)
+{
+    return a.Ba ? a.Ba[g] : a.B + g * a.sb;
+}
+template <typename T> __device__ __forceinline__ T *mat_c(const batch_args<T> &a, int64_t g)
+{
+    return a.Ca ? a.Ca[g] : a.C + g * a.sc;
+}
+template <typename T> __device__ __forceinline__ double alpha_of(const batch_args<T> &a)
+{
+    return (double)(a.alpha_p ? *a.alpha_p : a.alpha_v);
+}
+template <typename T> __device__ __forceinline__ double beta_of(const batch_args<T> &a)
+{
+    return a.Cold ? (double)(a.beta_p ? *a.beta_p : a.beta_v) : 0.0;
+}
+/* the old C of matrix g, or NULL where beta is 0 (in device memory, where it was copied
+ * anyway): BLAS does not read C then, and a NaN in it must not enter */
+template <typename T>
+__device__ __forceinline__ const T *old_of(const batch_args<T> &a, double beta, int64_t g)
+{
+    return a.Cold && beta != 0.0 ? a.Cold + g * a.m * a.n : nullptr;
+}
+
+/* x * y added to (s, c) without rounding error of its own (TwoProduct by FMA, then TwoSum) */
+__device__ __forceinline__ void dot_add(blasft_csum *acc, double x, double y)
+{
+    const double p = x * y;
+    const double e = fma(x, y, -p);
+    blasft_csum_add(acc, p);
+    acc->c += e;
+}
+
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* the sum over the CUDA block (every thread gets it); `red` holds one double per warp */
+__device__ double block_sum(double v, double *red)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0)
+        red[warp] = v;
+    __syncthreads();
+    double s = 0.0;
+    for (int w = 0; w < nw; w++)
+        s += red[w];
+    return s;
+}
+
+/* The old C of every matrix of the chunk into compact copies (ld m), before the GEMM. */
+template <typename T> __global__ void save_old(batch_args<T> a, T *old)
+{
+    const int64_t per = a.m * a.n, total = per * a.count;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t g = e / per, r = e - g * per, j = r / a.m, i = r - j * a.m;
+        old[e] = mat_c(a, g)[i + j * a.ldc];
+    }
+}
+
+/* (s, c) summed over the L lanes of a group (L a power of two up to 32): lane 0 of the group
+ * holds the sum */
+__device__ __forceinline__ blasft_csum group_csum(blasft_csum v, int L)
+{
+    for (int off = L >> 1; off > 0; off >>= 1) {
+        blasft_csum o;
+        o.s = __shfl_down_sync(0xffffffffu, v.s, off, L);
+        o.c = __shfl_down_sync(0xffffffffu, v.c, off, L);
+        csum_merge(&v, o);
+    }
+    return v;
+}
+
+__device__ __forceinline__ double group_sum(double v, int L)
+{
+    for (int off = L >> 1; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off, L);
+    return v;
+}
+
+/* op(A)'s column checksum of every block row of every matrix, s(g, I, l) = sum_{i in I}
+ * op(A)(i, l) (compensated), and the squares' sums q(g, I, l) = sum_{i in I} op(A)(i, l)^2: a
+ * group of L lanes per (g, I, l) along the block's rows (batch_lanes). */
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int L)
+{
+    const int64_t mb = (a.m + a.bs - 1) / a.bs, units = a.count * mb * a.k;
+    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int sub = (int)(tid & (L - 1));
+    const int64_t step = ((int64_t)gridDim.x * blockDim.x) / L;
+    const int64_t rounds = (units + step - 1) / step; /* the same for every lane of a warp */
+    for (int64_t r = 0, u = tid / L; r < rounds; r++, u += step) {
+        const bool live = u < units;
+        const int64_t uu = live ? u : 0;
+        const int64_t gI = uu / a.k, l = uu - gI * a.k, g = gI / mb, i0 = (gI - g * mb) * a.bs;
+        const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
+        const T *A = mat_a(a, g);
+        A += a.ta ? l + i0 * a.lda : i0 + l * a.lda;
+        const int64_t step_i = a.ta ? a.lda : 1;
+        blasft_csum s = {0.0, 0.0};
+        double q = 0.0;
+#pragma unroll 4
+        for (int i = sub; i < rows; i += L) {
+            const double x = (double)A[i * step_i];
+            blasft_csum_add(&s, x);
+            q = fma(x, x, q);
+        }
+        s = group_csum(s, L);
+        q = group_sum(q, L);
+        if (live && sub == 0) {
+            a.acs[uu] = blasft_csum_value(&s);
+            a.asq[uu] = q;
+        }
+    }
+}
+
+/* A group of L lanes per (matrix g, block row I, column j) (L = 1 for short products: no
+ * shuffles at all): the reference alpha s . b_j + beta (sum of the old C's column over I) with a
+ * compensated dot product, C's column sum over I, and NORM's threshold (docs/thresholds.md,
+ * "NORM") from ||b_j||^2 and sum_{i in I} ||op(A)(i, :)||^2; a check over its threshold flags
+ * the matrix. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int L)
+{
+    const double u = ldexp(1.0, -gk_el<T>::t), ud = 0x1p-53;
+    const double alpha = alpha_of(a), beta = beta_of(a);
+    const double abs_alpha = fabs(alpha), abs_beta = fabs(beta);
+    const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
+    const double terms = blasft_norm_terms((double)a.k, 1);
+    const double second = blasft_norm_second_order((double)a.k, u);
+    const double gam = blasft_gamma((double)a.k + 2.0, u);
+    const int64_t mb = (a.m + a.bs - 1) / a.bs, units = a.count * mb * a.n;
+    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int sub = (int)(tid & (L - 1));
+    const int64_t step = ((int64_t)gridDim.x * blockDim.x) / L;
+    /* every lane of a warp runs the same number of rounds (the shuffles need all 32) */
+    const int64_t rounds = (units + step - 1) / step;
+    for (int64_t r = 0, w = tid / L; r < rounds; r++, w += step) {
+        const bool live = w < units;
+        const int64_t wu = live ? w : 0;
+        const int64_t gI = wu / a.n, j = wu - gI * a.n, g = gI / mb, i0 = (gI - g * mb) * a.bs;
+        const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
+        const int64_t kk = live ? a.k : 0;
+        const T *B = mat_b(a, g), *C = mat_c(a, g) + i0 + j * a.ldc;
+        const double *acs = a.acs + gI * a.k, *asq = a.asq + gI * a.k;
+        blasft_csum dot = {0.0, 0.0}, cs = {0.0, 0.0}, os = {0.0, 0.0};
+        double bsq = 0.0, sq = 0.0, ssq = 0.0, osq = 0.0;
+#pragma unroll 4
+        for (int64_t l = sub; l < kk; l += L) {
+            const double b = (double)(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb]);
+            const double s = acs[l];
+            dot_add(&dot, s, b);
+            bsq = fma(b, b, bsq);
+            ssq = fma(s, s, ssq);
+            sq += asq[l];
+        }
+#pragma unroll 4
+        for (int i = sub; i < rows; i += L)
+            blasft_csum_add(&cs, (double)C[i]);
+        const T *old = live ? old_of(a, beta, g) : nullptr;
+        if (old) {
+            old += i0 + j * a.m;
+            for (int i = sub; i < rows; i += L) {
+                const double o = (double)old[i];
+                blasft_csum_add(&os, o);
+                osq = fma(o, o, osq);
+            }
+        }
+        dot = group_csum(dot, L);
+        cs = group_csum(cs, L);
+        os = group_csum(os, L);
+        bsq = group_sum(bsq, L);
+        sq = group_sum(sq, L);
+        ssq = group_sum(ssq, L);
+        osq = group_sum(osq, L);
+        if (live && sub == 0) {
+            const double d = blasft_csum_value(&dot), o = blasft_csum_value(&os),
+                         c = blasft_csum_value(&cs);
+            const double ad = alpha * d, bo = beta * o;
+            /* NORM: V = u^2 (1+gamma)^2 (|alpha|^2 terms ||b_j||^2 sum ||a_i||^2 + 3 |beta|^2
+             * sum c_old^2); our side: the checksum's entries rounded once (u_d ||s|| ||b_j||,
+             * doubled for the compensated sums' last rounding), the reference's scaling and
+             * addition, C's and the old C's sums, gradual underflow */
+            const double v = u * u * second *
+                             (abs_alpha * abs_alpha * terms * bsq * sq +
+                              3.0 * abs_beta * abs_beta * osq);
+            const double thr = omega * sqrt(v) + 2.0 * ud * abs_alpha * sqrt(ssq * bsq) +
+                               2.0 * ud * (fabs(ad) + fabs(bo) + fabs(c)) +
+                               blasft_underflow_eps(gam, u, (double)rows, abs_alpha);
+            /* squares out of the double range: the statistical threshold cannot be trusted;
+             * the second tier decides */
+            const bool range = blasft_squares_in_range(abs_alpha * sqrt(sq * bsq)) &&
+                               blasft_squares_in_range(abs_beta * sqrt(osq));
+            if (blasft_over(c - (ad + bo), thr) || !range)
+                atomicAdd(&a.flags[g], 1u);
+        }
+    }
+}
+
+/* The second tier: every element of a flagged matrix computed again (compensated dot product in
+ * double) and compared with the GEMM's against the worst-case rounding of the two; apart, it is
+ * replaced (correct mode) and counted. A flagged matrix with nothing apart was flagged by
+ * rounding (or by data out of the thresholds' range): a false alarm. */
+template <typename T> __global__ void __launch_bounds__(kThreads) batch_recompute(batch_args<T> a)
+{
+    __shared__ double red[kThreads / 32];
+    const double u = ldexp(1.0, -gk_el<T>::t);
+    const double largest = blasft_largest(u);
+    const double alpha = alpha_of(a), beta = beta_of(a);
+    const double gam = blasft_gamma((double)a.k + 2.0, u);
+    for (int64_t g = blockIdx.x; g < a.count; g += gridDim.x) {
+        if (a.flags[g] == 0)
+            continue; /* the same for every thread of the block */
+        const T *A = mat_a(a, g), *B = mat_b(a, g);
+        T *C = mat_c(a, g);
+        const T *old = old_of(a, beta, g);
+        double apart = 0.0;
+        for (int64_t e = threadIdx.x; e < a.m * a.n; e += blockDim.x) {
+            const int64_t j = e / a.m, i = e - j * a.m;
+            blasft_csum dot = {0.0, 0.0};
+            double mass = 0.0;
+            for (int64_t l = 0; l < a.k; l++) {
+                const double x = (double)(a.ta ? A[l + i * a.lda] : A[i + l * a.lda]);
+                const double y = (double)(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb]);
+                dot_add(&dot, x, y);
+                mass += fabs(x * y);
+            }
+            const double o = old ? (double)old[i + j * a.m] : 0.0;
+            const double v = alpha * blasft_csum_value(&dot) + beta * o;
+            const double c = (double)C[i + j * a.ldc];
+            const double bound = 2.0 * blasft_element_rounding(gam, u, fabs(alpha),
+                                                                fabs(alpha) * mass, fabs(beta),
+                                                                fabs(o), fabs(c));
+            if (blasft_parts_agree(c, v, bound, largest))
+                continue;
+            apart += 1.0;
+            if (a.action == GK_REC_CORRECTED)
+                C[i + j * a.ldc] = (T)v;
+            const unsigned int r = atomicAdd(&a.cnt->nrec, 1u);
+            if (r < GK_MAX_RECORDS) {
+                gk_record &rec = a.cnt->rec[r];
+                rec.kind = a.action;
+                rec.block_row = i / a.bs;
+                rec.block_col = j / a.bs;
+                rec.row = i;
+                rec.col = j;
+                rec.syndrome = c - v;
+                rec.threshold = bound;
+            }
+        }
+        apart = block_sum(apart, red);
+        if (threadIdx.x == 0) {
+            const unsigned long long n = (unsigned long long)apart;
+            if (n == 0) {
+                atomicAdd(&a.cnt->false_alarms, 1ull);
+            } else {
+                atomicAdd(&a.cnt->detected, n);
+                if (a.action == GK_REC_CORRECTED) {
+                    atomicAdd(&a.cnt->corrected, n);
+                    atomicAdd(&a.cnt->recomputed, 1ull);
+                } else if (a.action == GK_REC_UNCORRECTABLE) {
+                    atomicAdd(&a.cnt->uncorrectable, n);
+                }
+            }
+        }
+        __syncthreads(); /* red is the next matrix's */
+    }
+}
+
+cublasStatus_t batched_gemm(cublasHandle_t h, const batch_args<float> &a, cublasOperation_t ta,
+                            cublasOperation_t tb, const float *alpha, const float *beta)
+{
+    if (a.Aa)
+        return cb->sgemm_batched(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.Aa, (int)a.lda,
+                                 a.Ba, (int)a.ldb, beta, a.Ca, (int)a.ldc, (int)a.count);
+    return cb->sgemm_strided(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.A, (int)a.lda,
+                             a.sa, a.B, (int)a.ldb, a.sb, beta, a.C, (int)a.ldc, a.sc,
+                             (int)a.count);
+}
+
+cublasStatus_t batched_gemm(cublasHandle_t h, const batch_args<double> &a, cublasOperation_t ta,
+                            cublasOperation_t tb, const double *alpha, const double *beta)
+{
+    if (a.Aa)
+        return cb->dgemm_batched(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.Aa, (int)a.lda,
+                                 a.Ba, (int)a.ldb, beta, a.Ca, (int)a.ldc, (int)a.count);
+    return cb->dgemm_strided(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.A, (int)a.lda,
+                             a.sa, a.B, (int)a.ldb, a.sb, beta, a.C, (int)a.ldc, a.sc,
+                             (int)a.count);
+}
+
+/* Lanes per sum of `len` terms in the encoding and the check: about 16 terms per lane, a warp
+ * at most. Small matrices' passes are bound by latency: a lane's chain of dependent compensated
+ * additions, against the shuffles that join the lanes' parts. */
+int batch_lanes(int64_t len)
+{
+    int L = 1;
+    while (L < 32 && (int64_t)L * 16 < len)
+        L <<= 1;
+    return L;
+}
+
+/* C of matrix g, for a planted fault (tests): with arrays of pointers read back (waits) */
+template <typename T> T *host_mat_c(const blasft_gpu_batch *b, int64_t g, cudaStream_t s)
+{
+    if (!b->c_arr)
+        return (T *)b->g.c + g * b->stride_c;
+    void *p = nullptr;
+    if (!cuda_ok(cudaMemcpyAsync(&p, b->c_arr + g, sizeof p, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync") ||
+        !cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
+        return nullptr;
+    return (T *)p;
+}
+
+template <typename T>
+int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p)
+{
+    const blasft_gpu_gemm &g = b->g;
+    const bool on_dev = g.scalars_on_device != 0;
+    T alpha_h = 0, beta_h = 0;
+    if (!on_dev) {
+        memcpy(&alpha_h, g.alpha, sizeof(T));
+        memcpy(&beta_h, g.beta, sizeof(T));
+    }
+    /* the old C is kept wherever beta may be nonzero, so that a flagged matrix can always be
+     * computed again (small matrices: a copy per chunk) */
+    const bool keep_old = on_dev || beta_h != 0;
+    const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
+    const int64_t mb = (m + p->block_size - 1) / p->block_size;
+    const size_t mat_bytes = sizeof(T) * (size_t)m * (size_t)n;
+    const size_t enc_bytes = sizeof(double) * (size_t)(mb * k);
+    const size_t per = (keep_old ? mat_bytes : 0) + 2 * enc_bytes + sizeof(unsigned int);
+    int64_t chunk = (int64_t)(kChunkBytes / per);
+    chunk = chunk < 1 ? 1 : chunk > kMaxChunk ? kMaxChunk : chunk;
+    chunk = chunk < count ? chunk : count;
+    /* counters, then the flags (one memset for both), op(A)'s checksums and squares, old C */
+    const size_t flags_at = gk_align(sizeof(gk_counters));
+    const size_t acs_at = flags_at + gk_align(sizeof(unsigned int) * (size_t)chunk);
+    const size_t asq_at = acs_at + gk_align(enc_bytes * (size_t)chunk);
+    const size_t old_at = asq_at + gk_align(enc_bytes * (size_t)chunk);
+    const size_t need = old_at + (keep_old ? mat_bytes * (size_t)chunk : 0);
+    if (ensure_buf(ctx, &ctx->batch_ws, &ctx->batch_bytes, need, "cudaMalloc(batch workspace)"))
+        return -2;
+    if (set_mode(ctx, on_dev))
+        return -2;
+    report_slot *slot = take_slot(ctx);
+    if (!slot)
+        return -2;
+    const cudaStream_t s0 = ctx->s0;
+    char *w = (char *)ctx->batch_ws;
+    gk_counters *cnt = (gk_counters *)w;
+
+    batch_args<T> a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.n = n;
+    a.k = k;
+    a.lda = g.lda;
+    a.ldb = g.ldb;
+    a.ldc = g.ldc;
+    a.sa = b->stride_a;
+    a.sb = b->stride_b;
+    a.sc = b->stride_c;
+    a.ta = op_of(g.transa) != CUBLAS_OP_N;
+    a.tb = op_of(g.transb) != CUBLAS_OP_N;
+    a.alpha_v = alpha_h;
+    a.beta_v = beta_h;
+    a.alpha_p = on_dev ? (const T *)g.alpha : nullptr;
+    a.beta_p = on_dev ? (const T *)g.beta : nullptr;
+    a.Cold = keep_old ? (const T *)(w + old_at) : nullptr;
+    a.bs = p->block_size;
+    a.flags = (unsigned int *)(w + flags_at);
+    a.acs = (double *)(w + acs_at);
+    a.asq = (double *)(w + asq_at);
+    a.cnt = cnt;
+    a.action = p->mode != BLASFT_MODE_CORRECT                ? GK_REC_DETECTED
+               : p->on_error == BLASFT_ON_ERROR_RECOMPUTE   ? GK_REC_CORRECTED
+                                                            : GK_REC_UNCORRECTABLE;
+    const int64_t rows = m < p->block_size ? m : p->block_size;
+    const int le = batch_lanes(rows), lc = batch_lanes(k > rows ? k : rows);
+    int plant = 0;
+    for (int64_t g0 = 0; g0 < count; g0 += chunk) {
+        a.count = count - g0 < chunk ? count - g0 : chunk;
+        if (b->a_arr) {
+            a.Aa = (const T *const *)b->a_arr + g0;
+            a.Ba = (const T *const *)b->b_arr + g0;
+            a.Ca = (T *const *)b->c_arr + g0;
+        } else {
+            a.A = (const T *)g.a + g0 * b->stride_a;
+            a.B = (const T *)g.b + g0 * b->stride_b;
+            a.C = (T *)g.c + g0 * b->stride_c;
+        }
+        /* the first chunk clears the counters too */
+        cudaMemsetAsync(g0 ? (char *)a.flags : w, 0,
+                        (g0 ? 0 : flags_at) + sizeof(unsigned int) * (size_t)a.count, s0);
+        const int64_t elems = m * n * a.count;
+        if (keep_old)
+            save_old<T><<<blocks_for(elems, kThreads) < 4096 ? blocks_for(elems, kThreads) : 4096,
+                          kThreads, 0, s0>>>(a, (T *)(w + old_at));
+        if (!blas_ok(batched_gemm(ctx->h0, a, op_of(g.transa), op_of(g.transb),
+                                  (const T *)g.alpha, (const T *)g.beta),
+                     "cublas batched gemm"))
+            return -2;
+        /* tests: one planted fault per matrix, from the batch's first on */
+        for (; plant < b->nplants && plant - g0 < a.count; plant++) {
+            T *c = host_mat_c<T>(b, plant, s0);
+            if (!c)
+                return -2;
+            ctx->checked_c = c;
+            ctx->checked_type = g.type;
+            ctx->checked_ldc = g.ldc;
+            ctx->checked_rows = m;
+            ctx->checked_cols = n;
+            ctx->part = kWholeCall;
+            b->plant((void *)s0, b->plant_user[plant]);
+        }
+        const auto grid = [](int64_t threads) {
+            const int64_t b = (threads + kThreads - 1) / kThreads;
+            return (unsigned int)(b < 65536 ? b : 65536);
+        };
+        batch_encode<T><<<grid(a.count * mb * k * le), kThreads, 0, s0>>>(a, le);
+        batch_check<T><<<grid(a.count * mb * n * lc), kThreads, 0, s0>>>(a, lc);
+        batch_recompute<T><<<a.count < 512 ? (unsigned int)a.count : 512u, kThreads, 0, s0>>>(a);
+    }
+    report_meta rm;
+    rm.checks = (uint64_t)(count * mb * n);
+    rm.type = g.type == BLASFT_TYPE_S ? 'S' : 'D';
+    rm.routine = g.routine ? g.routine : "gpu_gemm_batched";
+    rm.on_error = p->on_error;
+    rm.row0 = 0;
+    rm.col0 = 0;
+    rm.bs = p->block_size;
+    rm.gemms = (int)count;
+    return enqueue_report(ctx, slot, rm, cnt);
+}
+
+} // namespace
+
+int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p)
+{
+    const blasft_gpu_gemm &g = b->g;
+    if (!p->batched || b->count < 2 || b->count > INT32_MAX)
+        return 0;
+    if (g.type != BLASFT_TYPE_D && !(g.type == BLASFT_TYPE_S && p->promote != 1))
+        return 0;
+    if (g.c_vector || g.prep_a || g.prep_b || g.m < 1 || g.n < 1 || g.k < 1 || g.k > kMaxK ||
+        (double)g.m * (double)g.n * (double)g.k > kMaxMnk)
+        return 0;
+    if (b->a_arr && (!b->b_arr || !b->c_arr))
+        return 0;
+    return cb && cb->sgemm_strided && cb->dgemm_strided && cb->sgemm_batched && cb->dgemm_batched;
+}
+
+int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
+                            const blasft_gpu_params *p)
+{
+    if (!ctx || !b || !p || !blasft_gpu_batch_fused(b, p) || b->nplants > b->count ||
+        (b->nplants && !b->plant))
+        return -1;
+    if (blasft_gpu_ctx_stale(ctx))
+        return -2;
+    /* a graph being captured would keep the workspace's address, which may grow later */
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return -1;
+    return b->g.type == BLASFT_TYPE_S ? run_batched<float>(ctx, b, p)
+                                      : run_batched<double>(ctx, b, p);
+}
