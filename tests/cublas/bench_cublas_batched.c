@@ -21,7 +21,51 @@
  *    "errors_detected":..,"max_err_over_bound":..,"mode":"fused","device":"..."}
  * with "warning" where the results differ by more than the bound or a call failed.
  * fused_checks_per_call is what the fused path counts (batch ceil(m / 256) n): checks_per_call
- * equal to it says the fused path ran. */
+ * equal to it says the fused path ran.
+ *
+ * bench_cublas_batched --fp SECONDS [--types DS] [--seed S]
+ *   False positives: fault-free protected D and S strided batched calls for about SECONDS in
+ *   all, shared by the (series, type) pairs. Series: uniform [-1, 1], uniform01 [0, 1], normal
+ *   (sum of 4 uniforms), heavy (random sign times 2^U[-12, 12]), cancel (op(B)'s columns
+ *   alternate in sign along k over a positive A, magnitudes within 2^-12 of each other: C small
+ *   against its terms). Each call the next of every (m, n, k) from {1, 3, 8, 17, 32, 64, 100,
+ *   128, 255, 256, 300} with m n k <= 2^24, x NN/NT/TN/TT, x (alpha, beta) in (1, 0),
+ *   (-0.75, 0), (1.5, 1), (0.5, -2), in an order that changes all of them from call to call;
+ *   batch for about 1e5 checks (10000 at most). Operands are fresh per call: random offsets into
+ *   a pool of 2^25 numbers per series and type filled once (A from its first half, B from its
+ *   second, overlapping where a batch would not fit; C copied from it where beta != 0). The
+ *   counters are read after every call (no oracle: that is the tests' job); a call whose
+ *   false_alarms or errors_detected moved is described on stderr ("mode":"fp-flag", enough to
+ *   repeat it). One line per (type, series), and one "all":
+ *   {"mode":"fp","type":"D","series":"heavy","calls":..,"gemms":..,"checks":..,
+ *    "first_tier_flags":..,"false_alarms":..,"errors_detected":..,"flagged_calls":..,
+ *    "upper95_per_check":..,"not_fused_calls":..,"failed_calls":..,"seconds":..,
+ *    "mode_batched":"fused","device":".."}
+ *   checks: the counters' checks; first_tier_flags = false_alarms + errors_detected (a matrix
+ *   over its thresholds counts one false alarm where the second tier found nothing apart, else
+ *   its elements apart as errors_detected); upper95_per_check: 3 / checks with no flag (the 95 %
+ *   upper bound of a flag's rate per check, rule of three), else null; not_fused_calls: calls
+ *   whose checks are not the fused path's batch ceil(m / 256) n.
+ *
+ * bench_cublas_batched --bits TRIALS [--shape MxNxK] [--types DS] [--seed S]
+ *   Detection per flipped bit: for D bits 0-63 and S bits 0-31, TRIALS calls each of a strided
+ *   batch of 16 matrices (NN, alpha 1, beta 0, uniform [-1, 1] from the pool, fresh per call;
+ *   shape default 64x64x64) with blasft_cublas_plant_fault(16, row, col, bit), row and col
+ *   random per call: one flip per matrix, after the GEMM, before the check. Then the same call
+ *   plain (bypass) into another C. One line per (type, bit), and a "bits-total" per type:
+ *   {"mode":"bits","type":"D","bit":..,"flips":..,"detected":..,"corrected_right":..,
+ *    "undetected_max_rel":..,"false_alarms":..,"failed_calls":..,"trials":..,"seconds":..,
+ *    "mode_batched":"fused","shape":"64x64x64","device":".."}
+ *   flips: the counters' faults_injected; detected: sum over calls of min(16, errors_detected);
+ *   corrected_right: matrices whose whole C agrees with plain cuBLAS, element by element the
+ *   same bits, within 2 ulp, or within 2 gamma_{k+2} sum_l |a_il b_lj| (a corrected element is
+ *   the exact value rounded, and BLASFT_GPU_BATCHED=each may sum in another order); a flip too
+ *   small to matter counts as right too. undetected_max_rel: the largest |c_flipped - c| / |c|
+ *   at the flipped element in calls with undetected flips (the counters do not say which
+ *   matrices: the corrected ones are at rounding level, so the largest are the undetected),
+ *   "inf" for a NaN or c = 0, null with no undetected flip; false_alarms: flagged matrices the
+ *   second tier found right (a flip under its rounding bound). Run with BLASFT_GPU_BATCHED=each
+ *   for the engine's per-matrix checks (PEA thresholds). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -244,12 +288,528 @@ static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int n, int batch
     cudaFree(b.A); cudaFree(b.B); cudaFree(b.C); cudaFree(C2);
 }
 
+/* ======== --fp and --bits: fault-free flags and detection per flipped bit ======== */
+
+/* Both modes take each call's operands from random offsets into one large pool per data series
+ * and type, filled from the host once: fresh data per call without a host upload per call.
+ * The pool's first half gives A, its second half B (the cancelling series needs the two apart);
+ * C, where beta != 0, is copied from anywhere in it before the call (a call overwrites C). */
+#define POOL ((size_t)1 << 25)
+#define HALF (POOL / 2)
+
+static int (*plant_fault)(int, int64_t, int64_t, int);
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+static uint64_t next_u64(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double u01(void) { return (double)(next_u64() >> 11) * 0x1p-53; } /* [0, 1) */
+static double sym1(void) { return 2.0 * u01() - 1.0; }                    /* [-1, 1) */
+static uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; }     /* bias < 2^-40 here */
+
+enum { SER_UNIFORM, SER_UNIFORM01, SER_NORMAL, SER_HEAVY, SER_CANCEL, NSERIES };
+static const char *const series_name[NSERIES] = {"uniform", "uniform01", "normal", "heavy",
+                                                 "cancel"};
+
+/* The pool of a series on the host, as doubles (the S pool holds the same numbers rounded).
+ * cancel: A's half is positive, B's half alternates in sign by the element's index, all of
+ * magnitude 2^e (1 + 2^-12 r), e in [-6, 6] constant over blocks of 2^16 elements. B's columns
+ * then alternate along k (op(B) = B: k is contiguous; op(B) = B^T: the call gives B an odd ldb),
+ * so the k products of a row of A and a column of B alternate in sign with nearly equal
+ * magnitudes: C is ~2^-12 / sqrt(k) of its terms (k even). Alternating signs in A too would make
+ * the products all positive again, so A stays positive. */
+static void series_values(int ser, double *h)
+{
+    int e = 0;
+    for (size_t i = 0; i < POOL; i++) {
+        double x;
+        switch (ser) {
+        case SER_UNIFORM: x = sym1(); break;
+        case SER_UNIFORM01: x = u01(); break;
+        case SER_NORMAL: /* sum of 4 uniforms, scaled to variance 1 */
+            x = (sym1() + sym1() + sym1() + sym1()) * 0.8660254037844386;
+            break;
+        case SER_HEAVY: x = (next_u64() & 1 ? -1.0 : 1.0) * exp2(24.0 * u01() - 12.0); break;
+        default:
+            if ((i & 0xffff) == 0)
+                e = (int)below(13) - 6;
+            x = ldexp(1.0 + 0x1p-12 * sym1(), e);
+            if (i >= HALF && (i & 1))
+                x = -x;
+        }
+        h[i] = x;
+    }
+}
+
+/* h to the device pools given (NULL: that type is not run): D as is, S rounded; hf: scratch */
+static int upload_pool(const double *h, float *hf, void *dpool, void *spool)
+{
+    if (dpool && cudaMemcpy(dpool, h, 8 * POOL, cudaMemcpyHostToDevice) != cudaSuccess)
+        return -1;
+    if (spool) {
+        for (size_t i = 0; i < POOL; i++)
+            hf[i] = (float)h[i];
+        if (cudaMemcpy(spool, hf, 4 * POOL, cudaMemcpyHostToDevice) != cudaSuccess)
+            return -1;
+    }
+    return 0;
+}
+
+/* one strided batched call; offsets and strides in elements */
+typedef struct call {
+    int dbl, m, n, k, batch, ta, tb, lda, ldb, ldc;
+    long long sa, sb, sc;
+    size_t offa, offb, offc; /* A: into the pool's first half, B: its second, C: anywhere */
+    double alpha, beta;
+} call;
+
+/* `batch` matrices of rows x cols (leading dimension ld) placed at a random offset into `room`
+ * elements: packed where they fit, else with a smaller stride, overlapping (A and B are only
+ * read; the large batches of long thin shapes would not fit otherwise). */
+static void place(int batch, int ld, int rows, int cols, size_t room, long long *stride,
+                  size_t *off)
+{
+    const size_t span = (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
+    size_t st = (size_t)ld * (size_t)cols;
+    if ((size_t)(batch - 1) * st + span > room)
+        st = batch > 1 ? (room - span) / (size_t)(batch - 1) : 0;
+    *stride = (long long)st;
+    *off = (size_t)below(room - ((size_t)(batch - 1) * st + span) + 1);
+}
+
+/* leading dimensions, strides and random offsets of a call whose shape, transposes, scalars and
+ * batch are set; C packed (ldc = m) */
+static void place_call(call *c, int cancel)
+{
+    c->lda = c->ta ? c->k : c->m;
+    c->ldb = c->tb ? c->n : c->k;
+    if (cancel && c->tb)
+        c->ldb |= 1; /* B^T's rows alternate in sign only with an odd ldb (series_values) */
+    place(c->batch, c->lda, c->lda, c->ta ? c->m : c->k, HALF, &c->sa, &c->offa);
+    place(c->batch, c->ldb, c->ldb, c->tb ? c->k : c->n, HALF, &c->sb, &c->offb);
+    c->ldc = c->m;
+    c->sc = (long long)c->m * c->n;
+    c->offc = (size_t)below(POOL - (size_t)c->sc * (size_t)c->batch + 1);
+}
+
+static cublasStatus_t gemm_call(cublasHandle_t h, const call *c, const void *pool, void *C)
+{
+    const cublasOperation_t oa = c->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t ob = c->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (c->dbl) {
+        const double *A = (const double *)pool + c->offa, *B = (const double *)pool + HALF + c->offb;
+        return cublasDgemmStridedBatched(h, oa, ob, c->m, c->n, c->k, &c->alpha, A, c->lda, c->sa,
+                                         B, c->ldb, c->sb, &c->beta, C, c->ldc, c->sc, c->batch);
+    }
+    const float alpha = (float)c->alpha, beta = (float)c->beta;
+    const float *A = (const float *)pool + c->offa, *B = (const float *)pool + HALF + c->offb;
+    return cublasSgemmStridedBatched(h, oa, ob, c->m, c->n, c->k, &alpha, A, c->lda, c->sa, B,
+                                     c->ldb, c->sb, &beta, C, c->ldc, c->sc, c->batch);
+}
+
+/* libblas_ft's counters once this process's work is done: they arrive by a host function on
+ * the interposer's report stream, which a sync of the caller's stream does not wait for */
+static stats_t stats_after(void)
+{
+    stats_t st;
+    cudaDeviceSynchronize();
+    get_stats(&st);
+    return st;
+}
+
+typedef struct env {
+    cublasHandle_t h;
+    cudaStream_t s;
+    const char *types, *mode, *device;
+} env;
+
+static int want(const char *types, char t)
+{
+    return strchr(types, t) || strchr(types, t + ('a' - 'A'));
+}
+
+/* ---- --fp ---- */
+
+static const int fp_sizes[] = {1, 3, 8, 17, 32, 64, 100, 128, 255, 256, 300};
+#define NSIZES ((int)(sizeof fp_sizes / sizeof fp_sizes[0]))
+static const double fp_ab[4][2] = {{1, 0}, {-0.75, 0}, {1.5, 1}, {0.5, -2}};
+static const char *const trans_name[4] = {"NN", "NT", "TN", "TT"};
+
+/* matrices per call: about 1e5 of the fused path's checks (ceil(m / 256) n each), 10000 at most */
+static int fp_batch(int m, int n)
+{
+    const long long per = (long long)((m + 255) / 256) * n;
+    const long long b = (100000 + per / 2) / per;
+    return b > 10000 ? 10000 : b < 2 ? 2 : (int)b;
+}
+
+typedef struct fp_count {
+    uint64_t calls, gemms, checks, fused_checks, not_fused, failed, false_alarms, detected,
+        flagged_calls;
+} fp_count;
+
+static void fp_add(fp_count *t, const fp_count *c)
+{
+    t->calls += c->calls, t->gemms += c->gemms, t->checks += c->checks;
+    t->fused_checks += c->fused_checks, t->not_fused += c->not_fused, t->failed += c->failed;
+    t->false_alarms += c->false_alarms, t->detected += c->detected;
+    t->flagged_calls += c->flagged_calls;
+}
+
+static void fp_print(const fp_count *c, const char *type, const char *series, double seconds,
+                     const env *e)
+{
+    const uint64_t flags = c->false_alarms + c->detected;
+    printf("{\"mode\":\"fp\",\"type\":\"%s\",\"series\":\"%s\",\"calls\":%llu,\"gemms\":%llu,"
+           "\"checks\":%llu,\"first_tier_flags\":%llu,\"false_alarms\":%llu,"
+           "\"errors_detected\":%llu,\"flagged_calls\":%llu,",
+           type, series, (unsigned long long)c->calls,
+           (unsigned long long)c->gemms, (unsigned long long)c->checks,
+           (unsigned long long)flags, (unsigned long long)c->false_alarms,
+           (unsigned long long)c->detected, (unsigned long long)c->flagged_calls);
+    if (!flags && c->checks)
+        printf("\"upper95_per_check\":%.3g,", 3.0 / (double)c->checks);
+    else
+        printf("\"upper95_per_check\":null,");
+    printf("\"not_fused_calls\":%llu,\"failed_calls\":%llu,\"seconds\":%.3g,"
+           "\"mode_batched\":\"%s\",\"device\":\"%s\"}\n",
+           (unsigned long long)c->not_fused, (unsigned long long)c->failed, seconds, e->mode,
+           e->device);
+    fflush(stdout);
+}
+
+/* Fault-free protected calls of each requested type over every series, `seconds` in all, the
+ * pools' filling included, shared equally by the (series, type) slots; the counters read after
+ * every call, a flagged call described on stderr. */
+static int run_fp(const env *e, double seconds)
+{
+    /* every (m, n, k) of fp_sizes^3 within the fused path's m n k <= 2^24 */
+    int shapes[NSIZES * NSIZES * NSIZES][3], nshapes = 0;
+    size_t c_elems = 0;
+    for (int a = 0; a < NSIZES; a++)
+        for (int b = 0; b < NSIZES; b++)
+            for (int c = 0; c < NSIZES; c++) {
+                const int m = fp_sizes[a], n = fp_sizes[b], k = fp_sizes[c];
+                if ((double)m * n * k > 0x1p24)
+                    continue;
+                shapes[nshapes][0] = m, shapes[nshapes][1] = n, shapes[nshapes][2] = k;
+                nshapes++;
+                const size_t ce = (size_t)m * (size_t)n * (size_t)fp_batch(m, n);
+                c_elems = ce > c_elems ? ce : c_elems;
+            }
+    /* the (shape, transposes, scalars) combinations in an order that changes every one of them
+     * from call to call: call i takes combination (start + i step) mod ncombos, step coprime */
+    const uint64_t ncombos = (uint64_t)nshapes * 16;
+    uint64_t step = ncombos * 5 / 8 + 1;
+    for (;; step++) {
+        uint64_t x = step, y = ncombos; /* Euclid: gcd(step, ncombos) into x */
+        while (y) {
+            const uint64_t r = x % y;
+            x = y, y = r;
+        }
+        if (x == 1)
+            break;
+    }
+    const int dtype = want(e->types, 'D'), stype = want(e->types, 'S');
+    const int slots = NSERIES * (dtype + stype);
+    double *h = malloc(8 * POOL);
+    float *hf = stype ? malloc(4 * POOL) : NULL;
+    void *dpool = NULL, *spool = NULL, *C = NULL;
+    if (!h || (stype && !hf) || (dtype && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
+        (stype && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
+        cudaMalloc(&C, 8 * c_elems) != cudaSuccess) {
+        fprintf(stderr, "--fp: out of host or device memory\n");
+        return 1;
+    }
+    fp_count total = {0};
+    const double t0 = now_s();
+    int slot = 0;
+    for (int ser = 0; ser < NSERIES; ser++) {
+        series_values(ser, h);
+        if (upload_pool(h, hf, dpool, spool)) {
+            fprintf(stderr, "--fp: pool upload failed\n");
+            return 1;
+        }
+        for (int dbl = 1; dbl >= 0; dbl--) {
+            if (!(dbl ? dtype : stype))
+                continue;
+            /* the time left shared equally by the slots left (a pool's filling shortens its
+             * series' first slot only by its own time) */
+            const double ts = now_s(), deadline = ts + (t0 + seconds - ts) / (slots - slot);
+            slot++;
+            const void *pool = dbl ? dpool : spool;
+            const size_t es = dbl ? 8 : 4;
+            const uint64_t start = below(ncombos);
+            fp_count cnt = {0};
+            stats_t s0 = stats_after(), s1;
+            while (now_s() < deadline) {
+                const uint64_t idx = (start + cnt.calls * step) % ncombos;
+                const int *sh = shapes[idx % (uint64_t)nshapes];
+                const int tr = (int)(idx / (uint64_t)nshapes % 4), ab = (int)(idx / (uint64_t)nshapes / 4);
+                call c = {.dbl = dbl, .m = sh[0], .n = sh[1], .k = sh[2],
+                          .batch = fp_batch(sh[0], sh[1]), .ta = tr >> 1, .tb = tr & 1,
+                          .alpha = fp_ab[ab][0], .beta = fp_ab[ab][1]};
+                place_call(&c, ser == SER_CANCEL);
+                int bad = 0;
+                if (c.beta != 0) /* the old C: fresh from the pool (beta 0: never read) */
+                    bad |= cudaMemcpyAsync(C, (const char *)pool + es * c.offc,
+                                           es * (size_t)c.sc * (size_t)c.batch,
+                                           cudaMemcpyDeviceToDevice, e->s) != cudaSuccess;
+                bad |= gemm_call(e->h, &c, pool, C) != CUBLAS_STATUS_SUCCESS;
+                s1 = stats_after();
+                bad |= cudaGetLastError() != cudaSuccess;
+                const uint64_t fa = s1.false_alarms - s0.false_alarms,
+                               det = s1.errors_detected - s0.errors_detected,
+                               chk = s1.checks - s0.checks;
+                const uint64_t fused = (uint64_t)c.batch * (uint64_t)((c.m + 255) / 256) * (uint64_t)c.n;
+                s0 = s1;
+                cnt.calls++;
+                cnt.gemms += (uint64_t)c.batch;
+                cnt.checks += chk;
+                cnt.fused_checks += fused;
+                cnt.not_fused += chk != fused; /* the fused path counts exactly this */
+                cnt.failed += (uint64_t)bad;
+                cnt.false_alarms += fa;
+                cnt.detected += det;
+                if (fa || det) { /* enough to repeat the call */
+                    cnt.flagged_calls++;
+                    fprintf(stderr,
+                            "{\"mode\":\"fp-flag\",\"type\":\"%c\",\"series\":\"%s\",\"m\":%d,"
+                            "\"n\":%d,\"k\":%d,\"trans\":\"%s\",\"alpha\":%g,\"beta\":%g,"
+                            "\"batch\":%d,\"lda\":%d,\"ldb\":%d,\"sa\":%lld,\"sb\":%lld,"
+                            "\"offa\":%zu,\"offb\":%zu,\"offc\":%zu,\"false_alarms\":%llu,"
+                            "\"errors_detected\":%llu}\n",
+                            dbl ? 'D' : 'S', series_name[ser], c.m, c.n, c.k, trans_name[tr],
+                            c.alpha, c.beta, c.batch, c.lda, c.ldb, c.sa, c.sb, c.offa, c.offb,
+                            c.offc, (unsigned long long)fa, (unsigned long long)det);
+                }
+            }
+            fp_print(&cnt, dbl ? "D" : "S", series_name[ser], now_s() - ts, e);
+            fp_add(&total, &cnt);
+        }
+    }
+    fp_print(&total, "all", "all", now_s() - t0, e);
+    free(h);
+    free(hf);
+    cudaFree(dpool);
+    cudaFree(spool);
+    cudaFree(C);
+    return 0;
+}
+
+/* ---- --bits ---- */
+
+static double at(const void *p, int dbl, size_t i)
+{
+    return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+/* the spacing of the type's numbers at |q| */
+static double ulp_of(double q, int dbl)
+{
+    const double tiny = dbl ? 0x1p-1074 : 0x1p-149;
+    if (q == 0)
+        return tiny;
+    const double u = ldexp(1.0, ilogb(q) - (dbl ? 52 : 23));
+    return u > tiny ? u : tiny;
+}
+
+/* Element e of matrix g agrees with plain cuBLAS: the same bits, within 2 ulp, or within twice
+ * the worst-case rounding of one result, 2 gamma_{k+2} sum_l |a_il b_lj| (the protected GEMM of
+ * BLASFT_GPU_BATCHED=each may sum in another order, and a corrected element is the exact value
+ * rounded, not cuBLAS's). ha and hb: the call's A and B on the host, fetched on first need. */
+typedef struct bits_ctx {
+    const call *c;
+    const void *pool;
+    const void *hc, *hp; /* protected and plain C on the host */
+    void *ha, *hb;
+    int have_ab;
+} bits_ctx;
+
+static int fetch_ab(bits_ctx *b)
+{
+    const call *c = b->c;
+    const size_t es = c->dbl ? 8 : 4;
+    const size_t na = (size_t)(c->batch - 1) * (size_t)c->sa + (size_t)c->lda * (size_t)c->k;
+    const size_t nb = (size_t)(c->batch - 1) * (size_t)c->sb + (size_t)c->ldb * (size_t)c->n;
+    if (cudaMemcpy(b->ha, (const char *)b->pool + es * c->offa, es * na,
+                   cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(b->hb, (const char *)b->pool + es * (HALF + c->offb), es * nb,
+                   cudaMemcpyDeviceToHost) != cudaSuccess)
+        return -1;
+    b->have_ab = 1;
+    return 0;
+}
+
+static int agrees(bits_ctx *b, int g, int i, int j)
+{
+    const call *c = b->c;
+    const size_t es = c->dbl ? 8 : 4, e = (size_t)g * (size_t)c->sc + (size_t)i + (size_t)j * (size_t)c->ldc;
+    if (memcmp((const char *)b->hc + es * e, (const char *)b->hp + es * e, es) == 0)
+        return 1;
+    const double p = at(b->hc, c->dbl, e), q = at(b->hp, c->dbl, e);
+    if (!isfinite(p) || !isfinite(q))
+        return 0;
+    const double d = fabs(p - q);
+    if (d <= 2.0 * ulp_of(q, c->dbl))
+        return 1;
+    if (!b->have_ab && fetch_ab(b))
+        return 0;
+    double mass = 0; /* NN, packed: A(i, l) = a[i + l lda], B(l, j) = b[l + j ldb] */
+    for (int l = 0; l < c->k; l++)
+        mass += fabs(at(b->ha, c->dbl, (size_t)g * (size_t)c->sa + (size_t)i + (size_t)l * (size_t)c->lda) *
+                     at(b->hb, c->dbl, (size_t)g * (size_t)c->sb + (size_t)l + (size_t)j * (size_t)c->ldb));
+    const double u = c->dbl ? 0x1p-53 : 0x1p-24, n = (double)c->k + 2.0;
+    return d <= 2.0 * (n * u / (1.0 - n * u)) * mass;
+}
+
+/* a number for JSON: non-finite ones as strings */
+static void print_num(double x)
+{
+    if (isnan(x))
+        printf("\"nan\"");
+    else if (isinf(x))
+        printf("\"inf\"");
+    else
+        printf("%.3g", x);
+}
+
+/* For each requested type and each bit of its numbers: `trials` calls of a strided batch of 16
+ * matrices (NN, alpha 1, beta 0, uniform [-1, 1]) with that bit of C(row, col) flipped in every
+ * matrix (row, col random per call); detection by the counters, the result against plain cuBLAS
+ * computed afterwards through the bypass. */
+static int run_bits(const env *e, int trials, int m, int n, int k)
+{
+    enum { BATCH = 16 };
+    /* the 16 A and B packed (place() keeps them so where they fit), so that the host copies
+     * of one call's A and B below are 16 matrices each */
+    if ((double)m * k * BATCH > (double)HALF || (double)k * n * BATCH > (double)HALF) {
+        fprintf(stderr, "--bits: 16 matrices of %dx%dx%d do not fit the pool's half (2^24)\n",
+                m, n, k);
+        return 2;
+    }
+    const int dtype = want(e->types, 'D'), stype = want(e->types, 'S');
+    double *h = malloc(8 * POOL);
+    float *hf = stype ? malloc(4 * POOL) : NULL;
+    void *dpool = NULL, *spool = NULL, *C = NULL, *Cp = NULL;
+    const size_t c_elems = (size_t)BATCH * (size_t)m * (size_t)n;
+    void *hc = malloc(8 * c_elems), *hp = malloc(8 * c_elems);
+    void *ha = malloc(8 * BATCH * (size_t)m * (size_t)k), *hb = malloc(8 * BATCH * (size_t)k * (size_t)n);
+    if (!h || (stype && !hf) || !hc || !hp || !ha || !hb ||
+        (dtype && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
+        (stype && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
+        cudaMalloc(&C, 8 * c_elems) != cudaSuccess || cudaMalloc(&Cp, 8 * c_elems) != cudaSuccess) {
+        fprintf(stderr, "--bits: out of host or device memory\n");
+        return 1;
+    }
+    series_values(SER_UNIFORM, h);
+    if (upload_pool(h, hf, dpool, spool)) {
+        fprintf(stderr, "--bits: pool upload failed\n");
+        return 1;
+    }
+    for (int dbl = 1; dbl >= 0; dbl--) {
+        if (!(dbl ? dtype : stype))
+            continue;
+        const void *pool = dbl ? dpool : spool;
+        const int nbits = dbl ? 64 : 32;
+        uint64_t all_flips = 0, all_detected = 0, all_right = 0;
+        const double tt = now_s();
+        for (int bit = 0; bit < nbits; bit++) {
+            const double tb = now_s();
+            uint64_t flips = 0, detected = 0, right = 0, false_alarms = 0, failed = 0,
+                     undetected = 0;
+            double worst = -1; /* undetected_max_rel; -1: none undetected */
+            stats_t s0 = stats_after(), s1;
+            for (int t = 0; t < trials; t++) {
+                call c = {.dbl = dbl, .m = m, .n = n, .k = k, .batch = BATCH, .alpha = 1};
+                place_call(&c, 0);
+                const int row = (int)below((uint64_t)m), col = (int)below((uint64_t)n);
+                int bad = plant_fault(BATCH, row, col, bit) != 0;
+                bad |= gemm_call(e->h, &c, pool, C) != CUBLAS_STATUS_SUCCESS;
+                s1 = stats_after();
+                plant_fault(0, 0, 0, 0); /* disarm what the call did not take */
+                const uint64_t det = s1.errors_detected - s0.errors_detected;
+                flips += s1.faults_injected - s0.faults_injected;
+                false_alarms += s1.false_alarms - s0.false_alarms;
+                bypass(1);
+                bad |= gemm_call(e->h, &c, pool, Cp) != CUBLAS_STATUS_SUCCESS;
+                bypass(0);
+                /* waits for the plain call too (cudaMemcpy would not: the stream is
+                 * non-blocking); the bypass leaves the counters alone */
+                s0 = stats_after();
+                const size_t bytes = (dbl ? 8 : 4) * c_elems;
+                bad |= cudaMemcpy(hc, C, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+                bad |= cudaMemcpy(hp, Cp, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+                bad |= cudaGetLastError() != cudaSuccess;
+                failed += (uint64_t)bad;
+                const uint64_t d = det < BATCH ? det : BATCH; /* one flip per matrix */
+                detected += d;
+                bits_ctx b = {.c = &c, .pool = pool, .hc = hc, .hp = hp, .ha = ha, .hb = hb};
+                double rel_max = 0; /* over the call's 16 flipped elements */
+                for (int g = 0; g < BATCH; g++) {
+                    int ok = 1;
+                    for (int j = 0; j < n && ok; j++)
+                        for (int i = 0; i < m && ok; i++)
+                            ok = agrees(&b, g, i, j);
+                    right += (uint64_t)ok;
+                    const size_t f = (size_t)g * (size_t)c.sc + (size_t)row + (size_t)col * (size_t)m;
+                    const double p = at(hc, dbl, f), q = at(hp, dbl, f);
+                    double rel = p == q ? 0.0 : fabs(p - q) / fabs(q); /* q = 0: inf */
+                    if (isnan(rel))
+                        rel = INFINITY; /* flipped into NaN */
+                    rel_max = rel > rel_max ? rel : rel_max;
+                }
+                /* the counters do not say which matrices' flips went undetected; corrected
+                 * ones sit at rounding level, so the largest deviations are theirs */
+                if (d < BATCH) {
+                    undetected += BATCH - d;
+                    worst = rel_max > worst ? rel_max : worst;
+                }
+            }
+            printf("{\"mode\":\"bits\",\"type\":\"%c\",\"bit\":%d,\"flips\":%llu,\"detected\":%llu,"
+                   "\"corrected_right\":%llu,\"undetected_max_rel\":",
+                   dbl ? 'D' : 'S', bit, (unsigned long long)flips,
+                   (unsigned long long)detected, (unsigned long long)right);
+            if (undetected)
+                print_num(worst);
+            else
+                printf("null");
+            printf(",\"false_alarms\":%llu,\"failed_calls\":%llu,\"trials\":%d,\"seconds\":%.3g,"
+                   "\"mode_batched\":\"%s\",\"shape\":\"%dx%dx%d\",\"device\":\"%s\"",
+                   (unsigned long long)false_alarms, (unsigned long long)failed, trials,
+                   now_s() - tb, e->mode, m, n, k, e->device);
+            if (flips != (uint64_t)trials * BATCH)
+                printf(",\"warning\":\"%llu flips planted, %llu asked\"",
+                       (unsigned long long)flips, (unsigned long long)trials * BATCH);
+            printf("}\n");
+            fflush(stdout);
+            all_flips += flips, all_detected += detected, all_right += right;
+        }
+        printf("{\"mode\":\"bits-total\",\"type\":\"%c\",\"flips\":%llu,\"detected\":%llu,"
+               "\"corrected_right\":%llu,\"seconds\":%.3g,\"mode_batched\":\"%s\","
+               "\"shape\":\"%dx%dx%d\",\"device\":\"%s\"}\n",
+               dbl ? 'D' : 'S', (unsigned long long)all_flips, (unsigned long long)all_detected,
+               (unsigned long long)all_right, now_s() - tt, e->mode, m, n, k, e->device);
+        fflush(stdout);
+    }
+    free(h); free(hf); free(hc); free(hp); free(ha); free(hb);
+    cudaFree(dpool); cudaFree(spool); cudaFree(C); cudaFree(Cp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     union { void *p; int (*f)(int); } bp = {.p = dlsym(RTLD_DEFAULT, "blasft_cublas_bypass")};
     union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
+    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
+        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
     bypass = bp.f;
     get_stats = gs.f;
+    plant_fault = pf.f;
     if (!bypass || !get_stats) {
         fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD): no blasft_cublas_bypass\n");
         return 1;
@@ -257,7 +817,20 @@ int main(int argc, char **argv)
     int rounds = 5, max_calls = 20, ncases = 0;
     const char *types = "DS";
     int cases[64][2];
+    double fp_seconds = 0; /* --fp: > 0 */
+    int bits_trials = 0, sm = 64, sn = 64, sk = 64; /* --bits: > 0; --shape */
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--fp") == 0 && i + 1 < argc && (fp_seconds = atof(argv[++i])) > 0)
+            continue;
+        if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc && (bits_trials = atoi(argv[++i])) > 0)
+            continue;
+        if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
+            sscanf(argv[++i], "%dx%dx%d", &sm, &sn, &sk) == 3 && sm > 0 && sn > 0 && sk > 0)
+            continue;
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            rng_state = strtoull(argv[++i], NULL, 0);
+            continue;
+        }
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
@@ -268,10 +841,22 @@ int main(int argc, char **argv)
                  cases[ncases][0] > 0 && cases[ncases][1] > 0)
             ncases++;
         else {
-            fprintf(stderr, "usage: %s [--rounds R] [--calls C] [--types DS] [N:BATCH ...]\n",
-                    argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--rounds R] [--calls C] [--types DS] [N:BATCH ...]\n"
+                    "       %s --fp SECONDS [--types DS] [--seed S]\n"
+                    "       %s --bits TRIALS [--shape MxNxK] [--types DS] [--seed S]\n",
+                    argv[0], argv[0], argv[0]);
             return 2;
         }
+    }
+    const int timing = fp_seconds <= 0 && bits_trials <= 0;
+    if (!timing && ncases) {
+        fprintf(stderr, "N:BATCH cases are for the timing mode, not --fp or --bits\n");
+        return 2;
+    }
+    if (bits_trials > 0 && !plant_fault) {
+        fprintf(stderr, "--bits: libblas_ft has no blasft_cublas_plant_fault\n");
+        return 1;
     }
     if (rounds < 1 || max_calls < 1) {
         fprintf(stderr, "--rounds and --calls take a positive count\n");
@@ -306,12 +891,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "cuBLAS handle or stream failed\n");
         return 1;
     }
-    for (int i = 0; i < ncases; i++)
+    int rc = 0;
+    const env e = {h, s, types, mode, device};
+    if (fp_seconds > 0)
+        rc = run_fp(&e, fp_seconds);
+    if (bits_trials > 0 && !rc)
+        rc = run_bits(&e, bits_trials, sm, sn, sk);
+    for (int i = 0; timing && i < ncases; i++)
         for (const char *t = types; *t; t++)
             if (*t == 'D' || *t == 'S' || *t == 'd' || *t == 's')
                 run_case(h, s, *t == 'D' || *t == 'd', cases[i][0], cases[i][1], rounds, max_calls,
                          mode, device);
     cublasDestroy_v2(h);
     cudaStreamDestroy(s);
-    return 0;
+    return rc;
 }
