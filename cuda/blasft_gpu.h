@@ -189,14 +189,15 @@ typedef struct blasft_gpu_batch {
 } blasft_gpu_batch;
 
 /* 1 if blasft_gpu_gemm_batched takes the batch with parameters p: p->batched, at least two
- * matrices, real S or D (S not with promote = 1: those are promoted one by one), each matrix
- * small (m n k <= 2^24, k <= 4096); else 0 (run the matrices one by one). */
+ * matrices, real S or D, each matrix small (m n k <= 2^24, k <= 4096); else 0 (run the matrices
+ * one by one). */
 int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p);
 
 /* Enqueues the batch on the context's stream: one cuBLAS batched GEMM, the column checksums of
  * every matrix checked against NORM thresholds in one pass, flagged matrices computed again and
  * corrected (cuda/gpu_batched.cu). The old C of every matrix is copied first where beta may be
- * nonzero. Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream
+ * nonzero. An S batch is promoted where one S GEMM of its shape would be (p->promote): computed
+ * as a D batch of double copies, checked in double and rounded once into C. Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream
  * is being captured: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
                             const blasft_gpu_params *p);

@@ -15,7 +15,11 @@
  * costs time and never changes C. */
 #include "gpu_device.cuh"
 #include "gpu_engine.h"
+extern "C" {
+#include "log.h"
+}
 
+#include <algorithm>
 #include <cstring>
 
 using namespace gpu_engine;
@@ -117,7 +121,9 @@ template <typename T> __global__ void save_old(batch_args<T> a, T *old)
     const int64_t per = a.m * a.n, total = per * a.count;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t g = e / per, r = e - g * per, j = r / a.m, i = r - j * a.m;
+        /* 32-bit division: a chunk holds fewer than 2^31 elements (run_batched) */
+        const uint32_t g = (uint32_t)e / (uint32_t)per, r = (uint32_t)e - g * (uint32_t)per;
+        const uint32_t j = r / (uint32_t)a.m, i = r - j * (uint32_t)a.m;
         old[e] = mat_c(a, g)[i + j * a.ldc];
     }
 }
@@ -156,7 +162,9 @@ __global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int
     for (int64_t r = 0, u = tid / L; r < rounds; r++, u += step) {
         const bool live = u < units;
         const int64_t uu = live ? u : 0;
-        const int64_t gI = uu / a.k, l = uu - gI * a.k, g = gI / mb, i0 = (gI - g * mb) * a.bs;
+        const uint32_t gI = (uint32_t)uu / (uint32_t)a.k, l = (uint32_t)uu - gI * (uint32_t)a.k;
+        const uint32_t g = gI / (uint32_t)mb;
+        const int64_t i0 = (int64_t)(gI - g * (uint32_t)mb) * a.bs;
         const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
         const T *A = mat_a(a, g);
         A += a.ta ? l + i0 * a.lda : i0 + l * a.lda;
@@ -202,7 +210,9 @@ __global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int 
     for (int64_t r = 0, w = tid / L; r < rounds; r++, w += step) {
         const bool live = w < units;
         const int64_t wu = live ? w : 0;
-        const int64_t gI = wu / a.n, j = wu - gI * a.n, g = gI / mb, i0 = (gI - g * mb) * a.bs;
+        const uint32_t gI = (uint32_t)wu / (uint32_t)a.n, j = (uint32_t)wu - gI * (uint32_t)a.n;
+        const uint32_t g = gI / (uint32_t)mb;
+        const int64_t i0 = (int64_t)(gI - g * (uint32_t)mb) * a.bs;
         const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
         const int64_t kk = live ? a.k : 0;
         const T *B = mat_b(a, g), *C = mat_c(a, g) + i0 + j * a.ldc;
@@ -280,7 +290,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
         const T *old = old_of(a, beta, g);
         double apart = 0.0;
         for (int64_t e = threadIdx.x; e < a.m * a.n; e += blockDim.x) {
-            const int64_t j = e / a.m, i = e - j * a.m;
+            const uint32_t j = (uint32_t)e / (uint32_t)a.m, i = (uint32_t)e - j * (uint32_t)a.m;
             blasft_csum dot = {0.0, 0.0};
             double mass = 0.0;
             for (int64_t l = 0; l < a.k; l++) {
@@ -364,6 +374,13 @@ int batch_lanes(int64_t len)
     return L;
 }
 
+/* CUDA blocks of kThreads for `threads` threads, at most 65536 (the kernels stride over the rest) */
+unsigned int grid_for(int64_t threads)
+{
+    const int64_t b = (threads + kThreads - 1) / kThreads;
+    return (unsigned int)(b < 65536 ? b : 65536);
+}
+
 /* C of matrix g, for a planted fault (tests): with arrays of pointers read back (waits) */
 template <typename T> T *host_mat_c(const blasft_gpu_batch *b, int64_t g, cudaStream_t s)
 {
@@ -377,8 +394,11 @@ template <typename T> T *host_mat_c(const blasft_gpu_batch *b, int64_t g, cudaSt
     return (T *)p;
 }
 
+/* caller: the type the caller asked for (the report names it; D where an S batch runs
+ * promoted) */
 template <typename T>
-int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p)
+int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p,
+                blasft_type caller)
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
@@ -398,14 +418,28 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     int64_t chunk = (int64_t)(kChunkBytes / per);
     chunk = chunk < 1 ? 1 : chunk > kMaxChunk ? kMaxChunk : chunk;
     chunk = chunk < count ? chunk : count;
+    /* the kernels' element and unit indices within a chunk in 32 bits: m n k <= 2^24 makes every
+     * one of them below 2^31 for up to 2^6 matrices (m n, mb k, mb n <= 2^24); a chunk's byte
+     * budget keeps them there for more */
+    const int64_t widest = std::max({m * n, mb * k, mb * n});
+    chunk = std::min(chunk, std::max<int64_t>(1, INT32_MAX / widest));
     /* counters, then the flags (one memset for both), op(A)'s checksums and squares, old C */
     const size_t flags_at = gk_align(sizeof(gk_counters));
     const size_t acs_at = flags_at + gk_align(sizeof(unsigned int) * (size_t)chunk);
     const size_t asq_at = acs_at + gk_align(enc_bytes * (size_t)chunk);
     const size_t old_at = asq_at + gk_align(enc_bytes * (size_t)chunk);
     const size_t need = old_at + (keep_old ? mat_bytes * (size_t)chunk : 0);
-    if (ensure_buf(ctx, &ctx->batch_ws, &ctx->batch_bytes, need, "cudaMalloc(batch workspace)"))
-        return -2;
+    /* made before anything is enqueued: without it the batch goes matrix by matrix (-1) */
+    const int got = ensure_buf(ctx, &ctx->batch_ws, &ctx->batch_bytes, need, nullptr);
+    if (got == -3) {
+        static int once;
+        blasft_log_once(&once, BLASFT_LOG_WARN,
+                        "GPU: no device memory for %zu bytes of a batch's checks: such batches "
+                        "run matrix by matrix", need);
+        return -1;
+    }
+    if (got)
+        return got;
     if (set_mode(ctx, on_dev))
         return -2;
     report_slot *slot = take_slot(ctx);
@@ -460,8 +494,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
                         (g0 ? 0 : flags_at) + sizeof(unsigned int) * (size_t)a.count, s0);
         const int64_t elems = m * n * a.count;
         if (keep_old)
-            save_old<T><<<blocks_for(elems, kThreads) < 4096 ? blocks_for(elems, kThreads) : 4096,
-                          kThreads, 0, s0>>>(a, (T *)(w + old_at));
+            save_old<T><<<grid_for(elems), kThreads, 0, s0>>>(a, (T *)(w + old_at));
         if (!blas_ok(batched_gemm(ctx->h0, a, op_of(g.transa), op_of(g.transb),
                                   (const T *)g.alpha, (const T *)g.beta),
                      "cublas batched gemm"))
@@ -479,17 +512,13 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
             ctx->part = kWholeCall;
             b->plant((void *)s0, b->plant_user[plant]);
         }
-        const auto grid = [](int64_t threads) {
-            const int64_t b = (threads + kThreads - 1) / kThreads;
-            return (unsigned int)(b < 65536 ? b : 65536);
-        };
-        batch_encode<T><<<grid(a.count * mb * k * le), kThreads, 0, s0>>>(a, le);
-        batch_check<T><<<grid(a.count * mb * n * lc), kThreads, 0, s0>>>(a, lc);
+        batch_encode<T><<<grid_for(a.count * mb * k * le), kThreads, 0, s0>>>(a, le);
+        batch_check<T><<<grid_for(a.count * mb * n * lc), kThreads, 0, s0>>>(a, lc);
         batch_recompute<T><<<a.count < 512 ? (unsigned int)a.count : 512u, kThreads, 0, s0>>>(a);
     }
     report_meta rm;
     rm.checks = (uint64_t)(count * mb * n);
-    rm.type = g.type == BLASFT_TYPE_S ? 'S' : 'D';
+    rm.type = caller == BLASFT_TYPE_S ? 'S' : 'D';
     rm.routine = g.routine ? g.routine : "gpu_gemm_batched";
     rm.on_error = p->on_error;
     rm.row0 = 0;
@@ -499,6 +528,146 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     return enqueue_report(ctx, slot, rm, cnt);
 }
 
+/* BLASFT_PROMOTE (S batches, as for one S GEMM: gpu_promoted_gemm.cu): the chunk's operands
+ * as double copies in their stored layouts (compact), C's too where beta may be nonzero, and
+ * scalars in device memory as doubles into sc[0..1]. */
+__global__ void __launch_bounds__(kThreads) promote_in(batch_args<float> a, double *ad, double *bd,
+                                                       double *cd, bool copy_c, double *sc)
+{
+    const int64_t ra = a.ta ? a.k : a.m, rb = a.tb ? a.n : a.k;
+    const int64_t na = a.m * a.k, nb = a.k * a.n, nc = copy_c ? a.m * a.n : 0;
+    const int64_t per = na + nb + nc, total = per * a.count;
+    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (tid == 0 && a.alpha_p) {
+        sc[0] = (double)*a.alpha_p;
+        sc[1] = (double)*a.beta_p;
+    }
+    for (int64_t e = tid; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const uint32_t g = (uint32_t)e / (uint32_t)per;
+        uint32_t r = (uint32_t)e - g * (uint32_t)per;
+        if (r < na) {
+            const uint32_t j = r / (uint32_t)ra, i = r - j * (uint32_t)ra;
+            ad[g * na + r] = (double)mat_a(a, g)[i + j * a.lda];
+        } else if ((r -= (uint32_t)na) < nb) {
+            const uint32_t j = r / (uint32_t)rb, i = r - j * (uint32_t)rb;
+            bd[g * nb + r] = (double)mat_b(a, g)[i + j * a.ldb];
+        } else {
+            r -= (uint32_t)nb;
+            const uint32_t j = r / (uint32_t)a.m, i = r - j * (uint32_t)a.m;
+            cd[g * nc + r] = (double)mat_c(a, g)[i + j * a.ldc];
+        }
+    }
+}
+
+/* the checked (and corrected) double results rounded once into the caller's C */
+__global__ void __launch_bounds__(kThreads) promote_out(batch_args<float> a, const double *cd)
+{
+    const int64_t per = a.m * a.n, total = per * a.count;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const uint32_t g = (uint32_t)e / (uint32_t)per, r = (uint32_t)e - g * (uint32_t)per;
+        const uint32_t j = r / (uint32_t)a.m, i = r - j * (uint32_t)a.m;
+        mat_c(a, g)[i + j * a.ldc] = (float)cd[e];
+    }
+}
+
+/* An S batch computed as a D batch of double copies in a buffer of the context's, checked at
+ * double resolution and rounded once into C, chunk by chunk. 0, -2 on a CUDA/cuBLAS error, 1
+ * where the copies' buffer cannot be had (the batch then runs natively), -1 where the checks'
+ * cannot (matrix by matrix). */
+int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p)
+{
+    const blasft_gpu_gemm &g = b->g;
+    const bool on_dev = g.scalars_on_device != 0;
+    float alpha_h = 0, beta_h = 0;
+    if (!on_dev) {
+        memcpy(&alpha_h, g.alpha, sizeof alpha_h);
+        memcpy(&beta_h, g.beta, sizeof beta_h);
+    }
+    const bool copy_c = on_dev || beta_h != 0;
+    const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
+    const size_t per = sizeof(double) * (size_t)(m * k + k * n + m * n);
+    int64_t chunk = (int64_t)(kChunkBytes / per);
+    chunk = chunk < 1 ? 1 : chunk < count ? chunk : count; /* elements below 2^31, as above */
+    const size_t a_at = gk_align(2 * sizeof(double));
+    const size_t b_at = a_at + gk_align(sizeof(double) * (size_t)(chunk * m * k));
+    const size_t c_at = b_at + gk_align(sizeof(double) * (size_t)(chunk * k * n));
+    const size_t need = c_at + gk_align(sizeof(double) * (size_t)(chunk * m * n));
+    /* a buffer of the batches' own: the single GEMMs' copies (ctx->promo) stay as a capture
+     * prepared them (blasft_gpu_workspace_bytes) */
+    const int have = ensure_buf(ctx, &ctx->batch_promo, &ctx->batch_promo_bytes, need, nullptr);
+    if (have == -3) {
+        static int once;
+        blasft_log_once(&once, BLASFT_LOG_WARN,
+                        "GPU: no device memory for %zu bytes of a batch's promoted copies: such "
+                        "S batches run natively protected", need);
+        return 1;
+    }
+    if (have)
+        return have;
+    char *w = (char *)ctx->batch_promo;
+    double *sc = (double *)w, *ad = (double *)(w + a_at), *bd = (double *)(w + b_at),
+           *cd = (double *)(w + c_at);
+    const double alpha_d = alpha_h, beta_d = beta_h; /* host scalars: read as it is enqueued */
+    const cudaStream_t s0 = ctx->s0;
+    batch_args<float> src;
+    memset(&src, 0, sizeof src);
+    src.m = m;
+    src.n = n;
+    src.k = k;
+    src.lda = g.lda;
+    src.ldb = g.ldb;
+    src.ldc = g.ldc;
+    src.sa = b->stride_a;
+    src.sb = b->stride_b;
+    src.sc = b->stride_c;
+    src.ta = op_of(g.transa) != CUBLAS_OP_N;
+    src.tb = op_of(g.transb) != CUBLAS_OP_N;
+    src.alpha_p = on_dev ? (const float *)g.alpha : nullptr;
+    src.beta_p = on_dev ? (const float *)g.beta : nullptr;
+    for (int64_t g0 = 0; g0 < count; g0 += chunk) {
+        src.count = count - g0 < chunk ? count - g0 : chunk;
+        if (b->a_arr) {
+            src.Aa = (const float *const *)b->a_arr + g0;
+            src.Ba = (const float *const *)b->b_arr + g0;
+            src.Ca = (float *const *)b->c_arr + g0;
+        } else {
+            src.A = (const float *)g.a + g0 * b->stride_a;
+            src.B = (const float *)g.b + g0 * b->stride_b;
+            src.C = (float *)g.c + g0 * b->stride_c;
+        }
+        const int64_t elems = src.count * (m * k + k * n + (copy_c ? m * n : 0));
+        promote_in<<<grid_for(elems), kThreads, 0, s0>>>(src, ad, bd, cd, copy_c, sc);
+        blasft_gpu_batch d;
+        memset(&d, 0, sizeof d);
+        d.g = g;
+        d.g.type = BLASFT_TYPE_D;
+        d.g.a = ad;
+        d.g.lda = src.ta ? k : m;
+        d.g.b = bd;
+        d.g.ldb = src.tb ? n : k;
+        d.g.c = cd;
+        d.g.ldc = m;
+        d.g.alpha = on_dev ? (const void *)sc : (const void *)&alpha_d;
+        d.g.beta = on_dev ? (const void *)(sc + 1) : (const void *)&beta_d;
+        d.count = src.count;
+        d.stride_a = m * k;
+        d.stride_b = k * n;
+        d.stride_c = m * n;
+        /* planted faults go into the double copy (a float's bit of it, as for one promoted GEMM) */
+        const int64_t left = b->nplants > g0 ? b->nplants - g0 : 0;
+        d.nplants = (int)(left < src.count ? left : src.count);
+        d.plant = b->plant;
+        d.plant_user = d.nplants ? b->plant_user + g0 : nullptr;
+        /* -1 (no buffer for the checks) only at the first chunk, before C is written */
+        const int rc = run_batched<double>(ctx, &d, p, BLASFT_TYPE_S);
+        if (rc)
+            return rc;
+        promote_out<<<grid_for(src.count * m * n), kThreads, 0, s0>>>(src, cd);
+    }
+    return launches_ok() ? 0 : -2;
+}
+
 } // namespace
 
 int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p)
@@ -506,7 +675,7 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
     const blasft_gpu_gemm &g = b->g;
     if (!p->batched || b->count < 2 || b->count > INT32_MAX)
         return 0;
-    if (g.type != BLASFT_TYPE_D && !(g.type == BLASFT_TYPE_S && p->promote != 1))
+    if (g.type != BLASFT_TYPE_D && g.type != BLASFT_TYPE_S)
         return 0;
     if (g.c_vector || g.prep_a || g.prep_b || g.m < 1 || g.n < 1 || g.k < 1 || g.k > kMaxK ||
         (double)g.m * (double)g.n * (double)g.k > kMaxMnk)
@@ -528,6 +697,14 @@ int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return -1;
-    return b->g.type == BLASFT_TYPE_S ? run_batched<float>(ctx, b, p)
-                                      : run_batched<double>(ctx, b, p);
+    if (b->g.type == BLASFT_TYPE_D)
+        return run_batched<double>(ctx, b, p, BLASFT_TYPE_D);
+    /* S as one S GEMM would run: promoted where BLASFT_PROMOTE says so for the shape, natively
+     * where it does not or where the copies' buffer cannot be had */
+    if (blasft_gpu_promotes(BLASFT_TYPE_S, b->g.m, b->g.n, b->g.k, p)) {
+        const int rc = run_promoted(ctx, b, p);
+        if (rc != 1)
+            return rc;
+    }
+    return run_batched<float>(ctx, b, p, BLASFT_TYPE_S);
 }

@@ -81,6 +81,8 @@ struct blasft_gpu_ctx {
     bool no_reloc; /* the buffer could not be allocated: calls are no longer relocated */
     void *batch_ws; /* batches checked together (gpu_batched.cu): counters, flags, old C */
     size_t batch_bytes;
+    void *batch_promo; /* their double copies where an S batch is promoted */
+    size_t batch_promo_bytes;
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;

@@ -1189,6 +1189,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaFree(ctx->reloc);
     if (ctx->batch_ws)
         cudaFree(ctx->batch_ws);
+    if (ctx->batch_promo)
+        cudaFree(ctx->batch_promo);
     free(ctx);
 }
 

@@ -11,10 +11,11 @@
  * the gaps between its matrices must stay as they were, bit for bit.
  *
  * Counters: a fault-free batch adds batch protected GEMMs, no unprotected one, no detection and
- * no false alarm. A batch the fused path takes (BLASFT_GPU_BATCHED unset or fused; S or D, S not
- * under BLASFT_PROMOTE=on; at least 2 matrices, m n k <= 2^24 and k <= 4096; no capture) adds
+ * no false alarm. A batch the fused path takes (BLASFT_GPU_BATCHED unset or fused; S or D; at
+ * least 2 matrices, m n k <= 2^24 and k <= 4096; no capture) adds
  * exactly batch * ceil(m / BS) * n checks (BS: BLASFT_BLOCK_SIZE, else 256): that is how this test
- * knows the fused path ran; any other batch (BLASFT_GPU_BATCHED=each included) only some.
+ * knows the fused path ran (S promoted or not: BLASFT_PROMOTE decides as for one S GEMM); any
+ * other batch (BLASFT_GPU_BATCHED=each included) only some.
  * Planted faults (blasft_cublas_plant_fault: one in each of the batch's first `count` matrices, a
  * high exponent or a high mantissa bit) must be corrected: C as the oracle's, each one injected,
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
@@ -90,7 +91,7 @@ static void read_env(void)
 /* 1 where the fused path must take case c (and its checks are then counted exactly) */
 static int fused_expected(const bcase *c)
 {
-    return !expect_off && fused_mode && (c->dbl || !promote_on) && c->batch >= 2 && c->m > 0 &&
+    return !expect_off && fused_mode && c->batch >= 2 && c->m > 0 &&
            c->n > 0 && c->k > 0 && (double)c->m * c->n * c->k <= 0x1p24 && c->k <= 4096;
 }
 
