@@ -394,6 +394,49 @@ template <typename T> T *host_mat_c(const blasft_gpu_batch *b, int64_t g, cudaSt
     return (T *)p;
 }
 
+/* The batch's shape, layout and scalars as the kernels take them (T: the caller's data) */
+template <typename T> batch_args<T> args_of(const blasft_gpu_batch *b)
+{
+    const blasft_gpu_gemm &g = b->g;
+    batch_args<T> a;
+    memset(&a, 0, sizeof a);
+    a.m = g.m;
+    a.n = g.n;
+    a.k = g.k;
+    a.lda = g.lda;
+    a.ldb = g.ldb;
+    a.ldc = g.ldc;
+    a.sa = b->stride_a;
+    a.sb = b->stride_b;
+    a.sc = b->stride_c;
+    a.ta = op_of(g.transa) != CUBLAS_OP_N;
+    a.tb = op_of(g.transb) != CUBLAS_OP_N;
+    if (g.scalars_on_device) {
+        a.alpha_p = (const T *)g.alpha;
+        a.beta_p = (const T *)g.beta;
+    } else {
+        memcpy(&a.alpha_v, g.alpha, sizeof(T));
+        memcpy(&a.beta_v, g.beta, sizeof(T));
+    }
+    return a;
+}
+
+/* a's matrices: the chunk of `count` from matrix g0 on */
+template <typename T>
+void chunk_of(batch_args<T> &a, const blasft_gpu_batch *b, int64_t g0, int64_t count)
+{
+    a.count = count;
+    if (b->a_arr) {
+        a.Aa = (const T *const *)b->a_arr + g0;
+        a.Ba = (const T *const *)b->b_arr + g0;
+        a.Ca = (T *const *)b->c_arr + g0;
+    } else {
+        a.A = (const T *)b->g.a + g0 * b->stride_a;
+        a.B = (const T *)b->g.b + g0 * b->stride_b;
+        a.C = (T *)b->g.c + g0 * b->stride_c;
+    }
+}
+
 /* caller: the type the caller asked for (the report names it; D where an S batch runs
  * promoted) */
 template <typename T>
@@ -402,14 +445,10 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
-    T alpha_h = 0, beta_h = 0;
-    if (!on_dev) {
-        memcpy(&alpha_h, g.alpha, sizeof(T));
-        memcpy(&beta_h, g.beta, sizeof(T));
-    }
+    batch_args<T> a = args_of<T>(b);
     /* the old C is kept wherever beta may be nonzero, so that a flagged matrix can always be
      * computed again (small matrices: a copy per chunk) */
-    const bool keep_old = on_dev || beta_h != 0;
+    const bool keep_old = on_dev || a.beta_v != 0;
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
     const int64_t mb = (m + p->block_size - 1) / p->block_size;
     const size_t mat_bytes = sizeof(T) * (size_t)m * (size_t)n;
@@ -449,23 +488,6 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     char *w = (char *)ctx->batch_ws;
     gk_counters *cnt = (gk_counters *)w;
 
-    batch_args<T> a;
-    memset(&a, 0, sizeof a);
-    a.m = m;
-    a.n = n;
-    a.k = k;
-    a.lda = g.lda;
-    a.ldb = g.ldb;
-    a.ldc = g.ldc;
-    a.sa = b->stride_a;
-    a.sb = b->stride_b;
-    a.sc = b->stride_c;
-    a.ta = op_of(g.transa) != CUBLAS_OP_N;
-    a.tb = op_of(g.transb) != CUBLAS_OP_N;
-    a.alpha_v = alpha_h;
-    a.beta_v = beta_h;
-    a.alpha_p = on_dev ? (const T *)g.alpha : nullptr;
-    a.beta_p = on_dev ? (const T *)g.beta : nullptr;
     a.Cold = keep_old ? (const T *)(w + old_at) : nullptr;
     a.bs = p->block_size;
     a.flags = (unsigned int *)(w + flags_at);
@@ -479,16 +501,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     const int le = batch_lanes(rows), lc = batch_lanes(k > rows ? k : rows);
     int plant = 0;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
-        a.count = count - g0 < chunk ? count - g0 : chunk;
-        if (b->a_arr) {
-            a.Aa = (const T *const *)b->a_arr + g0;
-            a.Ba = (const T *const *)b->b_arr + g0;
-            a.Ca = (T *const *)b->c_arr + g0;
-        } else {
-            a.A = (const T *)g.a + g0 * b->stride_a;
-            a.B = (const T *)g.b + g0 * b->stride_b;
-            a.C = (T *)g.c + g0 * b->stride_c;
-        }
+        chunk_of(a, b, g0, count - g0 < chunk ? count - g0 : chunk);
         /* the first chunk clears the counters too */
         cudaMemsetAsync(g0 ? (char *)a.flags : w, 0,
                         (g0 ? 0 : flags_at) + sizeof(unsigned int) * (size_t)a.count, s0);
@@ -579,12 +592,8 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
-    float alpha_h = 0, beta_h = 0;
-    if (!on_dev) {
-        memcpy(&alpha_h, g.alpha, sizeof alpha_h);
-        memcpy(&beta_h, g.beta, sizeof beta_h);
-    }
-    const bool copy_c = on_dev || beta_h != 0;
+    batch_args<float> src = args_of<float>(b);
+    const bool copy_c = on_dev || src.beta_v != 0;
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
     const size_t per = sizeof(double) * (size_t)(m * k + k * n + m * n);
     int64_t chunk = (int64_t)(kChunkBytes / per);
@@ -608,34 +617,11 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
     char *w = (char *)ctx->batch_promo;
     double *sc = (double *)w, *ad = (double *)(w + a_at), *bd = (double *)(w + b_at),
            *cd = (double *)(w + c_at);
-    const double alpha_d = alpha_h, beta_d = beta_h; /* host scalars: read as it is enqueued */
+    /* host scalars: read as the GEMM is enqueued */
+    const double alpha_d = src.alpha_v, beta_d = src.beta_v;
     const cudaStream_t s0 = ctx->s0;
-    batch_args<float> src;
-    memset(&src, 0, sizeof src);
-    src.m = m;
-    src.n = n;
-    src.k = k;
-    src.lda = g.lda;
-    src.ldb = g.ldb;
-    src.ldc = g.ldc;
-    src.sa = b->stride_a;
-    src.sb = b->stride_b;
-    src.sc = b->stride_c;
-    src.ta = op_of(g.transa) != CUBLAS_OP_N;
-    src.tb = op_of(g.transb) != CUBLAS_OP_N;
-    src.alpha_p = on_dev ? (const float *)g.alpha : nullptr;
-    src.beta_p = on_dev ? (const float *)g.beta : nullptr;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
-        src.count = count - g0 < chunk ? count - g0 : chunk;
-        if (b->a_arr) {
-            src.Aa = (const float *const *)b->a_arr + g0;
-            src.Ba = (const float *const *)b->b_arr + g0;
-            src.Ca = (float *const *)b->c_arr + g0;
-        } else {
-            src.A = (const float *)g.a + g0 * b->stride_a;
-            src.B = (const float *)g.b + g0 * b->stride_b;
-            src.C = (float *)g.c + g0 * b->stride_c;
-        }
+        chunk_of(src, b, g0, count - g0 < chunk ? count - g0 : chunk);
         const int64_t elems = src.count * (m * k + k * n + (copy_c ? m * n : 0));
         promote_in<<<grid_for(elems), kThreads, 0, s0>>>(src, ad, bd, cd, copy_c, sc);
         blasft_gpu_batch d;
