@@ -306,6 +306,16 @@ static plant *take_plant(blasft_gpu_ctx *ctx, int64_t m, int64_t n, int part)
     return p;
 }
 
+/* Returns the last `count` plants taken (a call that did not run after all). */
+static void untake_plants(int count)
+{
+    if (count <= 0)
+        return;
+    pthread_mutex_lock(&plant_lock);
+    plants_armed += count;
+    pthread_mutex_unlock(&plant_lock);
+}
+
 /* ---- the decision ---- */
 
 static int64_t max1(int64_t x) { return x > 1 ? x : 1; }
@@ -509,7 +519,9 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
             guard++;
             const int rc = blasft_gpu_gemm_batched(ctx, &bt, &p);
             guard--;
-            if (rc != -1) {
+            if (rc == -1) {
+                untake_plants(np); /* matrix by matrix below, with the same plants */
+            } else {
                 blasft_call_record(c->stat, BLASFT_WHERE_GPU,
                                    c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);
                 if (rc)

@@ -53,7 +53,8 @@ template <typename T> struct batch_args {
     unsigned int *flags;    /* per matrix of the chunk: checks over their thresholds */
     double *acs, *asq;      /* per (matrix, block row, l): op(A)'s column checksum, its squares */
     gk_counters *cnt;
-    int action;             /* GK_REC_* of an element apart: corrected, detected, uncorrectable */
+    int action;             /* an element apart: GK_REC_CORRECTED (correct mode) or
+                               GK_REC_DETECTED (detect mode: C stays) */
 };
 
 template <typename T> __device__ __forceinline__ const T *mat_a(const batch_args<T> &a, int64_t g)
@@ -250,21 +251,26 @@ __global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int 
         if (live && sub == 0) {
             const double d = blasft_csum_value(&dot), o = blasft_csum_value(&os),
                          c = blasft_csum_value(&cs);
-            const double ad = alpha * d, bo = beta * o;
+            /* alpha 0: no product (BLAS), whatever A and B hold (Inf or NaN) */
+            const bool prod = alpha != 0.0;
+            const double ad = prod ? alpha * d : 0.0, bo = beta * o;
             /* NORM: V = u^2 (1+gamma)^2 (|alpha|^2 terms ||b_j||^2 sum ||a_i||^2 + 3 |beta|^2
              * sum c_old^2); our side: the checksum's entries rounded once (u_d ||s|| ||b_j||,
              * doubled for the compensated sums' last rounding), the reference's scaling and
              * addition, C's and the old C's sums, gradual underflow */
             const double v = u * u * second *
-                             (abs_alpha * abs_alpha * terms * bsq * sq +
+                             ((prod ? abs_alpha * abs_alpha * terms * bsq * sq : 0.0) +
                               3.0 * abs_beta * abs_beta * osq);
-            const double thr = omega * sqrt(v) + 2.0 * ud * abs_alpha * sqrt(ssq * bsq) +
+            const double thr = omega * sqrt(v) +
+                               (prod ? 2.0 * ud * abs_alpha * sqrt(ssq) * sqrt(bsq) : 0.0) +
                                2.0 * ud * (fabs(ad) + fabs(bo) + fabs(c)) +
                                blasft_underflow_eps(gam, u, (double)rows, abs_alpha);
             /* squares out of the double range: the statistical threshold cannot be trusted;
-             * the second tier decides */
-            const bool range = blasft_squares_in_range(abs_alpha * sqrt(sq * bsq)) &&
-                               blasft_squares_in_range(abs_beta * sqrt(osq));
+             * the second tier decides (the roots taken apart, so that tiny data's product does
+             * not underflow to 0, which would count as in range) */
+            const bool range =
+                (!prod || blasft_squares_in_range(abs_alpha * sqrt(sq) * sqrt(bsq))) &&
+                blasft_squares_in_range(abs_beta * sqrt(osq));
             if (blasft_over(c - (ad + bo), thr) || !range)
                 atomicAdd(&a.flags[g], 1u);
         }
@@ -293,18 +299,20 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
             const uint32_t j = (uint32_t)e / (uint32_t)a.m, i = (uint32_t)e - j * (uint32_t)a.m;
             blasft_csum dot = {0.0, 0.0};
             double mass = 0.0;
-            for (int64_t l = 0; l < a.k; l++) {
+            for (int64_t l = 0; l < (alpha != 0.0 ? a.k : 0); l++) {
                 const double x = (double)(a.ta ? A[l + i * a.lda] : A[i + l * a.lda]);
                 const double y = (double)(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb]);
                 dot_add(&dot, x, y);
                 mass += fabs(x * y);
             }
             const double o = old ? (double)old[i + j * a.m] : 0.0;
-            const double v = alpha * blasft_csum_value(&dot) + beta * o;
+            const double v = (alpha != 0.0 ? alpha * blasft_csum_value(&dot) : 0.0) + beta * o;
             const double c = (double)C[i + j * a.ldc];
+            /* the bound from the recomputed value, as the engine's (within_rounding): a C made
+             * Inf by a fault would make its own bound infinite */
             const double bound = 2.0 * blasft_element_rounding(gam, u, fabs(alpha),
                                                                 fabs(alpha) * mass, fabs(beta),
-                                                                fabs(o), fabs(c));
+                                                                fabs(o), fabs(v));
             if (blasft_parts_agree(c, v, bound, largest))
                 continue;
             apart += 1.0;
@@ -325,16 +333,15 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
         apart = block_sum(apart, red);
         if (threadIdx.x == 0) {
             const unsigned long long n = (unsigned long long)apart;
+            /* as the engine's located elements (gpu_check.cu, gk_correct): corrected in correct
+             * mode whatever BLASFT_ON_ERROR says (each is known exactly), detected and
+             * uncorrectable in detect mode */
             if (n == 0) {
                 atomicAdd(&a.cnt->false_alarms, 1ull);
             } else {
                 atomicAdd(&a.cnt->detected, n);
-                if (a.action == GK_REC_CORRECTED) {
-                    atomicAdd(&a.cnt->corrected, n);
-                    atomicAdd(&a.cnt->recomputed, 1ull);
-                } else if (a.action == GK_REC_UNCORRECTABLE) {
-                    atomicAdd(&a.cnt->uncorrectable, n);
-                }
+                atomicAdd(a.action == GK_REC_CORRECTED ? &a.cnt->corrected : &a.cnt->uncorrectable,
+                          n);
             }
         }
         __syncthreads(); /* red is the next matrix's */
@@ -494,9 +501,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     a.acs = (double *)(w + acs_at);
     a.asq = (double *)(w + asq_at);
     a.cnt = cnt;
-    a.action = p->mode != BLASFT_MODE_CORRECT                ? GK_REC_DETECTED
-               : p->on_error == BLASFT_ON_ERROR_RECOMPUTE   ? GK_REC_CORRECTED
-                                                            : GK_REC_UNCORRECTABLE;
+    a.action = p->mode == BLASFT_MODE_CORRECT ? GK_REC_CORRECTED : GK_REC_DETECTED;
     const int64_t rows = m < p->block_size ? m : p->block_size;
     const int le = batch_lanes(rows), lc = batch_lanes(k > rows ? k : rows);
     int plant = 0;

@@ -20,7 +20,8 @@
  * high exponent or a high mantissa bit) must be corrected: C as the oracle's, each one injected,
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
  * Then a boundary list (k = 4096 / 4097, m n k = 2^24 / just above), a captured strided batch
- * replayed twice, and a fault-free stress of random batches.
+ * replayed twice, exact data (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0
+ * over NaN in A: C = beta C, nothing flagged), and a fault-free stress of random batches.
  * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected, and
  * no fault is planted.
  * BATCHED_SEED=<n> changes the data (the default is fixed). Exits 77 without a GPU. */
@@ -775,6 +776,105 @@ static void stress(cublasHandle_t h, int rounds)
            (unsigned long long)(abft_checks - checks_before));
 }
 
+/* Exact data, where every result is an integer: A = I, B = 1, so C = 1 everywhere.
+ * - A fault that makes an element Inf (an exponent bit of 1.0) must be corrected, not taken for
+ *   rounding (a bound computed from the faulty value would be infinite and let it through).
+ * - alpha = 0 with NaN in A: no product (BLAS), C = beta C exactly, nothing flagged. */
+static void exact_cases(cublasHandle_t h, int dbl)
+{
+    enum { M = 16, G = 4 };
+    const size_t es = dbl ? 8 : 4, per = (size_t)M * M;
+    unsigned char *ha = malloc(es * per * G), *hb = malloc(es * per * G), *hc = malloc(es * per * G);
+    void *dA = NULL, *dB = NULL, *dC = NULL;
+    if (!ha || !hb || !hc || cudaMalloc(&dA, es * per * G) != cudaSuccess ||
+        cudaMalloc(&dB, es * per * G) != cudaSuccess || cudaMalloc(&dC, es * per * G) != cudaSuccess) {
+        CHECK(0, "exact %c: no memory", dbl ? 'D' : 'S');
+        goto out;
+    }
+    for (size_t e = 0; e < per * G; e++) {
+        const size_t i = e % M, j = (e / M) % M;
+        const double a = i == j, b = 1.0;
+        if (dbl) {
+            ((double *)ha)[e] = a;
+            ((double *)hb)[e] = b;
+        } else {
+            ((float *)ha)[e] = (float)a;
+            ((float *)hb)[e] = (float)b;
+        }
+    }
+    cudaMemcpy(dA, ha, es * per * G, cudaMemcpyHostToDevice);
+    cudaMemcpy(dB, hb, es * per * G, cudaMemcpyHostToDevice);
+    const double one = 1.0, zero = 0.0, half = 0.5;
+    const float one_f = 1.0f, zero_f = 0.0f, half_f = 0.5f;
+    /* 1: a flip to Inf in two of the four matrices */
+    stats_t s0 = stats_now();
+    if (!expect_off)
+        plant_fault(2, 3, 5, dbl ? 62 : 30);
+    cublasStatus_t st =
+        dbl ? cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &one, dA, M, (long long)per,
+                                        dB, M, (long long)per, &zero, dC, M, (long long)per, G)
+            : cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &one_f, dA, M,
+                                        (long long)per, dB, M, (long long)per, &zero_f, dC, M,
+                                        (long long)per, G);
+    cudaDeviceSynchronize();
+    stats_t s1 = stats_now();
+    cudaMemcpy(hc, dC, es * per * G, cudaMemcpyDeviceToHost);
+    size_t wrong = 0;
+    for (size_t e = 0; e < per * G; e++)
+        wrong += (dbl ? ((double *)hc)[e] : (double)((float *)hc)[e]) != 1.0;
+    CHECK(st == CUBLAS_STATUS_SUCCESS && wrong == 0, "exact %c, flip to Inf: status %d, %zu wrong",
+          dbl ? 'D' : 'S', (int)st, wrong);
+    if (!expect_off)
+        CHECK(s1.errors_corrected - s0.errors_corrected >= 2 && s1.uncorrectable == s0.uncorrectable &&
+                  s1.false_alarms == s0.false_alarms,
+              "exact %c, flip to Inf: %llu corrected, %llu uncorrectable, %llu false alarms",
+              dbl ? 'D' : 'S', (unsigned long long)(s1.errors_corrected - s0.errors_corrected),
+              (unsigned long long)(s1.uncorrectable - s0.uncorrectable),
+              (unsigned long long)(s1.false_alarms - s0.false_alarms));
+    /* 2: alpha 0 over NaN in A, C = 2 and beta 0.5 */
+    for (size_t e = 0; e < per * G; e++) {
+        if (dbl) {
+            ((double *)ha)[e] = NAN;
+            ((double *)hc)[e] = 2.0;
+        } else {
+            ((float *)ha)[e] = NAN;
+            ((float *)hc)[e] = 2.0f;
+        }
+    }
+    cudaMemcpy(dA, ha, es * per * G, cudaMemcpyHostToDevice);
+    cudaMemcpy(dC, hc, es * per * G, cudaMemcpyHostToDevice);
+    s0 = stats_now();
+    st = dbl ? cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, M, M, M, &zero, dA, M,
+                                         (long long)per, dB, M, (long long)per, &half, dC, M,
+                                         (long long)per, G)
+             : cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, M, M, M, &zero_f, dA, M,
+                                         (long long)per, dB, M, (long long)per, &half_f, dC, M,
+                                         (long long)per, G);
+    cudaDeviceSynchronize();
+    s1 = stats_now();
+    cudaMemcpy(hc, dC, es * per * G, cudaMemcpyDeviceToHost);
+    wrong = 0;
+    for (size_t e = 0; e < per * G; e++)
+        wrong += (dbl ? ((double *)hc)[e] : (double)((float *)hc)[e]) != 1.0;
+    /* cuBLAS's own answer (pass-through) is not this test's to judge */
+    CHECK(st == CUBLAS_STATUS_SUCCESS && (expect_off || wrong == 0),
+          "exact %c, alpha 0 over NaN: status %d, %zu wrong", dbl ? 'D' : 'S', (int)st, wrong);
+    if (!expect_off)
+        CHECK(s1.protected_gemms - s0.protected_gemms == G && s1.errors_detected == s0.errors_detected &&
+                  s1.false_alarms == s0.false_alarms,
+              "exact %c, alpha 0 over NaN: %llu protected, %llu detected, %llu false alarms",
+              dbl ? 'D' : 'S', (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s1.errors_detected - s0.errors_detected),
+              (unsigned long long)(s1.false_alarms - s0.false_alarms));
+out:
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+    free(ha);
+    free(hb);
+    free(hc);
+}
+
 int main(int argc, char **argv)
 {
     const int start = test_start(argc, argv, &expect_off);
@@ -798,6 +898,8 @@ int main(int argc, char **argv)
         planted(h);
     captured(h, 0);
     captured(h, 1);
+    exact_cases(h, 0);
+    exact_cases(h, 1);
     stress(h, 200);
     clock_gettime(CLOCK_MONOTONIC, &tb);
     cublasDestroy_v2(h);
