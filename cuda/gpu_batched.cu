@@ -673,6 +673,10 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
         return 0;
     if (b->a_arr && (!b->b_arr || !b->c_arr))
         return 0;
+    /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM
+     * (blasft_gpu_gemm_run: plain, counted unprotected) */
+    if (!g.scalars_on_device && !scalar_nonzero(g.type, g.alpha))
+        return 0;
     return cb && cb->sgemm_strided && cb->dgemm_strided && cb->sgemm_batched && cb->dgemm_batched;
 }
 
