@@ -189,7 +189,7 @@ typedef struct blasft_gpu_batch {
 } blasft_gpu_batch;
 
 /* 1 if blasft_gpu_gemm_batched takes the batch with parameters p: p->batched, at least two
- * matrices, real S or D, each matrix small (m n k <= 2^24, k <= 4096), alpha not a host zero;
+ * matrices, real S or D, each matrix small (m n k <= 2^30, k <= 4096), alpha not a host zero;
  * else 0 (run the matrices one by one). */
 int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p);
 

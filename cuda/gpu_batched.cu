@@ -28,9 +28,11 @@ namespace {
 
 /* the checks' arithmetic per element is O(k) per column: longer products keep the engine's passes */
 constexpr int64_t kMaxK = 4096;
-/* matrices of at most this m n k; larger ones keep the engine's own passes, whose cost the
- * GEMM hides */
-constexpr double kMaxMnk = 0x1p24;
+/* matrices of at most this m n k; larger ones keep the engine's own passes, whose cost the GEMM
+ * hides. H200, m = n = k, time against plain (docs/cublas-interpose.md, "Batched GEMMs"): checked
+ * as a whole D 1.59 at 1024^3 x 8 against 2.29 matrix by matrix, 1.45 / 1.43 at 2048^3 x 2; S
+ * (promoted) 2.20 / 2.37 at 1024^3, 1.53 / 1.33 at 1536^3 */
+constexpr double kMaxMnk = 0x1p30;
 /* a chunk of the batch: its old C's copies (beta != 0) and op(A)'s checksums and squares */
 constexpr size_t kChunkBytes = (size_t)64 << 20;
 /* matrices per chunk at most (the per-matrix flags) */
@@ -464,9 +466,8 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     int64_t chunk = (int64_t)(kChunkBytes / per);
     chunk = chunk < 1 ? 1 : chunk > kMaxChunk ? kMaxChunk : chunk;
     chunk = chunk < count ? chunk : count;
-    /* the kernels' element and unit indices within a chunk in 32 bits: m n k <= 2^24 makes every
-     * one of them below 2^31 for up to 2^6 matrices (m n, mb k, mb n <= 2^24); a chunk's byte
-     * budget keeps them there for more */
+    /* the kernels' element and unit indices within a chunk in 32 bits: m n k <= 2^30 keeps one
+     * matrix's (m n, mb k, mb n) below 2^31, and the chunk is cut to keep their sum there */
     const int64_t widest = std::max({m * n, mb * k, mb * n});
     chunk = std::min(chunk, std::max<int64_t>(1, INT32_MAX / widest));
     /* counters, then the flags (one memset for both), op(A)'s checksums and squares, old C */
@@ -672,6 +673,10 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
         (double)g.m * (double)g.n * (double)g.k > kMaxMnk)
         return 0;
     if (b->a_arr && (!b->b_arr || !b->c_arr))
+        return 0;
+    /* one matrix's copies (old C; promoted S: A, B and C in double) within four chunks' budget:
+     * thin shapes of many elements (2^30 x 1 x 1) go matrix by matrix */
+    if (8.0 * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n) > 4.0 * kChunkBytes)
         return 0;
     /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM
      * (blasft_gpu_gemm_run: plain, counted unprotected) */

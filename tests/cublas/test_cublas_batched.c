@@ -12,14 +12,14 @@
  *
  * Counters: a fault-free batch adds batch protected GEMMs, no unprotected one, no detection and
  * no false alarm. A batch the fused path takes (BLASFT_GPU_BATCHED unset or fused; S or D; at
- * least 2 matrices, m n k <= 2^24 and k <= 4096; no capture) adds
+ * least 2 matrices, m n k <= 2^30 and k <= 4096; no capture) adds
  * exactly batch * ceil(m / BS) * n checks (BS: BLASFT_BLOCK_SIZE, else 256): that is how this test
  * knows the fused path ran (S promoted or not: BLASFT_PROMOTE decides as for one S GEMM); any
  * other batch (BLASFT_GPU_BATCHED=each included) only some.
  * Planted faults (blasft_cublas_plant_fault: one in each of the batch's first `count` matrices, a
  * high exponent or a high mantissa bit) must be corrected: C as the oracle's, each one injected,
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
- * Then a boundary list (k = 4096 / 4097, m n k = 2^24 / just above), a captured strided batch
+ * Then a boundary list (k = 4096 / 4097, m n k = 2^30 / just above), a captured strided batch
  * replayed twice, exact data (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0
  * over NaN in A: C = beta C, passed through), and a fault-free stress of random batches.
  * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected, and
@@ -93,7 +93,8 @@ static void read_env(void)
 static int fused_expected(const bcase *c)
 {
     return !expect_off && fused_mode && c->batch >= 2 && c->m > 0 &&
-           c->n > 0 && c->k > 0 && (double)c->m * c->n * c->k <= 0x1p24 && c->k <= 4096;
+           c->n > 0 && c->k > 0 && (double)c->m * c->n * c->k <= 0x1p30 && c->k <= 4096 &&
+           8.0 * ((double)c->m * c->k + (double)c->k * c->n + (double)c->m * c->n) <= 0x1p28;
 }
 
 static uint64_t fused_checks(const bcase *c)
@@ -607,15 +608,15 @@ static void sweep(cublasHandle_t h)
     printf("sweep: %llu cases\n", (unsigned long long)(cases_run - before));
 }
 
-/* The fused path's limits from both sides (k = 4096 / 4097, m n k = 2^24 / just over), and
+/* The fused path's limits from both sides (k = 4096 / 4097, m n k = 2^30 / just over), and
  * C of two and three block rows. */
 static void boundaries(cublasHandle_t h)
 {
     static const struct { int m, n, k, batch; entry e; } b[] = {
         {8, 8, 4096, 2, E_STRIDED},   {8, 8, 4097, 3, E_STRIDED_EX},
-        {256, 256, 256, 2, E_PTRS},   {257, 256, 256, 2, E_STRIDED_64},
+        {1024, 1024, 1024, 2, E_PTRS}, {1025, 1024, 1024, 2, E_STRIDED_64},
         {257, 31, 40, 4, E_PTRS_EX},  {513, 7, 9, 3, E_STRIDED},
-        {512, 4, 8, 2, E_PTRS_64},    {4, 4096, 1024, 2, E_STRIDED_EX_64},
+        {512, 4, 8, 2, E_PTRS_64},    {64, 4096, 4096, 2, E_STRIDED_EX_64},
     };
     const uint64_t before = cases_run;
     for (int t = 0; t < 2; t++)
