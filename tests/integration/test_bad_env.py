@@ -66,24 +66,17 @@ def main():
         report = harness.load_report(report_path)
         harness.check(report["config"].get("omega") == 5, "combined: BLASFT_OMEGA=5 not in effect",
                       failures)
-        # A value beyond off/on is reported by its own name, with no message.
-        env = harness.preload_env(BLASFT_GPU_GRAPHS="exact", BLASFT_REPORT=report_path)
-        status, out, err = harness.run([exe], env, cwd=work)
-        harness.check(status == 0 and "BLASFT_GPU_GRAPHS" not in err,
-                      f"BLASFT_GPU_GRAPHS=exact: status {status}:\n{err}", failures)
-        report = harness.load_report(report_path)
-        harness.check(report["config"].get("gpu_graphs") == "exact",
-                      f"BLASFT_GPU_GRAPHS=exact: config.gpu_graphs is "
-                      f"{report['config'].get('gpu_graphs')!r}", failures)
-        # BLASFT_GPU_BATCHED=each is reported by its own name, with no message.
-        env = harness.preload_env(BLASFT_GPU_BATCHED="each", BLASFT_REPORT=report_path)
-        status, out, err = harness.run([exe], env, cwd=work)
-        harness.check(status == 0 and "BLASFT_GPU_BATCHED" not in err,
-                      f"BLASFT_GPU_BATCHED=each: status {status}:\n{err}", failures)
-        report = harness.load_report(report_path)
-        harness.check(report["config"].get("gpu_batched") == "each",
-                      f"BLASFT_GPU_BATCHED=each: config.gpu_batched is "
-                      f"{report['config'].get('gpu_batched')!r}", failures)
+        # A value beyond off/on, and a choice's other value, reported by their own names, with
+        # no message.
+        for var, value, key in (("BLASFT_GPU_GRAPHS", "exact", "gpu_graphs"),
+                                ("BLASFT_GPU_BATCHED", "each", "gpu_batched")):
+            env = harness.preload_env(**{var: value}, BLASFT_REPORT=report_path)
+            status, out, err = harness.run([exe], env, cwd=work)
+            harness.check(status == 0 and var not in err, f"{var}={value}: status {status}:\n{err}",
+                          failures)
+            report = harness.load_report(report_path)
+            harness.check(report["config"].get(key) == value,
+                          f"{var}={value}: config.{key} is {report['config'].get(key)!r}", failures)
         # A misspelt variable: named once as ignored, with the one it is near; the default holds.
         env = harness.preload_env(BLASFT_TRESHOLD="proj", BLASFT_REPORT=report_path)
         status, out, err = harness.run([exe], env, cwd=work)
