@@ -189,16 +189,18 @@ typedef struct blasft_gpu_batch {
 } blasft_gpu_batch;
 
 /* 1 if blasft_gpu_gemm_batched takes the batch with parameters p: p->batched, at least two
- * matrices, real S or D, each matrix small (m n k <= 2^30, k <= 4096), alpha not a host zero;
+ * matrices of type S, D, C or Z, each of m n k <= 2^30 with k <= 4096, alpha not a host zero;
  * else 0 (run the matrices one by one). */
 int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p);
 
 /* Enqueues the batch on the context's stream: one cuBLAS batched GEMM, the column checksums of
  * every matrix checked against NORM thresholds in one pass, flagged matrices computed again and
  * corrected (cuda/gpu_batched.cu). The old C of every matrix is copied first where beta may be
- * nonzero. An S batch is promoted where one S GEMM of its shape would be (p->promote): computed
- * as a D batch of double copies, checked in double and rounded once into C. Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream
- * is being captured: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+ * nonzero. An S (C) batch is promoted where one S (C) GEMM of its shape would be (p->promote):
+ * computed as a D (Z) batch of double copies, checked in double and rounded once into C.
+ * Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream is being
+ * captured, or its buffers cannot be allocated: nothing enqueued), -2 if a CUDA/cuBLAS call
+ * failed. */
 int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
                             const blasft_gpu_params *p);
 

@@ -497,8 +497,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     /* the old C is kept where blocks may be recomputed and beta may be nonzero */
     const int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
                          p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    /* a batch of small real matrices: one batched GEMM, one check of them all (not under
-     * capture, whose graph would keep the batch workspace's address) */
+    /* a batch of matrices up to 2^30 in m n k: one batched GEMM, one check of them all (not
+     * under capture, whose graph would keep the batch workspace's address) */
     if (c->batch > 1 && !capturing && !c->c_in && !c->bias) {
         blasft_gpu_batch bt = {.g = g, .count = c->batch, .stride_a = c->stride_a,
                                .stride_b = c->stride_b, .stride_c = c->stride_c};

@@ -1,4 +1,4 @@
-/* Batches of small real GEMMs checked together (BLASFT_GPU_BATCHED=fused): one cuBLAS batched
+/* Batches of GEMMs (S, D, C, Z) checked together (BLASFT_GPU_BATCHED=fused): one cuBLAS batched
  * GEMM computes every matrix, one kernel checks every matrix's column checksums against NORM
  * thresholds, one kernel computes the matrices that flagged again and corrects them. A batch of
  * small matrices protected one matrix at a time pays the engine's chain of launches per matrix
@@ -47,13 +47,15 @@ template <typename T> struct batch_args {
     const T *const *Aa;     /* device arrays of pointers (this chunk's first), or NULL */
     const T *const *Ba;
     T *const *Ca;
-    bool ta, tb;            /* op(A) = A^T, op(B) = B^T */
+    bool ta, tb;            /* op(A) = A^T or A^H, op(B) = B^T or B^H */
+    bool ca, cb;            /* op(A) = A^H, op(B) = B^H (complex data) */
     T alpha_v, beta_v;      /* host pointer mode */
     const T *alpha_p, *beta_p; /* device pointer mode */
     const T *Cold;          /* the chunk's old C, m x n each (ld m), or NULL: beta is 0 */
     int bs;
     unsigned int *flags;    /* per matrix of the chunk: checks over their thresholds */
-    double *acs, *asq;      /* per (matrix, block row, l): op(A)'s column checksum, its squares */
+    /* per (matrix, block row, l): op(A)'s column checksum (P parts), the sum of its squares */
+    double *acs, *asq;
     gk_counters *cnt;
     int action;             /* an element apart: GK_REC_CORRECTED (correct mode) or
                                GK_REC_DETECTED (detect mode: C stays) */
@@ -71,20 +73,34 @@ template <typename T> __device__ __forceinline__ T *mat_c(const batch_args<T> &a
 {
     return a.Ca ? a.Ca[g] : a.C + g * a.sc;
 }
-template <typename T> __device__ __forceinline__ double alpha_of(const batch_args<T> &a)
+/* an element as (re, im) in double, im 0 for real data; conjugated where asked */
+template <typename T> __device__ __forceinline__ double2 el(T x, bool conj = false)
 {
-    return (double)(a.alpha_p ? *a.alpha_p : a.alpha_v);
+    const double im = gk_el<T>::P == 2 ? part_of(x, 1) : 0.0;
+    return make_double2(part_of(x, 0), conj ? -im : im);
 }
-template <typename T> __device__ __forceinline__ double beta_of(const batch_args<T> &a)
+__device__ __forceinline__ double2 cmul(double2 x, double2 y)
 {
-    return a.Cold ? (double)(a.beta_p ? *a.beta_p : a.beta_v) : 0.0;
+    return make_double2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+}
+__device__ __forceinline__ bool nonzero(double2 x) { return x.x != 0.0 || x.y != 0.0; }
+__device__ __forceinline__ double modulus(double2 x) { return hypot(x.x, x.y); }
+/* |re| + |im|: the engine's bound of a complex scalar's modulus (abs1) */
+__device__ __forceinline__ double abs1(double2 x) { return fabs(x.x) + fabs(x.y); }
+template <typename T> __device__ __forceinline__ double2 alpha_of(const batch_args<T> &a)
+{
+    return el(a.alpha_p ? *a.alpha_p : a.alpha_v);
+}
+template <typename T> __device__ __forceinline__ double2 beta_of(const batch_args<T> &a)
+{
+    return a.Cold ? el(a.beta_p ? *a.beta_p : a.beta_v) : make_double2(0.0, 0.0);
 }
 /* the old C of matrix g, or NULL where beta is 0 (in device memory, where it was copied
  * anyway): BLAS does not read C then, and a NaN in it must not enter */
 template <typename T>
-__device__ __forceinline__ const T *old_of(const batch_args<T> &a, double beta, int64_t g)
+__device__ __forceinline__ const T *old_of(const batch_args<T> &a, double2 beta, int64_t g)
 {
-    return a.Cold && beta != 0.0 ? a.Cold + g * a.m * a.n : nullptr;
+    return a.Cold && nonzero(beta) ? a.Cold + g * a.m * a.n : nullptr;
 }
 
 /* x * y added to (s, c) without rounding error of its own (TwoProduct by FMA, then TwoSum) */
@@ -94,6 +110,17 @@ __device__ __forceinline__ void dot_add(blasft_csum *acc, double x, double y)
     const double e = fma(x, y, -p);
     blasft_csum_add(acc, p);
     acc->c += e;
+}
+/* the complex product x y into (re, im); for real data (im parts 0) re alone is x y */
+template <int P>
+__device__ __forceinline__ void cdot_add(blasft_csum *re, blasft_csum *im, double2 x, double2 y)
+{
+    dot_add(re, x.x, y.x);
+    if (P == 2) {
+        dot_add(re, -x.y, y.y);
+        dot_add(im, x.x, y.y);
+        dot_add(im, x.y, y.x);
+    }
 }
 
 __device__ __forceinline__ double warp_sum(double v)
@@ -152,11 +179,12 @@ __device__ __forceinline__ double group_sum(double v, int L)
 }
 
 /* op(A)'s column checksum of every block row of every matrix, s(g, I, l) = sum_{i in I}
- * op(A)(i, l) (compensated), and the squares' sums q(g, I, l) = sum_{i in I} op(A)(i, l)^2: a
- * group of L lanes per (g, I, l) along the block's rows (batch_lanes). */
+ * op(A)(i, l) (compensated, each part), and the squares' sums q(g, I, l) = sum_{i in I}
+ * |op(A)(i, l)|^2: a group of L lanes per (g, I, l) along the block's rows (batch_lanes). */
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int L)
 {
+    constexpr int P = gk_el<T>::P;
     const int64_t mb = (a.m + a.bs - 1) / a.bs, units = a.count * mb * a.k;
     const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const int sub = (int)(tid & (L - 1));
@@ -172,18 +200,24 @@ __global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int
         const T *A = mat_a(a, g);
         A += a.ta ? l + i0 * a.lda : i0 + l * a.lda;
         const int64_t step_i = a.ta ? a.lda : 1;
-        blasft_csum s = {0.0, 0.0};
+        blasft_csum s = {0.0, 0.0}, si = {0.0, 0.0};
         double q = 0.0;
 #pragma unroll 4
         for (int i = sub; i < rows; i += L) {
-            const double x = (double)A[i * step_i];
-            blasft_csum_add(&s, x);
-            q = fma(x, x, q);
+            const double2 x = el(A[i * step_i], a.ca);
+            blasft_csum_add(&s, x.x);
+            if (P == 2)
+                blasft_csum_add(&si, x.y);
+            q = fma(x.x, x.x, fma(x.y, x.y, q));
         }
         s = group_csum(s, L);
+        if (P == 2)
+            si = group_csum(si, L);
         q = group_sum(q, L);
         if (live && sub == 0) {
-            a.acs[uu] = blasft_csum_value(&s);
+            a.acs[uu * P] = blasft_csum_value(&s);
+            if (P == 2)
+                a.acs[uu * P + 1] = blasft_csum_value(&si);
             a.asq[uu] = q;
         }
     }
@@ -193,17 +227,21 @@ __global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int
  * shuffles at all): the reference alpha s . b_j + beta (sum of the old C's column over I) with a
  * compensated dot product, C's column sum over I, and NORM's threshold (docs/thresholds.md,
  * "NORM") from ||b_j||^2 and sum_{i in I} ||op(A)(i, :)||^2; a check over its threshold flags
- * the matrix. */
+ * the matrix. Complex data: each part a real dot product of 2k terms whose vectors have the
+ * complex vectors' norms, so one threshold serves both parts (NORM with n = 2k). */
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int L)
 {
+    constexpr int P = gk_el<T>::P;
     const double u = ldexp(1.0, -gk_el<T>::t), ud = 0x1p-53;
-    const double alpha = alpha_of(a), beta = beta_of(a);
-    const double abs_alpha = fabs(alpha), abs_beta = fabs(beta);
+    const double2 alpha = alpha_of(a), beta = beta_of(a);
+    const double abs_alpha = modulus(alpha), abs_beta = modulus(beta);
+    const bool prod = nonzero(alpha); /* alpha 0: no product (BLAS), whatever A and B hold */
+    const double nk = (double)(a.k * P);
     const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
-    const double terms = blasft_norm_terms((double)a.k, 1);
-    const double second = blasft_norm_second_order((double)a.k, u);
-    const double gam = blasft_gamma((double)a.k + 2.0, u);
+    const double terms = blasft_norm_terms(nk, P);
+    const double second = blasft_norm_second_order(nk, u);
+    const double gam = blasft_gamma(nk + 2.0, u);
     const int64_t mb = (a.m + a.bs - 1) / a.bs, units = a.count * mb * a.n;
     const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const int sub = (int)(tid & (L - 1));
@@ -219,77 +257,92 @@ __global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int 
         const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
         const int64_t kk = live ? a.k : 0;
         const T *B = mat_b(a, g), *C = mat_c(a, g) + i0 + j * a.ldc;
-        const double *acs = a.acs + gI * a.k, *asq = a.asq + gI * a.k;
-        blasft_csum dot = {0.0, 0.0}, cs = {0.0, 0.0}, os = {0.0, 0.0};
+        const double *acs = a.acs + gI * a.k * P, *asq = a.asq + gI * a.k;
+        blasft_csum dot = {0.0, 0.0}, doti = {0.0, 0.0}, cs = {0.0, 0.0}, csi = {0.0, 0.0},
+                    os = {0.0, 0.0}, osi = {0.0, 0.0};
         double bsq = 0.0, sq = 0.0, ssq = 0.0, osq = 0.0;
 #pragma unroll 4
         for (int64_t l = sub; l < kk; l += L) {
-            const double b = (double)(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb]);
-            const double s = acs[l];
-            dot_add(&dot, s, b);
-            bsq = fma(b, b, bsq);
-            ssq = fma(s, s, ssq);
+            const double2 b = el(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb], a.cb);
+            const double2 s = make_double2(acs[l * P], P == 2 ? acs[l * P + 1] : 0.0);
+            cdot_add<P>(&dot, &doti, s, b);
+            bsq = fma(b.x, b.x, fma(b.y, b.y, bsq));
+            ssq = fma(s.x, s.x, fma(s.y, s.y, ssq));
             sq += asq[l];
         }
 #pragma unroll 4
-        for (int i = sub; i < rows; i += L)
-            blasft_csum_add(&cs, (double)C[i]);
+        for (int i = sub; i < rows; i += L) {
+            const double2 c = el(C[i]);
+            blasft_csum_add(&cs, c.x);
+            if (P == 2)
+                blasft_csum_add(&csi, c.y);
+        }
         const T *old = live ? old_of(a, beta, g) : nullptr;
         if (old) {
             old += i0 + j * a.m;
             for (int i = sub; i < rows; i += L) {
-                const double o = (double)old[i];
-                blasft_csum_add(&os, o);
-                osq = fma(o, o, osq);
+                const double2 o = el(old[i]);
+                blasft_csum_add(&os, o.x);
+                if (P == 2)
+                    blasft_csum_add(&osi, o.y);
+                osq = fma(o.x, o.x, fma(o.y, o.y, osq));
             }
         }
         dot = group_csum(dot, L);
         cs = group_csum(cs, L);
         os = group_csum(os, L);
+        if (P == 2) {
+            doti = group_csum(doti, L);
+            csi = group_csum(csi, L);
+            osi = group_csum(osi, L);
+        }
         bsq = group_sum(bsq, L);
         sq = group_sum(sq, L);
         ssq = group_sum(ssq, L);
         osq = group_sum(osq, L);
         if (live && sub == 0) {
-            const double d = blasft_csum_value(&dot), o = blasft_csum_value(&os),
-                         c = blasft_csum_value(&cs);
-            /* alpha 0: no product (BLAS), whatever A and B hold (Inf or NaN) */
-            const bool prod = alpha != 0.0;
-            const double ad = prod ? alpha * d : 0.0, bo = beta * o;
+            const double2 d = make_double2(blasft_csum_value(&dot), blasft_csum_value(&doti));
+            const double2 o = make_double2(blasft_csum_value(&os), blasft_csum_value(&osi));
+            const double2 c = make_double2(blasft_csum_value(&cs), blasft_csum_value(&csi));
+            const double2 ad = prod ? cmul(alpha, d) : make_double2(0.0, 0.0), bo = cmul(beta, o);
             /* NORM: V = u^2 (1+gamma)^2 (|alpha|^2 terms ||b_j||^2 sum ||a_i||^2 + 3 |beta|^2
-             * sum c_old^2); our side: the checksum's entries rounded once (u_d ||s|| ||b_j||,
-             * doubled for the compensated sums' last rounding), the reference's scaling and
-             * addition, C's and the old C's sums, gradual underflow */
+             * sum |c_old|^2); our side: the checksum's entries rounded once (u_d ||s|| ||b_j||,
+             * doubled for the compensated sums' last rounding, and per part), the reference's
+             * scaling and addition, C's and the old C's sums, gradual underflow */
             const double v = u * u * second *
                              ((prod ? abs_alpha * abs_alpha * terms * bsq * sq : 0.0) +
                               3.0 * abs_beta * abs_beta * osq);
-            const double thr = omega * sqrt(v) +
-                               (prod ? 2.0 * ud * abs_alpha * sqrt(ssq) * sqrt(bsq) : 0.0) +
-                               2.0 * ud * (fabs(ad) + fabs(bo) + fabs(c)) +
-                               blasft_underflow_eps(gam, u, (double)rows, abs_alpha);
+            const double thr =
+                omega * sqrt(v) + (prod ? 2.0 * P * ud * abs_alpha * sqrt(ssq) * sqrt(bsq) : 0.0) +
+                2.0 * P * ud * (modulus(ad) + modulus(bo) + modulus(c)) +
+                blasft_underflow_eps(gam, u, (double)rows, abs_alpha);
             /* squares out of the double range: the statistical threshold cannot be trusted;
              * the second tier decides (the roots taken apart, so that tiny data's product does
              * not underflow to 0, which would count as in range) */
             const bool range =
                 (!prod || blasft_squares_in_range(abs_alpha * sqrt(sq) * sqrt(bsq))) &&
                 blasft_squares_in_range(abs_beta * sqrt(osq));
-            if (blasft_over(c - (ad + bo), thr) || !range)
+            if (blasft_over(c.x - (ad.x + bo.x), thr) ||
+                (P == 2 && blasft_over(c.y - (ad.y + bo.y), thr)) || !range)
                 atomicAdd(&a.flags[g], 1u);
         }
     }
 }
 
 /* The second tier: every element of a flagged matrix computed again (compensated dot product in
- * double) and compared with the GEMM's against the worst-case rounding of the two; apart, it is
- * replaced (correct mode) and counted. A flagged matrix with nothing apart was flagged by
- * rounding (or by data out of the thresholds' range): a false alarm. */
+ * double) and compared with the GEMM's against the worst-case rounding of the two, part by part;
+ * apart, it is replaced (correct mode) and counted. A flagged matrix with nothing apart was
+ * flagged by rounding (or by data out of the thresholds' range): a false alarm. */
 template <typename T> __global__ void __launch_bounds__(kThreads) batch_recompute(batch_args<T> a)
 {
+    constexpr int P = gk_el<T>::P;
     __shared__ double red[kThreads / 32];
     const double u = ldexp(1.0, -gk_el<T>::t);
     const double largest = blasft_largest(u);
-    const double alpha = alpha_of(a), beta = beta_of(a);
-    const double gam = blasft_gamma((double)a.k + 2.0, u);
+    const double2 alpha = alpha_of(a), beta = beta_of(a);
+    const bool prod = nonzero(alpha);
+    const double aa = abs1(alpha), bb = abs1(beta);
+    const double gam = blasft_gamma((double)(a.k * P) + 2.0, u);
     for (int64_t g = blockIdx.x; g < a.count; g += gridDim.x) {
         if (a.flags[g] == 0)
             continue; /* the same for every thread of the block */
@@ -299,27 +352,33 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
         double apart = 0.0;
         for (int64_t e = threadIdx.x; e < a.m * a.n; e += blockDim.x) {
             const uint32_t j = (uint32_t)e / (uint32_t)a.m, i = (uint32_t)e - j * (uint32_t)a.m;
-            blasft_csum dot = {0.0, 0.0};
+            blasft_csum dot = {0.0, 0.0}, doti = {0.0, 0.0};
             double mass = 0.0;
-            for (int64_t l = 0; l < (alpha != 0.0 ? a.k : 0); l++) {
-                const double x = (double)(a.ta ? A[l + i * a.lda] : A[i + l * a.lda]);
-                const double y = (double)(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb]);
-                dot_add(&dot, x, y);
-                mass += fabs(x * y);
+            for (int64_t l = 0; l < (prod ? a.k : 0); l++) {
+                const double2 x = el(a.ta ? A[l + i * a.lda] : A[i + l * a.lda], a.ca);
+                const double2 y = el(a.tb ? B[j + l * a.ldb] : B[l + j * a.ldb], a.cb);
+                cdot_add<P>(&dot, &doti, x, y);
+                mass += abs1(x) * abs1(y);
             }
-            const double o = old ? (double)old[i + j * a.m] : 0.0;
-            const double v = (alpha != 0.0 ? alpha * blasft_csum_value(&dot) : 0.0) + beta * o;
-            const double c = (double)C[i + j * a.ldc];
+            const double2 o = old ? el(old[i + j * a.m]) : make_double2(0.0, 0.0);
+            const double2 d = make_double2(blasft_csum_value(&dot), blasft_csum_value(&doti));
+            const double2 ad = prod ? cmul(alpha, d) : make_double2(0.0, 0.0), bo = cmul(beta, o);
+            const double2 v = make_double2(ad.x + bo.x, ad.y + bo.y);
+            const double2 c = el(C[i + j * a.ldc]);
             /* the bound from the recomputed value, as the engine's (within_rounding): a C made
              * Inf by a fault would make its own bound infinite */
-            const double bound = 2.0 * blasft_element_rounding(gam, u, fabs(alpha),
-                                                                fabs(alpha) * mass, fabs(beta),
-                                                                fabs(o), fabs(v));
-            if (blasft_parts_agree(c, v, bound, largest))
+            bool same = true;
+            double bound = 0.0;
+            for (int p = 0; p < P; p++) {
+                const double vp = p ? v.y : v.x, cp = p ? c.y : c.x;
+                bound = 2.0 * blasft_element_rounding(gam, u, aa, aa * mass, bb, abs1(o), fabs(vp));
+                same = same && blasft_parts_agree(cp, vp, bound, largest);
+            }
+            if (same)
                 continue;
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
-                C[i + j * a.ldc] = (T)v;
+                C[i + j * a.ldc] = make_el<T>(v.x, v.y);
             const unsigned int r = atomicAdd(&a.cnt->nrec, 1u);
             if (r < GK_MAX_RECORDS) {
                 gk_record &rec = a.cnt->rec[r];
@@ -328,7 +387,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
                 rec.block_col = j / a.bs;
                 rec.row = i;
                 rec.col = j;
-                rec.syndrome = c - v;
+                rec.syndrome = modulus(make_double2(c.x - v.x, c.y - v.y));
                 rec.threshold = bound;
             }
         }
@@ -350,27 +409,21 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
     }
 }
 
-cublasStatus_t batched_gemm(cublasHandle_t h, const batch_args<float> &a, cublasOperation_t ta,
-                            cublasOperation_t tb, const float *alpha, const float *beta)
-{
-    if (a.Aa)
-        return cb->sgemm_batched(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.Aa, (int)a.lda,
-                                 a.Ba, (int)a.ldb, beta, a.Ca, (int)a.ldc, (int)a.count);
-    return cb->sgemm_strided(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.A, (int)a.lda,
-                             a.sa, a.B, (int)a.ldb, a.sb, beta, a.C, (int)a.ldc, a.sc,
-                             (int)a.count);
-}
-
-cublasStatus_t batched_gemm(cublasHandle_t h, const batch_args<double> &a, cublasOperation_t ta,
-                            cublasOperation_t tb, const double *alpha, const double *beta)
-{
-    if (a.Aa)
-        return cb->dgemm_batched(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.Aa, (int)a.lda,
-                                 a.Ba, (int)a.ldb, beta, a.Ca, (int)a.ldc, (int)a.count);
-    return cb->dgemm_strided(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.A, (int)a.lda,
-                             a.sa, a.B, (int)a.ldb, a.sb, beta, a.C, (int)a.ldc, a.sc,
-                             (int)a.count);
-}
+#define BATCHED_GEMM(T, fs, fb)                                                                    \
+    cublasStatus_t batched_gemm(cublasHandle_t h, const batch_args<T> &a, cublasOperation_t ta,    \
+                                cublasOperation_t tb, const T *alpha, const T *beta)               \
+    {                                                                                              \
+        if (a.Aa)                                                                                  \
+            return cb->fb(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.Aa, (int)a.lda, a.Ba,  \
+                          (int)a.ldb, beta, a.Ca, (int)a.ldc, (int)a.count);                        \
+        return cb->fs(h, ta, tb, (int)a.m, (int)a.n, (int)a.k, alpha, a.A, (int)a.lda, a.sa, a.B,  \
+                      (int)a.ldb, a.sb, beta, a.C, (int)a.ldc, a.sc, (int)a.count);                \
+    }
+BATCHED_GEMM(float, sgemm_strided, sgemm_batched)
+BATCHED_GEMM(double, dgemm_strided, dgemm_batched)
+BATCHED_GEMM(float2, cgemm_strided, cgemm_batched)
+BATCHED_GEMM(double2, zgemm_strided, zgemm_batched)
+#undef BATCHED_GEMM
 
 /* Lanes per sum of `len` terms in the encoding and the check: about 16 terms per lane, a warp
  * at most. Small matrices' passes are bound by latency: a lane's chain of dependent compensated
@@ -420,6 +473,8 @@ template <typename T> batch_args<T> args_of(const blasft_gpu_batch *b)
     a.sc = b->stride_c;
     a.ta = op_of(g.transa) != CUBLAS_OP_N;
     a.tb = op_of(g.transb) != CUBLAS_OP_N;
+    a.ca = gk_el<T>::P == 2 && op_of(g.transa) == CUBLAS_OP_C;
+    a.cb = gk_el<T>::P == 2 && op_of(g.transb) == CUBLAS_OP_C;
     if (g.scalars_on_device) {
         a.alpha_p = (const T *)g.alpha;
         a.beta_p = (const T *)g.beta;
@@ -457,12 +512,13 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     batch_args<T> a = args_of<T>(b);
     /* the old C is kept wherever beta may be nonzero, so that a flagged matrix can always be
      * computed again (small matrices: a copy per chunk) */
-    const bool keep_old = on_dev || a.beta_v != 0;
+    const bool keep_old = on_dev || scalar_nonzero(g.type, g.beta);
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
     const int64_t mb = (m + p->block_size - 1) / p->block_size;
     const size_t mat_bytes = sizeof(T) * (size_t)m * (size_t)n;
+    constexpr int P = gk_el<T>::P;
     const size_t enc_bytes = sizeof(double) * (size_t)(mb * k);
-    const size_t per = (keep_old ? mat_bytes : 0) + 2 * enc_bytes + sizeof(unsigned int);
+    const size_t per = (keep_old ? mat_bytes : 0) + (P + 1) * enc_bytes + sizeof(unsigned int);
     int64_t chunk = (int64_t)(kChunkBytes / per);
     chunk = chunk < 1 ? 1 : chunk > kMaxChunk ? kMaxChunk : chunk;
     chunk = chunk < count ? chunk : count;
@@ -473,7 +529,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     /* counters, then the flags (one memset for both), op(A)'s checksums and squares, old C */
     const size_t flags_at = gk_align(sizeof(gk_counters));
     const size_t acs_at = flags_at + gk_align(sizeof(unsigned int) * (size_t)chunk);
-    const size_t asq_at = acs_at + gk_align(enc_bytes * (size_t)chunk);
+    const size_t asq_at = acs_at + gk_align(P * enc_bytes * (size_t)chunk);
     const size_t old_at = asq_at + gk_align(enc_bytes * (size_t)chunk);
     const size_t need = old_at + (keep_old ? mat_bytes * (size_t)chunk : 0);
     /* made before anything is enqueued: without it the batch goes matrix by matrix (-1) */
@@ -537,7 +593,8 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     }
     report_meta rm;
     rm.checks = (uint64_t)(count * mb * n);
-    rm.type = caller == BLASFT_TYPE_S ? 'S' : 'D';
+    rm.type = "SDCZ"[caller == BLASFT_TYPE_S ? 0 : caller == BLASFT_TYPE_D ? 1
+                     : caller == BLASFT_TYPE_C ? 2 : 3];
     rm.routine = g.routine ? g.routine : "gpu_gemm_batched";
     rm.on_error = p->on_error;
     rm.row0 = 0;
@@ -547,67 +604,82 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     return enqueue_report(ctx, slot, rm, cnt);
 }
 
-/* BLASFT_PROMOTE (S batches, as for one S GEMM: gpu_promoted_gemm.cu): the chunk's operands
- * as double copies in their stored layouts (compact), C's too where beta may be nonzero, and
- * scalars in device memory as doubles into sc[0..1]. */
-__global__ void __launch_bounds__(kThreads) promote_in(batch_args<float> a, double *ad, double *bd,
-                                                       double *cd, bool copy_c, double *sc)
+/* BLASFT_PROMOTE (S and C batches, as for one such GEMM: gpu_promoted_gemm.cu): the chunk's
+ * operands as double copies in their stored layouts (compact), C's too where beta may be nonzero,
+ * and scalars in device memory as doubles into sc[0..1]. F: float or float2, D: double or
+ * double2. */
+template <typename D> D host_el(double re, double im);
+template <> double host_el<double>(double re, double) { return re; }
+template <> double2 host_el<double2>(double re, double im) { return make_double2(re, im); }
+
+template <typename F, typename D> __device__ __forceinline__ D widen(F x)
+{
+    const double2 v = el(x);
+    return make_el<D>(v.x, v.y);
+}
+
+template <typename F, typename D>
+__global__ void __launch_bounds__(kThreads) promote_in(batch_args<F> a, D *ad, D *bd, D *cd,
+                                                       bool copy_c, D *sc)
 {
     const int64_t ra = a.ta ? a.k : a.m, rb = a.tb ? a.n : a.k;
     const int64_t na = a.m * a.k, nb = a.k * a.n, nc = copy_c ? a.m * a.n : 0;
     const int64_t per = na + nb + nc, total = per * a.count;
     const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (tid == 0 && a.alpha_p) {
-        sc[0] = (double)*a.alpha_p;
-        sc[1] = (double)*a.beta_p;
+        sc[0] = widen<F, D>(*a.alpha_p);
+        sc[1] = widen<F, D>(*a.beta_p);
     }
     for (int64_t e = tid; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         const uint32_t g = (uint32_t)e / (uint32_t)per;
         uint32_t r = (uint32_t)e - g * (uint32_t)per;
         if (r < na) {
             const uint32_t j = r / (uint32_t)ra, i = r - j * (uint32_t)ra;
-            ad[g * na + r] = (double)mat_a(a, g)[i + j * a.lda];
+            ad[g * na + r] = widen<F, D>(mat_a(a, g)[i + j * a.lda]);
         } else if ((r -= (uint32_t)na) < nb) {
             const uint32_t j = r / (uint32_t)rb, i = r - j * (uint32_t)rb;
-            bd[g * nb + r] = (double)mat_b(a, g)[i + j * a.ldb];
+            bd[g * nb + r] = widen<F, D>(mat_b(a, g)[i + j * a.ldb]);
         } else {
             r -= (uint32_t)nb;
             const uint32_t j = r / (uint32_t)a.m, i = r - j * (uint32_t)a.m;
-            cd[g * nc + r] = (double)mat_c(a, g)[i + j * a.ldc];
+            cd[g * nc + r] = widen<F, D>(mat_c(a, g)[i + j * a.ldc]);
         }
     }
 }
 
 /* the checked (and corrected) double results rounded once into the caller's C */
-__global__ void __launch_bounds__(kThreads) promote_out(batch_args<float> a, const double *cd)
+template <typename F, typename D>
+__global__ void __launch_bounds__(kThreads) promote_out(batch_args<F> a, const D *cd)
 {
     const int64_t per = a.m * a.n, total = per * a.count;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         const uint32_t g = (uint32_t)e / (uint32_t)per, r = (uint32_t)e - g * (uint32_t)per;
         const uint32_t j = r / (uint32_t)a.m, i = r - j * (uint32_t)a.m;
-        mat_c(a, g)[i + j * a.ldc] = (float)cd[e];
+        const double2 v = el(cd[e]);
+        mat_c(a, g)[i + j * a.ldc] = make_el<F>(v.x, v.y);
     }
 }
 
-/* An S batch computed as a D batch of double copies in a buffer of the context's, checked at
- * double resolution and rounded once into C, chunk by chunk. 0, -2 on a CUDA/cuBLAS error, 1
- * where the copies' buffer cannot be had (the batch then runs natively), -1 where the checks'
- * cannot (matrix by matrix). */
+/* An S (C) batch computed as a D (Z) batch of double copies in a buffer of the context's,
+ * checked at double resolution and rounded once into C, chunk by chunk. 0, -2 on a CUDA/cuBLAS
+ * error, 1 where the copies' buffer cannot be had (the batch then runs natively), -1 where the
+ * checks' cannot (matrix by matrix). */
+template <typename F, typename D>
 int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p)
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
-    batch_args<float> src = args_of<float>(b);
-    const bool copy_c = on_dev || src.beta_v != 0;
+    batch_args<F> src = args_of<F>(b);
+    const bool copy_c = on_dev || scalar_nonzero(g.type, g.beta);
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
-    const size_t per = sizeof(double) * (size_t)(m * k + k * n + m * n);
+    const size_t per = sizeof(D) * (size_t)(m * k + k * n + m * n);
     int64_t chunk = (int64_t)(kChunkBytes / per);
     chunk = chunk < 1 ? 1 : chunk < count ? chunk : count; /* elements below 2^31, as above */
-    const size_t a_at = gk_align(2 * sizeof(double));
-    const size_t b_at = a_at + gk_align(sizeof(double) * (size_t)(chunk * m * k));
-    const size_t c_at = b_at + gk_align(sizeof(double) * (size_t)(chunk * k * n));
-    const size_t need = c_at + gk_align(sizeof(double) * (size_t)(chunk * m * n));
+    const size_t a_at = gk_align(2 * sizeof(D));
+    const size_t b_at = a_at + gk_align(sizeof(D) * (size_t)(chunk * m * k));
+    const size_t c_at = b_at + gk_align(sizeof(D) * (size_t)(chunk * k * n));
+    const size_t need = c_at + gk_align(sizeof(D) * (size_t)(chunk * m * n));
     /* a buffer of the batches' own: the single GEMMs' copies (ctx->promo) stay as a capture
      * prepared them (blasft_gpu_workspace_bytes) */
     const int have = ensure_buf(ctx, &ctx->batch_promo, &ctx->batch_promo_bytes, need, nullptr);
@@ -615,25 +687,31 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
         static int once;
         blasft_log_once(&once, BLASFT_LOG_WARN,
                         "GPU: no device memory for %zu bytes of a batch's promoted copies: such "
-                        "S batches run natively protected", need);
+                        "S and C batches run natively protected", need);
         return 1;
     }
     if (have)
         return have;
     char *w = (char *)ctx->batch_promo;
-    double *sc = (double *)w, *ad = (double *)(w + a_at), *bd = (double *)(w + b_at),
-           *cd = (double *)(w + c_at);
-    /* host scalars: read as the GEMM is enqueued */
-    const double alpha_d = src.alpha_v, beta_d = src.beta_v;
+    D *sc = (D *)w, *ad = (D *)(w + a_at), *bd = (D *)(w + b_at), *cd = (D *)(w + c_at);
+    /* host scalars in double: read as the GEMM is enqueued */
+    D alpha_d = D(), beta_d = D();
+    if (!on_dev) {
+        float f[2] = {0.0f, 0.0f};
+        memcpy(f, g.alpha, sizeof(F));
+        alpha_d = host_el<D>(f[0], f[1]);
+        memcpy(f, g.beta, sizeof(F));
+        beta_d = host_el<D>(f[0], f[1]);
+    }
     const cudaStream_t s0 = ctx->s0;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
         chunk_of(src, b, g0, count - g0 < chunk ? count - g0 : chunk);
         const int64_t elems = src.count * (m * k + k * n + (copy_c ? m * n : 0));
-        promote_in<<<grid_for(elems), kThreads, 0, s0>>>(src, ad, bd, cd, copy_c, sc);
+        promote_in<F, D><<<grid_for(elems), kThreads, 0, s0>>>(src, ad, bd, cd, copy_c, sc);
         blasft_gpu_batch d;
         memset(&d, 0, sizeof d);
         d.g = g;
-        d.g.type = BLASFT_TYPE_D;
+        d.g.type = promoted_type(g.type);
         d.g.a = ad;
         d.g.lda = src.ta ? k : m;
         d.g.b = bd;
@@ -652,10 +730,10 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
         d.plant = b->plant;
         d.plant_user = d.nplants ? b->plant_user + g0 : nullptr;
         /* -1 (no buffer for the checks) only at the first chunk, before C is written */
-        const int rc = run_batched<double>(ctx, &d, p, BLASFT_TYPE_S);
+        const int rc = run_batched<D>(ctx, &d, p, g.type);
         if (rc)
             return rc;
-        promote_out<<<grid_for(src.count * m * n), kThreads, 0, s0>>>(src, cd);
+        promote_out<F, D><<<grid_for(src.count * m * n), kThreads, 0, s0>>>(src, cd);
     }
     return launches_ok() ? 0 : -2;
 }
@@ -667,8 +745,7 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
     const blasft_gpu_gemm &g = b->g;
     if (!p->batched || b->count < 2 || b->count > INT32_MAX)
         return 0;
-    if (g.type != BLASFT_TYPE_D && g.type != BLASFT_TYPE_S)
-        return 0;
+    const bool cplx = g.type == BLASFT_TYPE_C || g.type == BLASFT_TYPE_Z;
     if (g.c_vector || g.prep_a || g.prep_b || g.m < 1 || g.n < 1 || g.k < 1 || g.k > kMaxK ||
         (double)g.m * (double)g.n * (double)g.k > kMaxMnk)
         return 0;
@@ -682,7 +759,20 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
      * (blasft_gpu_gemm_run: plain, counted unprotected) */
     if (!g.scalars_on_device && !scalar_nonzero(g.type, g.alpha))
         return 0;
-    return cb && cb->sgemm_strided && cb->dgemm_strided && cb->sgemm_batched && cb->dgemm_batched;
+    /* one matrix's copies in double counted per part */
+    if (cplx && 16.0 * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n) > 4.0 * kChunkBytes)
+        return 0;
+    if (!cb)
+        return 0;
+    switch (g.type) {
+    case BLASFT_TYPE_S: /* promoted ones run as D batches */
+        return cb->sgemm_strided && cb->sgemm_batched && cb->dgemm_strided && cb->dgemm_batched;
+    case BLASFT_TYPE_D: return cb->dgemm_strided && cb->dgemm_batched;
+    case BLASFT_TYPE_C:
+        return cb->cgemm_strided && cb->cgemm_batched && cb->zgemm_strided && cb->zgemm_batched;
+    case BLASFT_TYPE_Z: return cb->zgemm_strided && cb->zgemm_batched;
+    default: return 0;
+    }
 }
 
 int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
@@ -697,14 +787,18 @@ int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return -1;
-    if (b->g.type == BLASFT_TYPE_D)
-        return run_batched<double>(ctx, b, p, BLASFT_TYPE_D);
-    /* S as one S GEMM would run: promoted where BLASFT_PROMOTE says so for the shape, natively
-     * where it does not or where the copies' buffer cannot be had */
-    if (blasft_gpu_promotes(BLASFT_TYPE_S, b->g.m, b->g.n, b->g.k, p)) {
-        const int rc = run_promoted(ctx, b, p);
+    const blasft_type t = b->g.type;
+    if (t == BLASFT_TYPE_D)
+        return run_batched<double>(ctx, b, p, t);
+    if (t == BLASFT_TYPE_Z)
+        return run_batched<double2>(ctx, b, p, t);
+    /* S and C as one such GEMM would run: promoted where BLASFT_PROMOTE says so for the shape,
+     * natively where it does not or where the copies' buffer cannot be had */
+    if (blasft_gpu_promotes(t, b->g.m, b->g.n, b->g.k, p)) {
+        const int rc = t == BLASFT_TYPE_S ? run_promoted<float, double>(ctx, b, p)
+                                          : run_promoted<float2, double2>(ctx, b, p);
         if (rc != 1)
             return rc;
     }
-    return run_batched<float>(ctx, b, p, BLASFT_TYPE_S);
+    return t == BLASFT_TYPE_S ? run_batched<float>(ctx, b, p, t) : run_batched<float2>(ctx, b, p, t);
 }

@@ -105,6 +105,10 @@ static void load(void)
     RESOLVE_OPTIONAL(dgemm_strided, "cublasDgemmStridedBatched");
     RESOLVE_OPTIONAL(sgemm_batched, "cublasSgemmBatched");
     RESOLVE_OPTIONAL(dgemm_batched, "cublasDgemmBatched");
+    RESOLVE_OPTIONAL(cgemm_strided, "cublasCgemmStridedBatched");
+    RESOLVE_OPTIONAL(zgemm_strided, "cublasZgemmStridedBatched");
+    RESOLVE_OPTIONAL(cgemm_batched, "cublasCgemmBatched");
+    RESOLVE_OPTIONAL(zgemm_batched, "cublasZgemmBatched");
     api_ok = &api;
 }
 

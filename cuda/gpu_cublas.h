@@ -46,6 +46,23 @@ typedef struct blasft_cublas_api {
                                     int, const double *, const double *const[], int,
                                     const double *const[], int, const double *, double *const[],
                                     int, int);
+    cublasStatus_t (*cgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const cuComplex *, const cuComplex *, int, long long int,
+                                    const cuComplex *, int, long long int, const cuComplex *,
+                                    cuComplex *, int, long long int, int);
+    cublasStatus_t (*zgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const cuDoubleComplex *, const cuDoubleComplex *, int,
+                                    long long int, const cuDoubleComplex *, int, long long int,
+                                    const cuDoubleComplex *, cuDoubleComplex *, int, long long int,
+                                    int);
+    cublasStatus_t (*cgemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const cuComplex *, const cuComplex *const[], int,
+                                    const cuComplex *const[], int, const cuComplex *,
+                                    cuComplex *const[], int, int);
+    cublasStatus_t (*zgemm_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const cuDoubleComplex *, const cuDoubleComplex *const[],
+                                    int, const cuDoubleComplex *const[], int,
+                                    const cuDoubleComplex *, cuDoubleComplex *const[], int, int);
 } blasft_cublas_api;
 
 /* The resolved entry points, or NULL if no cuBLAS could be loaded (named on the log once).
