@@ -178,6 +178,27 @@ __device__ __forceinline__ double group_sum(double v, int L)
     return v;
 }
 
+/* Unit w of a pass over (matrix g, block row I, index x < len) of a chunk: its matrix, block
+ * row (gI counts both), first row and rows of the block (0 where the lane has no unit), and x (l
+ * in the encoding, j in the check). 32-bit division: a chunk's units are fewer than 2^31. */
+struct pass_unit {
+    uint32_t gI, x, g;
+    int64_t i0;
+    int rows;
+};
+template <typename T>
+__device__ __forceinline__ pass_unit unit_of(const batch_args<T> &a, int64_t mb, int64_t w,
+                                             int64_t len, bool live)
+{
+    pass_unit q;
+    q.gI = (uint32_t)w / (uint32_t)len;
+    q.x = (uint32_t)w - q.gI * (uint32_t)len;
+    q.g = q.gI / (uint32_t)mb;
+    q.i0 = (int64_t)(q.gI - q.g * (uint32_t)mb) * a.bs;
+    q.rows = live ? (int)(a.m - q.i0 < a.bs ? a.m - q.i0 : a.bs) : 0;
+    return q;
+}
+
 /* op(A)'s column checksum of every block row of every matrix, s(g, I, l) = sum_{i in I}
  * op(A)(i, l) (compensated, each part), and the squares' sums q(g, I, l) = sum_{i in I}
  * |op(A)(i, l)|^2: a group of L lanes per (g, I, l) along the block's rows (batch_lanes). */
@@ -193,11 +214,11 @@ __global__ void __launch_bounds__(kThreads, 4) batch_encode(batch_args<T> a, int
     for (int64_t r = 0, u = tid / L; r < rounds; r++, u += step) {
         const bool live = u < units;
         const int64_t uu = live ? u : 0;
-        const uint32_t gI = (uint32_t)uu / (uint32_t)a.k, l = (uint32_t)uu - gI * (uint32_t)a.k;
-        const uint32_t g = gI / (uint32_t)mb;
-        const int64_t i0 = (int64_t)(gI - g * (uint32_t)mb) * a.bs;
-        const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
-        const T *A = mat_a(a, g);
+        const pass_unit pu = unit_of(a, mb, uu, a.k, live);
+        const uint32_t l = pu.x;
+        const int64_t i0 = pu.i0;
+        const int rows = pu.rows;
+        const T *A = mat_a(a, pu.g);
         A += a.ta ? l + i0 * a.lda : i0 + l * a.lda;
         const int64_t step_i = a.ta ? a.lda : 1;
         blasft_csum s = {0.0, 0.0}, si = {0.0, 0.0};
@@ -251,10 +272,10 @@ __global__ void __launch_bounds__(kThreads, 4) batch_check(batch_args<T> a, int 
     for (int64_t r = 0, w = tid / L; r < rounds; r++, w += step) {
         const bool live = w < units;
         const int64_t wu = live ? w : 0;
-        const uint32_t gI = (uint32_t)wu / (uint32_t)a.n, j = (uint32_t)wu - gI * (uint32_t)a.n;
-        const uint32_t g = gI / (uint32_t)mb;
-        const int64_t i0 = (int64_t)(gI - g * (uint32_t)mb) * a.bs;
-        const int rows = live ? (int)(a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
+        const pass_unit pu = unit_of(a, mb, wu, a.n, live);
+        const uint32_t gI = pu.gI, j = pu.x, g = pu.g;
+        const int64_t i0 = pu.i0;
+        const int rows = pu.rows;
         const int64_t kk = live ? a.k : 0;
         const T *B = mat_b(a, g), *C = mat_c(a, g) + i0 + j * a.ldc;
         const double *acs = a.acs + gI * a.k * P, *asq = a.asq + gI * a.k;
