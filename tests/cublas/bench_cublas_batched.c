@@ -1,20 +1,23 @@
 /* Plain against protected strided batches in one process (run with LD_PRELOAD=libblas_ft.so):
- * cublasDgemmStridedBatched and cublasSgemmStridedBatched, m = n = k, alpha 1, beta 0, packed
- * strides, on a stream of its own. Plain calls go straight to cuBLAS through the interposer's
- * benchmark switch (blasft_cublas_bypass(1)); protected ones through libblas_ft
+ * cublasDgemmStridedBatched and cublasSgemmStridedBatched, and for complex data (--types with Z,
+ * C) cublasZgemmStridedBatched and cublasCgemmStridedBatched, m = n = k, alpha 1 ((1, 0)),
+ * beta 0, packed strides, on a stream of its own. Plain calls go straight to cuBLAS through the
+ * interposer's benchmark switch (blasft_cublas_bypass(1)); protected ones through libblas_ft
  * (BLASFT_GPU_BATCHED as set: fused by default, or each).
  *
- * usage: bench_cublas_batched [--rounds R] [--calls C] [--types DS] [N:BATCH ...]
+ * usage: bench_cublas_batched [--rounds R] [--calls C] [--types DSZC] [N:BATCH ...]
  *   default cases 8:10000 32:1000 64:1000 128:256 256:64 512:16 2048:2 (the last over the fused
- *   path's size limit, m n k <= 2^30: matrix by matrix), types D then S, 5 rounds.
+ *   path's size limit, m n k <= 2^30: matrix by matrix), types D then S (--types: any of D, S, Z,
+ *   C, lower case too, run in the order given), 5 rounds.
  * Per case and type: warm-up, then R rounds that alternate plain and protected; a round is up to
  * C calls (default 20; fewer where one call takes more than 12 ms, so that a round stays near a
  * quarter of a second), timed by events on the stream; the median of the rounds' time per call
  * is reported, with the host's time per call to enqueue them (wall clock from the first call to
  * the return of the last, before the wait). Once per case the protected result is compared with
  * the plain one: each element within twice the worst-case rounding of both, by norms
- * (2 (k + 2) u ||a_i|| ||b_j|| each).
- * One JSON line per case and type:
+ * (2 (k + 2) u ||a_i|| ||b_j|| each; complex: each part within 2 (2k + 2) u ||a_i|| ||b_j||, the
+ * norms of complex vectors, u = 2^-24 for C and 2^-53 for Z; both parts random uniform [-1, 1]).
+ * One JSON line per case and type ("type":"Z" or "C" for complex):
  *   {"type":"D","m":64,"batch":1000,"plain_ms":..,"protected_ms":..,"ratio":..,
  *    "plain_host_ms":..,"protected_host_ms":..,"calls_plain":..,"calls_protected":..,
  *    "rounds":..,"checks_per_call":..,"fused_checks_per_call":..,"false_alarms":..,
@@ -23,12 +26,12 @@
  * fused_checks_per_call is what the fused path counts (batch ceil(m / 256) n): checks_per_call
  * equal to it says the fused path ran.
  *
- * bench_cublas_batched --fp SECONDS [--types DS] [--seed S]
- *   False positives: fault-free protected D and S strided batched calls for about SECONDS in
- *   all, shared by the (series, type) pairs. Series: uniform [-1, 1], uniform01 [0, 1], normal
- *   (sum of 4 uniforms), heavy (random sign times 2^U[-12, 12]), cancel (op(B)'s columns
- *   alternate in sign along k over a positive A, magnitudes within 2^-12 of each other: C small
- *   against its terms). Each call the next of every (m, n, k) from {1, 3, 8, 17, 32, 64, 100,
+ * bench_cublas_batched --fp SECONDS [--types DSZC] [--seed S]
+ *   False positives: fault-free protected strided batched calls of the types asked (default D and
+ *   S; run in the order D, S, Z, C) for about SECONDS in all, shared by the (series, type)
+ *   pairs. Series: uniform [-1, 1], uniform01 [0, 1], normal (sum of 4 uniforms), heavy (random
+ *   sign times 2^U[-12, 12]), cancel (op(B)'s columns alternate in sign along k over a positive
+ *   A, magnitudes within 2^-12 of each other: C small against its terms). Each call the next of every (m, n, k) from {1, 3, 8, 17, 32, 64, 100,
  *   128, 255, 256, 300} with m n k <= 2^24, x NN/NT/TN/TT, x (alpha, beta) in (1, 0),
  *   (-0.75, 0), (1.5, 1), (0.5, -2), in an order that changes all of them from call to call;
  *   batch for about 1e5 checks (10000 at most). Operands are fresh per call: random offsets into
@@ -36,7 +39,17 @@
  *   second, overlapping where a batch would not fit; C copied from it where beta != 0). The
  *   counters are read after every call (no oracle: that is the tests' job); a call whose
  *   false_alarms or errors_detected moved is described on stderr ("mode":"fp-flag", enough to
- *   repeat it). One line per (type, series), and one "all":
+ *   repeat it).
+ *   Complex data (Z, C): the same pools read as 2^24 complex elements (2^23 a half), real and
+ *   imaginary parts each one of the series' numbers; cancel made complex: A's half positive in
+ *   both parts, B's half alternating in sign by complex element (both parts of one element the
+ *   same sign), so that of a_l b_l one part is small in itself and the other alternates along k:
+ *   both parts of C small against sum |a||b|. Transposes N, T and C (conjugate) for each operand
+ *   (NN NT NC TN TT TC CN CT CC), (alpha, beta) in ((1, 0), 0), ((-0.75, 0.5), 0),
+ *   ((1.5, -1), (1, 0)), ((0.5, 0.25), (-2, 1)); the same shapes and batches (a batch's old C,
+ *   larger than the complex pool for the largest, is copied from it in pieces that wrap around
+ *   its end). fp-flag lines of complex calls give alpha and beta as [re, im].
+ *   One line per (type, series), and one "all":
  *   {"mode":"fp","type":"D","series":"heavy","calls":..,"gemms":..,"checks":..,
  *    "first_tier_flags":..,"false_alarms":..,"errors_detected":..,"flagged_calls":..,
  *    "upper95_per_check":..,"not_fused_calls":..,"failed_calls":..,"seconds":..,
@@ -47,8 +60,10 @@
  *   upper bound of a flag's rate per check, rule of three), else null; not_fused_calls: calls
  *   whose checks are not the fused path's batch ceil(m / 256) n.
  *
- * bench_cublas_batched --bits TRIALS [--shape MxNxK] [--types DS] [--seed S]
- *   Detection per flipped bit: for D bits 0-63 and S bits 0-31, TRIALS calls each of a strided
+ * bench_cublas_batched --bits TRIALS [--shape MxNxK] [--types DSZC] [--seed S]
+ *   Detection per flipped bit: for D bits 0-63 and S bits 0-31 (Z: bits 0-63 of the real part's
+ *   double, C: bits 0-31 of the real part's float; each part uniform [-1, 1]; with Z or C asked,
+ *   16 matrices of A and of B must fit 2^23 complex elements), TRIALS calls each of a strided
  *   batch of 16 matrices (NN, alpha 1, beta 0, uniform [-1, 1] from the pool, fresh per call;
  *   shape default 64x64x64) with blasft_cublas_plant_fault(16, row, col, bit), row and col
  *   random per call: one flip per matrix, after the GEMM, before the check. Then the same call
@@ -60,10 +75,11 @@
  *   corrected_right: matrices whose whole C agrees with plain cuBLAS, element by element the
  *   same bits, within 2 ulp, or within 2 gamma_{k+2} sum_l |a_il b_lj| (a corrected element is
  *   the exact value rounded, and BLASFT_GPU_BATCHED=each may sum in another order); a flip too
- *   small to matter counts as right too. undetected_max_rel: the largest |c_flipped - c| / |c|
- *   at the flipped element in calls with undetected flips (the counters do not say which
- *   matrices: the corrected ones are at rounding level, so the largest are the undetected),
- *   "inf" for a NaN or c = 0, null with no undetected flip; false_alarms: flagged matrices the
+ *   small to matter counts as right too (complex: both parts, each within 2 ulp or
+ *   2 gamma_{2k+2} sum_l |a_il| |b_lj|, moduli). undetected_max_rel: the largest
+ *   |c_flipped - c| / |c| at the flipped element in calls with undetected flips (the counters do
+ *   not say which matrices: the corrected ones are at rounding level, so the largest are the
+ *   undetected; complex: |c_flipped - c| / |c| with complex moduli), "inf" for a NaN or c = 0, null with no undetected flip; false_alarms: flagged matrices the
  *   second tier found right (a flip under its rounding bound). Run with BLASFT_GPU_BATCHED=each
  *   for the engine's per-matrix checks (PEA thresholds). */
 #include <cublas_v2.h>
@@ -107,14 +123,32 @@ static double median(double *v, int n)
 typedef struct bench {
     cublasHandle_t h;
     cudaStream_t s;
-    int dbl, n, batch;
+    int dbl, cplx, n, batch; /* D dbl, S 0, Z dbl cplx, C cplx */
     void *A, *B, *C;
     long long stride; /* n * n */
 } bench;
 
+/* the type's letter: S, D, C (cuComplex) or Z (cuDoubleComplex) */
+static char type_char(int dbl, int cplx)
+{
+    return "SDCZ"[2 * !!cplx + !!dbl];
+}
+
 static cublasStatus_t gemm(const bench *b, void *C)
 {
     const int n = b->n;
+    if (b->cplx && b->dbl) {
+        const cuDoubleComplex one = {1.0, 0.0}, zero = {0.0, 0.0};
+        return cublasZgemmStridedBatched(b->h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b->A, n,
+                                         b->stride, b->B, n, b->stride, &zero, C, n, b->stride,
+                                         b->batch);
+    }
+    if (b->cplx) {
+        const cuComplex one = {1.0f, 0.0f}, zero = {0.0f, 0.0f};
+        return cublasCgemmStridedBatched(b->h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b->A, n,
+                                         b->stride, b->B, n, b->stride, &zero, C, n, b->stride,
+                                         b->batch);
+    }
     if (b->dbl) {
         const double one = 1.0, zero = 0.0;
         return cublasDgemmStridedBatched(b->h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b->A, n,
@@ -175,10 +209,13 @@ static void fill(void *d, size_t count, int dbl, uint64_t *seed)
     free(h);
 }
 
-/* the worst |protected - plain| over twice the worst-case rounding of one result, by norms */
+/* the worst |protected - plain| over twice the worst-case rounding of one result, by norms;
+ * complex data part by part against 2 (2k + 2) u ||a_i|| ||b_j|| (moduli: a complex dot product
+ * of length k is 2k real products per part, each at most |a_il| |b_lj|) */
 static double compare(const bench *b, const void *Cplain, const void *Cprot)
 {
-    const size_t es = b->dbl ? 8 : 4, n = (size_t)b->n, per = n * n, all = per * (size_t)b->batch;
+    const size_t parts = b->cplx ? 2 : 1, es = (b->dbl ? 8 : 4) * parts, n = (size_t)b->n,
+                 per = n * n, all = per * (size_t)b->batch;
     unsigned char *a = malloc(es * all), *bb = malloc(es * all), *p = malloc(es * all),
                   *q = malloc(es * all);
     double *ra = malloc(sizeof(double) * n), *cb = malloc(sizeof(double) * n);
@@ -193,45 +230,51 @@ static double compare(const bench *b, const void *Cplain, const void *Cprot)
         const size_t o = g * per;
         for (size_t i = 0; i < n; i++) { /* rows of A, columns of B */
             double sa = 0, sb = 0;
-            for (size_t l = 0; l < n; l++) {
-                sa += AT(a, o + i + l * n) * AT(a, o + i + l * n);
-                sb += AT(bb, o + l + i * n) * AT(bb, o + l + i * n);
-            }
+            for (size_t l = 0; l < n; l++)
+                for (size_t t = 0; t < parts; t++) { /* numbers: element e's part t at e parts + t */
+                    sa += AT(a, (o + i + l * n) * parts + t) * AT(a, (o + i + l * n) * parts + t);
+                    sb += AT(bb, (o + l + i * n) * parts + t) * AT(bb, (o + l + i * n) * parts + t);
+                }
             ra[i] = sqrt(sa), cb[i] = sqrt(sb);
         }
+        const double terms = b->cplx ? (double)(2 * n + 2) : (double)(n + 2);
         for (size_t j = 0; j < n; j++)
-            for (size_t i = 0; i < n; i++) {
-                const double d = fabs(AT(p, o + i + j * n) - AT(q, o + i + j * n));
-                const double bound = 2.0 * 2.0 * (double)(n + 2) * u * ra[i] * cb[j] * 1.0000001 + 1e-300;
-                double r = d / bound;
-                if (isnan(r))
-                    r = INFINITY;
-                if (r > worst)
-                    worst = r;
-            }
+            for (size_t i = 0; i < n; i++)
+                for (size_t t = 0; t < parts; t++) {
+                    const size_t e = (o + i + j * n) * parts + t;
+                    const double d = fabs(AT(p, e) - AT(q, e));
+                    const double bound = 2.0 * 2.0 * terms * u * ra[i] * cb[j] * 1.0000001 + 1e-300;
+                    double r = d / bound;
+                    if (isnan(r))
+                        r = INFINITY;
+                    if (r > worst)
+                        worst = r;
+                }
     }
 #undef AT
     free(a); free(bb); free(p); free(q); free(ra); free(cb);
     return worst;
 }
 
-static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int n, int batch, int rounds,
-                     int max_calls, const char *mode, const char *device)
+static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int cplx, int n, int batch,
+                     int rounds, int max_calls, const char *mode, const char *device)
 {
-    bench b = {h, s, dbl, n, batch, NULL, NULL, NULL, (long long)n * n};
-    const size_t es = dbl ? 8 : 4, all = (size_t)n * (size_t)n * (size_t)batch;
+    bench b = {h, s, dbl, cplx, n, batch, NULL, NULL, NULL, (long long)n * n};
+    /* complex: both parts filled, `parts` numbers per element */
+    const size_t parts = cplx ? 2 : 1, es = (dbl ? 8 : 4) * parts,
+                 all = (size_t)n * (size_t)n * (size_t)batch;
     void *C2 = NULL;
     if (cudaMalloc(&b.A, es * all) != cudaSuccess || cudaMalloc(&b.B, es * all) != cudaSuccess ||
         cudaMalloc(&b.C, es * all) != cudaSuccess || cudaMalloc(&C2, es * all) != cudaSuccess) {
         printf("{\"type\":\"%c\",\"m\":%d,\"batch\":%d,\"warning\":\"out of device memory\"}\n",
-               dbl ? 'D' : 'S', n, batch);
+               type_char(dbl, cplx), n, batch);
         cudaFree(b.A); cudaFree(b.B); cudaFree(b.C); cudaFree(C2);
         cudaGetLastError();
         return;
     }
     uint64_t seed = 0x5eed0000ull + (uint64_t)n * 7919u + (uint64_t)batch;
-    fill(b.A, all, dbl, &seed);
-    fill(b.B, all, dbl, &seed);
+    fill(b.A, all * parts, dbl, &seed);
+    fill(b.B, all * parts, dbl, &seed);
     cudaMemset(b.C, 0, es * all);
     cudaMemset(C2, 0, es * all);
 
@@ -274,7 +317,7 @@ static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int n, int batch
            "\"calls_protected\":%d,\"rounds\":%d,\"checks_per_call\":%.6g,"
            "\"fused_checks_per_call\":%llu,\"false_alarms\":%llu,\"errors_detected\":%llu,"
            "\"max_err_over_bound\":%.3g,\"mode\":\"%s\",\"device\":\"%s\"",
-           dbl ? 'D' : 'S', n, batch, plain, prot, prot / plain, host_p, host_q, cp, cq, rounds,
+           type_char(dbl, cplx), n, batch, plain, prot, prot / plain, host_p, host_q, cp, cq, rounds,
            prot_calls ? (double)(s1.checks - s0.checks) / (double)prot_calls : 0.0,
            (unsigned long long)fused_checks, (unsigned long long)(s1.false_alarms - s0.false_alarms),
            (unsigned long long)(s1.errors_detected - s0.errors_detected), err, mode, device);
@@ -345,7 +388,21 @@ static void series_values(int ser, double *h)
     }
 }
 
-/* h to the device pools given (NULL: that type is not run): D as is, S rounded; hf: scratch */
+/* The cancelling series for complex data: the same magnitudes, A's half positive in both parts,
+ * B's half alternating in sign by the complex element's index (both parts of an element the
+ * same sign; number i is part i & 1 of element i >> 1). A product a_l b_l then has one part
+ * small in itself (a's and b's parts nearly equal) and the other near +-|a_l| |b_l|, alternating
+ * along k: both parts of C small against sum_l |a_il| |b_lj| (op = C swaps the parts' roles). The
+ * real layout alternates by number, which for complex elements would only make every element's
+ * imaginary part negative. */
+static void cancel_to_complex(double *h)
+{
+    for (size_t i = HALF; i < POOL; i++)
+        h[i] = (i >> 1) & 1 ? -fabs(h[i]) : fabs(h[i]);
+}
+
+/* h to the device pools given (NULL: that type is not run): D as is, S rounded; hf: scratch.
+ * The same numbers serve Z and C, read as POOL / 2 complex elements (real, imaginary). */
 static int upload_pool(const double *h, float *hf, void *dpool, void *spool)
 {
     if (dpool && cudaMemcpy(dpool, h, 8 * POOL, cudaMemcpyHostToDevice) != cudaSuccess)
@@ -359,13 +416,22 @@ static int upload_pool(const double *h, float *hf, void *dpool, void *spool)
     return 0;
 }
 
-/* one strided batched call; offsets and strides in elements */
+/* one strided batched call; offsets and strides in elements (complex ones for C and Z: the
+ * pool then has POOL / 2 elements, its halves POOL / 4); ta, tb: 0 N, 1 T, 2 C (complex only) */
 typedef struct call {
     int dbl, m, n, k, batch, ta, tb, lda, ldb, ldc;
     long long sa, sb, sc;
     size_t offa, offb, offc; /* A: into the pool's first half, B: its second, C: anywhere */
     double alpha, beta;
+    int cplx;
+    double alpha_im, beta_im; /* complex data: the scalars' imaginary parts */
 } call;
+
+/* a call's pool in its elements */
+static size_t pool_elems(const call *c)
+{
+    return c->cplx ? POOL / 2 : POOL;
+}
 
 /* `batch` matrices of rows x cols (leading dimension ld) placed at a random offset into `room`
  * elements: packed where they fit, else with a smaller stride, overlapping (A and B are only
@@ -389,17 +455,56 @@ static void place_call(call *c, int cancel)
     c->ldb = c->tb ? c->n : c->k;
     if (cancel && c->tb)
         c->ldb |= 1; /* B^T's rows alternate in sign only with an odd ldb (series_values) */
-    place(c->batch, c->lda, c->lda, c->ta ? c->m : c->k, HALF, &c->sa, &c->offa);
-    place(c->batch, c->ldb, c->ldb, c->tb ? c->k : c->n, HALF, &c->sb, &c->offb);
+    const size_t pe = pool_elems(c), half = pe / 2;
+    place(c->batch, c->lda, c->lda, c->ta ? c->m : c->k, half, &c->sa, &c->offa);
+    place(c->batch, c->ldb, c->ldb, c->tb ? c->k : c->n, half, &c->sb, &c->offb);
     c->ldc = c->m;
     c->sc = (long long)c->m * c->n;
-    c->offc = (size_t)below(POOL - (size_t)c->sc * (size_t)c->batch + 1);
+    /* the old C's copy (copy_old_c): from offc on, wrapping at the pool's end where the batch's
+     * C is larger than the pool (complex 300 x 300 x 333: 3.0e7 elements against 2^24) */
+    const size_t cn = (size_t)c->sc * (size_t)c->batch;
+    c->offc = (size_t)below(cn <= pe ? pe - cn + 1 : pe);
+}
+
+/* the old C (beta != 0) from the pool into C, in pieces that stay within the pool */
+static int copy_old_c(const call *c, const void *pool, void *C, cudaStream_t s)
+{
+    const size_t es = (c->dbl ? 8u : 4u) * (c->cplx ? 2u : 1u), pe = pool_elems(c);
+    const size_t cn = (size_t)c->sc * (size_t)c->batch;
+    int bad = 0;
+    for (size_t done = 0, off = c->offc; done < cn; off = 0) {
+        const size_t piece = cn - done < pe - off ? cn - done : pe - off;
+        bad |= cudaMemcpyAsync((char *)C + es * done, (const char *)pool + es * off, es * piece,
+                               cudaMemcpyDeviceToDevice, s) != cudaSuccess;
+        done += piece;
+    }
+    return bad;
+}
+
+static cublasOperation_t op_of(int t)
+{
+    return t == 2 ? CUBLAS_OP_C : t ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 static cublasStatus_t gemm_call(cublasHandle_t h, const call *c, const void *pool, void *C)
 {
-    const cublasOperation_t oa = c->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t ob = c->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t oa = op_of(c->ta), ob = op_of(c->tb);
+    const size_t half = pool_elems(c) / 2;
+    if (c->cplx && c->dbl) {
+        const cuDoubleComplex alpha = {c->alpha, c->alpha_im}, beta = {c->beta, c->beta_im};
+        const cuDoubleComplex *A = (const cuDoubleComplex *)pool + c->offa,
+                              *B = (const cuDoubleComplex *)pool + half + c->offb;
+        return cublasZgemmStridedBatched(h, oa, ob, c->m, c->n, c->k, &alpha, A, c->lda, c->sa, B,
+                                         c->ldb, c->sb, &beta, C, c->ldc, c->sc, c->batch);
+    }
+    if (c->cplx) {
+        const cuComplex alpha = {(float)c->alpha, (float)c->alpha_im},
+                        beta = {(float)c->beta, (float)c->beta_im};
+        const cuComplex *A = (const cuComplex *)pool + c->offa,
+                        *B = (const cuComplex *)pool + half + c->offb;
+        return cublasCgemmStridedBatched(h, oa, ob, c->m, c->n, c->k, &alpha, A, c->lda, c->sa, B,
+                                         c->ldb, c->sb, &beta, C, c->ldc, c->sc, c->batch);
+    }
     if (c->dbl) {
         const double *A = (const double *)pool + c->offa, *B = (const double *)pool + HALF + c->offb;
         return cublasDgemmStridedBatched(h, oa, ob, c->m, c->n, c->k, &c->alpha, A, c->lda, c->sa,
@@ -438,6 +543,26 @@ static const int fp_sizes[] = {1, 3, 8, 17, 32, 64, 100, 128, 255, 256, 300};
 #define NSIZES ((int)(sizeof fp_sizes / sizeof fp_sizes[0]))
 static const double fp_ab[4][2] = {{1, 0}, {-0.75, 0}, {1.5, 1}, {0.5, -2}};
 static const char *const trans_name[4] = {"NN", "NT", "TN", "TT"};
+/* complex data: (alpha, beta) as (re, im) pairs; transposes N, T, C for each operand (ta 3 + tb) */
+static const double fp_ab_c[4][4] = {
+    {1, 0, 0, 0}, {-0.75, 0.5, 0, 0}, {1.5, -1, 1, 0}, {0.5, 0.25, -2, 1}};
+static const char *const trans_name_c[9] = {"NN", "NT", "NC", "TN", "TT", "TC", "CN", "CT", "CC"};
+
+/* a step coprime with n, near 5 n / 8: combination (start + i step) mod n changes every part of
+ * the combination from call to call */
+static uint64_t coprime_step(uint64_t n)
+{
+    uint64_t step = n * 5 / 8 + 1;
+    for (;; step++) {
+        uint64_t x = step, y = n; /* Euclid: gcd(step, n) into x */
+        while (y) {
+            const uint64_t r = x % y;
+            x = y, y = r;
+        }
+        if (x == 1)
+            return step;
+    }
+}
 
 /* matrices per call: about 1e5 of the fused path's checks (ceil(m / 256) n each), 10000 at most */
 static int fp_batch(int m, int n)
@@ -503,26 +628,24 @@ static int run_fp(const env *e, double seconds)
                 c_elems = ce > c_elems ? ce : c_elems;
             }
     /* the (shape, transposes, scalars) combinations in an order that changes every one of them
-     * from call to call: call i takes combination (start + i step) mod ncombos, step coprime */
-    const uint64_t ncombos = (uint64_t)nshapes * 16;
-    uint64_t step = ncombos * 5 / 8 + 1;
-    for (;; step++) {
-        uint64_t x = step, y = ncombos; /* Euclid: gcd(step, ncombos) into x */
-        while (y) {
-            const uint64_t r = x % y;
-            x = y, y = r;
-        }
-        if (x == 1)
-            break;
-    }
-    const int dtype = want(e->types, 'D'), stype = want(e->types, 'S');
-    const int slots = NSERIES * (dtype + stype);
+     * from call to call: call i takes combination (start + i step) mod ncombos, step coprime;
+     * real data 4 transposes x 4 scalar pairs, complex 9 x 4 */
+    const uint64_t ncombos_r = (uint64_t)nshapes * 16, ncombos_c = (uint64_t)nshapes * 36;
+    const uint64_t step_r = coprime_step(ncombos_r), step_c = coprime_step(ncombos_c);
+    /* D, S, Z, C in this order; D and Z read the double pool, S and C the float one */
+    static const char tnames[4] = {'D', 'S', 'Z', 'C'};
+    int wanted[4], ntypes = 0;
+    for (int t = 0; t < 4; t++)
+        ntypes += wanted[t] = want(e->types, tnames[t]);
+    const int need_d = wanted[0] || wanted[2], need_s = wanted[1] || wanted[3];
+    const int slots = NSERIES * ntypes;
     double *h = malloc(8 * POOL);
-    float *hf = stype ? malloc(4 * POOL) : NULL;
+    float *hf = need_s ? malloc(4 * POOL) : NULL;
     void *dpool = NULL, *spool = NULL, *C = NULL;
-    if (!h || (stype && !hf) || (dtype && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
-        (stype && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
-        cudaMalloc(&C, 8 * c_elems) != cudaSuccess) {
+    /* C: the largest batch's, complex elements of two doubles where Z is run */
+    if (!h || (need_s && !hf) || (need_d && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
+        (need_s && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
+        cudaMalloc(&C, (wanted[2] ? 16 : 8) * c_elems) != cudaSuccess) {
         fprintf(stderr, "--fp: out of host or device memory\n");
         return 1;
     }
@@ -531,35 +654,48 @@ static int run_fp(const env *e, double seconds)
     int slot = 0;
     for (int ser = 0; ser < NSERIES; ser++) {
         series_values(ser, h);
-        if (upload_pool(h, hf, dpool, spool)) {
-            fprintf(stderr, "--fp: pool upload failed\n");
-            return 1;
-        }
-        for (int dbl = 1; dbl >= 0; dbl--) {
-            if (!(dbl ? dtype : stype))
+        int uploaded = -1; /* the pools hold: 0 the real layout, 1 the complex one (cancel) */
+        for (int ti = 0; ti < 4; ti++) {
+            if (!wanted[ti])
                 continue;
+            const int dbl = ti == 0 || ti == 2, cplx = ti >= 2;
+            const int layout = cplx && ser == SER_CANCEL;
+            if (uploaded != layout) {
+                if (layout)
+                    cancel_to_complex(h);
+                if (upload_pool(h, hf, dpool, spool)) {
+                    fprintf(stderr, "--fp: pool upload failed\n");
+                    return 1;
+                }
+                uploaded = layout;
+            }
             /* the time left shared equally by the slots left (a pool's filling shortens its
              * series' first slot only by its own time) */
             const double ts = now_s(), deadline = ts + (t0 + seconds - ts) / (slots - slot);
             slot++;
             const void *pool = dbl ? dpool : spool;
-            const size_t es = dbl ? 8 : 4;
+            const uint64_t ncombos = cplx ? ncombos_c : ncombos_r, step = cplx ? step_c : step_r;
+            const int ntrans = cplx ? 9 : 4;
             const uint64_t start = below(ncombos);
             fp_count cnt = {0};
             stats_t s0 = stats_after(), s1;
             while (now_s() < deadline) {
                 const uint64_t idx = (start + cnt.calls * step) % ncombos;
                 const int *sh = shapes[idx % (uint64_t)nshapes];
-                const int tr = (int)(idx / (uint64_t)nshapes % 4), ab = (int)(idx / (uint64_t)nshapes / 4);
+                const int tr = (int)(idx / (uint64_t)nshapes % (uint64_t)ntrans),
+                          ab = (int)(idx / (uint64_t)nshapes / (uint64_t)ntrans);
                 call c = {.dbl = dbl, .m = sh[0], .n = sh[1], .k = sh[2],
                           .batch = fp_batch(sh[0], sh[1]), .ta = tr >> 1, .tb = tr & 1,
-                          .alpha = fp_ab[ab][0], .beta = fp_ab[ab][1]};
+                          .alpha = fp_ab[ab][0], .beta = fp_ab[ab][1], .cplx = cplx};
+                if (cplx) {
+                    c.ta = tr / 3, c.tb = tr % 3;
+                    c.alpha = fp_ab_c[ab][0], c.alpha_im = fp_ab_c[ab][1];
+                    c.beta = fp_ab_c[ab][2], c.beta_im = fp_ab_c[ab][3];
+                }
                 place_call(&c, ser == SER_CANCEL);
                 int bad = 0;
-                if (c.beta != 0) /* the old C: fresh from the pool (beta 0: never read) */
-                    bad |= cudaMemcpyAsync(C, (const char *)pool + es * c.offc,
-                                           es * (size_t)c.sc * (size_t)c.batch,
-                                           cudaMemcpyDeviceToDevice, e->s) != cudaSuccess;
+                if (c.beta != 0 || c.beta_im != 0) /* the old C: fresh from the pool (beta 0: never read) */
+                    bad |= copy_old_c(&c, pool, C, e->s);
                 bad |= gemm_call(e->h, &c, pool, C) != CUBLAS_STATUS_SUCCESS;
                 s1 = stats_after();
                 bad |= cudaGetLastError() != cudaSuccess;
@@ -576,7 +712,19 @@ static int run_fp(const env *e, double seconds)
                 cnt.failed += (uint64_t)bad;
                 cnt.false_alarms += fa;
                 cnt.detected += det;
-                if (fa || det) { /* enough to repeat the call */
+                if ((fa || det) && cplx) { /* enough to repeat the call */
+                    cnt.flagged_calls++;
+                    fprintf(stderr,
+                            "{\"mode\":\"fp-flag\",\"type\":\"%c\",\"series\":\"%s\",\"m\":%d,"
+                            "\"n\":%d,\"k\":%d,\"trans\":\"%s\",\"alpha\":[%g,%g],\"beta\":[%g,%g],"
+                            "\"batch\":%d,\"lda\":%d,\"ldb\":%d,\"sa\":%lld,\"sb\":%lld,"
+                            "\"offa\":%zu,\"offb\":%zu,\"offc\":%zu,\"false_alarms\":%llu,"
+                            "\"errors_detected\":%llu}\n",
+                            type_char(dbl, cplx), series_name[ser], c.m, c.n, c.k,
+                            trans_name_c[tr], c.alpha, c.alpha_im, c.beta, c.beta_im, c.batch,
+                            c.lda, c.ldb, c.sa, c.sb, c.offa, c.offb, c.offc,
+                            (unsigned long long)fa, (unsigned long long)det);
+                } else if (fa || det) {
                     cnt.flagged_calls++;
                     fprintf(stderr,
                             "{\"mode\":\"fp-flag\",\"type\":\"%c\",\"series\":\"%s\",\"m\":%d,"
@@ -589,7 +737,8 @@ static int run_fp(const env *e, double seconds)
                             c.offc, (unsigned long long)fa, (unsigned long long)det);
                 }
             }
-            fp_print(&cnt, dbl ? "D" : "S", series_name[ser], now_s() - ts, e);
+            const char tn[2] = {type_char(dbl, cplx), '\0'};
+            fp_print(&cnt, tn, series_name[ser], now_s() - ts, e);
             fp_add(&total, &cnt);
         }
     }
@@ -634,21 +783,62 @@ typedef struct bits_ctx {
 static int fetch_ab(bits_ctx *b)
 {
     const call *c = b->c;
-    const size_t es = c->dbl ? 8 : 4;
+    const size_t es = (c->dbl ? 8u : 4u) * (c->cplx ? 2u : 1u);
     const size_t na = (size_t)(c->batch - 1) * (size_t)c->sa + (size_t)c->lda * (size_t)c->k;
     const size_t nb = (size_t)(c->batch - 1) * (size_t)c->sb + (size_t)c->ldb * (size_t)c->n;
     if (cudaMemcpy(b->ha, (const char *)b->pool + es * c->offa, es * na,
                    cudaMemcpyDeviceToHost) != cudaSuccess ||
-        cudaMemcpy(b->hb, (const char *)b->pool + es * (HALF + c->offb), es * nb,
+        cudaMemcpy(b->hb, (const char *)b->pool + es * (pool_elems(c) / 2 + c->offb), es * nb,
                    cudaMemcpyDeviceToHost) != cudaSuccess)
         return -1;
     b->have_ab = 1;
     return 0;
 }
 
+/* complex data: both parts, each within 2 ulp or 2 gamma_{2k+2} sum_l |a_il| |b_lj| (a part of a
+ * complex product's sum is 2k real products, each at most |a_il| |b_lj|) */
+static int agrees_complex(bits_ctx *b, int g, int i, int j)
+{
+    const call *c = b->c;
+    const size_t es = c->dbl ? 16 : 8, e = (size_t)g * (size_t)c->sc + (size_t)i + (size_t)j * (size_t)c->ldc;
+    if (memcmp((const char *)b->hc + es * e, (const char *)b->hp + es * e, es) == 0)
+        return 1;
+    double d[2];
+    int near = 1;
+    for (int t = 0; t < 2; t++) {
+        const double p = at(b->hc, c->dbl, 2 * e + (size_t)t), q = at(b->hp, c->dbl, 2 * e + (size_t)t);
+        if (!isfinite(p) || !isfinite(q))
+            return 0;
+        d[t] = fabs(p - q);
+        if (d[t] > 2.0 * ulp_of(q, c->dbl))
+            near = 0;
+    }
+    if (near)
+        return 1;
+    if (!b->have_ab && fetch_ab(b))
+        return 0;
+    double mass = 0; /* NN, packed: A(i, l) = a[i + l lda], B(l, j) = b[l + j ldb] */
+    for (int l = 0; l < c->k; l++) {
+        const size_t ia = 2 * ((size_t)g * (size_t)c->sa + (size_t)i + (size_t)l * (size_t)c->lda);
+        const size_t ib = 2 * ((size_t)g * (size_t)c->sb + (size_t)l + (size_t)j * (size_t)c->ldb);
+        mass += hypot(at(b->ha, c->dbl, ia), at(b->ha, c->dbl, ia + 1)) *
+                hypot(at(b->hb, c->dbl, ib), at(b->hb, c->dbl, ib + 1));
+    }
+    const double u = c->dbl ? 0x1p-53 : 0x1p-24, n = 2.0 * c->k + 2.0;
+    const double bound = 2.0 * (n * u / (1.0 - n * u)) * mass;
+    for (int t = 0; t < 2; t++) {
+        const double q = at(b->hp, c->dbl, 2 * e + (size_t)t);
+        if (d[t] > 2.0 * ulp_of(q, c->dbl) && d[t] > bound)
+            return 0;
+    }
+    return 1;
+}
+
 static int agrees(bits_ctx *b, int g, int i, int j)
 {
     const call *c = b->c;
+    if (c->cplx)
+        return agrees_complex(b, g, i, j);
     const size_t es = c->dbl ? 8 : 4, e = (size_t)g * (size_t)c->sc + (size_t)i + (size_t)j * (size_t)c->ldc;
     if (memcmp((const char *)b->hc + es * e, (const char *)b->hp + es * e, es) == 0)
         return 1;
@@ -686,24 +876,34 @@ static void print_num(double x)
 static int run_bits(const env *e, int trials, int m, int n, int k)
 {
     enum { BATCH = 16 };
+    /* D, S, Z, C in this order; D and Z read the double pool, S and C the float one (the same
+     * uniform numbers, complex elements of two of them: each part uniform [-1, 1]) */
+    static const char tnames[4] = {'D', 'S', 'Z', 'C'};
+    int wanted[4];
+    for (int t = 0; t < 4; t++)
+        wanted[t] = want(e->types, tnames[t]);
+    const int need_d = wanted[0] || wanted[2], need_s = wanted[1] || wanted[3];
+    const int any_cplx = wanted[2] || wanted[3];
     /* the 16 A and B packed (place() keeps them so where they fit), so that the host copies
-     * of one call's A and B below are 16 matrices each */
-    if ((double)m * k * BATCH > (double)HALF || (double)k * n * BATCH > (double)HALF) {
-        fprintf(stderr, "--bits: 16 matrices of %dx%dx%d do not fit the pool's half (2^24)\n",
-                m, n, k);
+     * of one call's A and B below are 16 matrices each; complex: in the pool's POOL / 2 elements */
+    const double room = any_cplx ? (double)(HALF / 2) : (double)HALF;
+    if ((double)m * k * BATCH > room || (double)k * n * BATCH > room) {
+        fprintf(stderr, "--bits: 16 matrices of %dx%dx%d do not fit the pool's half (%s)\n",
+                m, n, k, any_cplx ? "2^23 complex elements" : "2^24");
         return 2;
     }
-    const int dtype = want(e->types, 'D'), stype = want(e->types, 'S');
+    /* host and device buffers for the widest element: 16 bytes where Z is run */
+    const size_t ew = wanted[2] ? 16 : 8;
     double *h = malloc(8 * POOL);
-    float *hf = stype ? malloc(4 * POOL) : NULL;
+    float *hf = need_s ? malloc(4 * POOL) : NULL;
     void *dpool = NULL, *spool = NULL, *C = NULL, *Cp = NULL;
     const size_t c_elems = (size_t)BATCH * (size_t)m * (size_t)n;
-    void *hc = malloc(8 * c_elems), *hp = malloc(8 * c_elems);
-    void *ha = malloc(8 * BATCH * (size_t)m * (size_t)k), *hb = malloc(8 * BATCH * (size_t)k * (size_t)n);
-    if (!h || (stype && !hf) || !hc || !hp || !ha || !hb ||
-        (dtype && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
-        (stype && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
-        cudaMalloc(&C, 8 * c_elems) != cudaSuccess || cudaMalloc(&Cp, 8 * c_elems) != cudaSuccess) {
+    void *hc = malloc(ew * c_elems), *hp = malloc(ew * c_elems);
+    void *ha = malloc(ew * BATCH * (size_t)m * (size_t)k), *hb = malloc(ew * BATCH * (size_t)k * (size_t)n);
+    if (!h || (need_s && !hf) || !hc || !hp || !ha || !hb ||
+        (need_d && cudaMalloc(&dpool, 8 * POOL) != cudaSuccess) ||
+        (need_s && cudaMalloc(&spool, 4 * POOL) != cudaSuccess) ||
+        cudaMalloc(&C, ew * c_elems) != cudaSuccess || cudaMalloc(&Cp, ew * c_elems) != cudaSuccess) {
         fprintf(stderr, "--bits: out of host or device memory\n");
         return 1;
     }
@@ -712,11 +912,12 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
         fprintf(stderr, "--bits: pool upload failed\n");
         return 1;
     }
-    for (int dbl = 1; dbl >= 0; dbl--) {
-        if (!(dbl ? dtype : stype))
+    for (int ti = 0; ti < 4; ti++) {
+        if (!wanted[ti])
             continue;
+        const int dbl = ti == 0 || ti == 2, cplx = ti >= 2;
         const void *pool = dbl ? dpool : spool;
-        const int nbits = dbl ? 64 : 32;
+        const int nbits = dbl ? 64 : 32; /* complex: the real part's bits */
         uint64_t all_flips = 0, all_detected = 0, all_right = 0;
         const double tt = now_s();
         for (int bit = 0; bit < nbits; bit++) {
@@ -726,7 +927,8 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
             double worst = -1; /* undetected_max_rel; -1: none undetected */
             stats_t s0 = stats_after(), s1;
             for (int t = 0; t < trials; t++) {
-                call c = {.dbl = dbl, .m = m, .n = n, .k = k, .batch = BATCH, .alpha = 1};
+                call c = {.dbl = dbl, .m = m, .n = n, .k = k, .batch = BATCH, .alpha = 1,
+                          .cplx = cplx};
                 place_call(&c, 0);
                 const int row = (int)below((uint64_t)m), col = (int)below((uint64_t)n);
                 int bad = plant_fault(BATCH, row, col, bit) != 0;
@@ -742,7 +944,7 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
                 /* waits for the plain call too (cudaMemcpy would not: the stream is
                  * non-blocking); the bypass leaves the counters alone */
                 s0 = stats_after();
-                const size_t bytes = (dbl ? 8 : 4) * c_elems;
+                const size_t bytes = (dbl ? 8u : 4u) * (cplx ? 2u : 1u) * c_elems;
                 bad |= cudaMemcpy(hc, C, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
                 bad |= cudaMemcpy(hp, Cp, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
                 bad |= cudaGetLastError() != cudaSuccess;
@@ -758,8 +960,15 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
                             ok = agrees(&b, g, i, j);
                     right += (uint64_t)ok;
                     const size_t f = (size_t)g * (size_t)c.sc + (size_t)row + (size_t)col * (size_t)m;
-                    const double p = at(hc, dbl, f), q = at(hp, dbl, f);
-                    double rel = p == q ? 0.0 : fabs(p - q) / fabs(q); /* q = 0: inf */
+                    double rel;
+                    if (cplx) { /* |c_flipped - c| / |c|, complex moduli */
+                        const double pr = at(hc, dbl, 2 * f), pi = at(hc, dbl, 2 * f + 1);
+                        const double qr = at(hp, dbl, 2 * f), qi = at(hp, dbl, 2 * f + 1);
+                        rel = pr == qr && pi == qi ? 0.0 : hypot(pr - qr, pi - qi) / hypot(qr, qi);
+                    } else {
+                        const double p = at(hc, dbl, f), q = at(hp, dbl, f);
+                        rel = p == q ? 0.0 : fabs(p - q) / fabs(q); /* q = 0: inf */
+                    }
                     if (isnan(rel))
                         rel = INFINITY; /* flipped into NaN */
                     rel_max = rel > rel_max ? rel : rel_max;
@@ -773,7 +982,7 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
             }
             printf("{\"mode\":\"bits\",\"type\":\"%c\",\"bit\":%d,\"flips\":%llu,\"detected\":%llu,"
                    "\"corrected_right\":%llu,\"undetected_max_rel\":",
-                   dbl ? 'D' : 'S', bit, (unsigned long long)flips,
+                   type_char(dbl, cplx), bit, (unsigned long long)flips,
                    (unsigned long long)detected, (unsigned long long)right);
             if (undetected)
                 print_num(worst);
@@ -793,7 +1002,7 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
         printf("{\"mode\":\"bits-total\",\"type\":\"%c\",\"flips\":%llu,\"detected\":%llu,"
                "\"corrected_right\":%llu,\"seconds\":%.3g,\"mode_batched\":\"%s\","
                "\"shape\":\"%dx%dx%d\",\"device\":\"%s\"}\n",
-               dbl ? 'D' : 'S', (unsigned long long)all_flips, (unsigned long long)all_detected,
+               type_char(dbl, cplx), (unsigned long long)all_flips, (unsigned long long)all_detected,
                (unsigned long long)all_right, now_s() - tt, e->mode, m, n, k, e->device);
         fflush(stdout);
     }
@@ -843,9 +1052,9 @@ int main(int argc, char **argv)
             ncases++;
         else {
             fprintf(stderr,
-                    "usage: %s [--rounds R] [--calls C] [--types DS] [N:BATCH ...]\n"
-                    "       %s --fp SECONDS [--types DS] [--seed S]\n"
-                    "       %s --bits TRIALS [--shape MxNxK] [--types DS] [--seed S]\n",
+                    "usage: %s [--rounds R] [--calls C] [--types DSZC] [N:BATCH ...]\n"
+                    "       %s --fp SECONDS [--types DSZC] [--seed S]\n"
+                    "       %s --bits TRIALS [--shape MxNxK] [--types DSZC] [--seed S]\n",
                     argv[0], argv[0], argv[0]);
             return 2;
         }
@@ -899,10 +1108,12 @@ int main(int argc, char **argv)
     if (bits_trials > 0 && !rc)
         rc = run_bits(&e, bits_trials, sm, sn, sk);
     for (int i = 0; timing && i < ncases; i++)
-        for (const char *t = types; *t; t++)
-            if (*t == 'D' || *t == 'S' || *t == 'd' || *t == 's')
-                run_case(h, s, *t == 'D' || *t == 'd', cases[i][0], cases[i][1], rounds, max_calls,
-                         mode, device);
+        for (const char *t = types; *t; t++) {
+            const char u = (char)(*t & ~0x20); /* upper case */
+            if (u == 'D' || u == 'S' || u == 'Z' || u == 'C')
+                run_case(h, s, u == 'D' || u == 'Z', u == 'Z' || u == 'C', cases[i][0],
+                         cases[i][1], rounds, max_calls, mode, device);
+        }
     cublasDestroy_v2(h);
     cudaStreamDestroy(s);
     return rc;
