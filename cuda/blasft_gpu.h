@@ -110,8 +110,8 @@ typedef struct blasft_gpu_params {
                                operands keep moving by the graph of its shape on copies
                                (BLASFT_GPU_GRAPHS=on, the default; cuda/graph_cache.h); 2: only
                                the first (=exact); 0: every call enqueued (=off) */
-    int batched;            /* 1: a batch of small real matrices is computed by one cuBLAS batched
-                               GEMM and checked by one pass (blasft_gpu_gemm_batched,
+    int batched;            /* 1: a batch of matrices up to m n k = 2^30 is computed by one cuBLAS
+                               batched GEMM and checked by one pass (blasft_gpu_gemm_batched,
                                BLASFT_GPU_BATCHED=fused, the default); 0: one protected GEMM per
                                matrix (=each) */
 } blasft_gpu_params;

@@ -74,8 +74,8 @@ typedef struct blasft_config {
     blasft_promote promote;    /* BLASFT_PROMOTE: S and C GEMMs computed as D and Z */
     uint64_t gpu_promote_mem;  /* BLASFT_GPU_PROMOTE_MEM: bytes of the GPU's promoted copies */
     int gpu_graphs;            /* BLASFT_GPU_GRAPHS: 0 off, 1 on, 2 exact (blasft_gpu_params) */
-    int gpu_batched;           /* BLASFT_GPU_BATCHED: 1 fused (a real batch of small GEMMs in one
-                                  batched call, checked together), 0 each (one protected GEMM per
+    int gpu_batched;           /* BLASFT_GPU_BATCHED: 1 fused (a batch of GEMMs in one batched
+                                  call, checked together), 0 each (one protected GEMM per
                                   matrix) */
     char host_blas[BLASFT_PATH_MAX]; /* BLASFT_HOST_BLAS ("" = OpenBLAS by soname) */
     char log_file[BLASFT_PATH_MAX];  /* BLASFT_LOG_FILE ("" = stderr) */

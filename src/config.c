@@ -42,8 +42,9 @@ static const blasft_config config_defaults = {
     /* a repeated call replayed from a graph: a third to a quarter of the caller's host time per
      * small protected GEMM (docs/cublas-benchmark.md, "The engine's own graphs") */
     .gpu_graphs = 1,
-    /* a batch of small real GEMMs as one cuBLAS batched call checked by two kernels, instead of a
-     * protected GEMM of the engine per matrix (docs/cublas-interpose.md, "Batched GEMMs") */
+    /* a batch of GEMMs (m n k up to 2^30) as one cuBLAS batched call checked by two kernels,
+     * instead of a protected GEMM of the engine per matrix (docs/cublas-interpose.md, "Batched
+     * GEMMs") */
     .gpu_batched = 1,
 };
 
