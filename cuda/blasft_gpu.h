@@ -204,6 +204,32 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
 int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
                             const blasft_gpu_params *p);
 
+/* Half and bfloat16 GEMMs (cuda/gpu_lowp.cu): A and B of one of those types, C of theirs or
+ * float, FP32 accumulation, float scalars (cublasGemmEx with compute type 32F). */
+typedef enum { BLASFT_LOWP_F16 = 0, BLASFT_LOWP_BF16, BLASFT_LOWP_F32 } blasft_lowp_type;
+typedef struct blasft_gpu_lowp {
+    blasft_gpu_gemm g;            /* its type unused; alpha, beta: floats */
+    blasft_lowp_type ab, c;       /* A's and B's type, C's */
+    int compute;                  /* cublasComputeType_t: CUBLAS_COMPUTE_32F or _32F_PEDANTIC,
+                                     passed on to cuBLAS (this header needs no cuBLAS) */
+    int algo;                     /* cublasGemmAlgo_t: the caller's, passed on */
+    /* tests: called after the GEMM, before the check, on the context's stream */
+    void (*plant)(void *stream, void *user);
+    void *plant_user;
+} blasft_gpu_lowp;
+
+/* 1 if blasft_gpu_gemm_lowp takes the GEMM: the types and compute type above, 1 <= m, n, k and
+ * every dimension and leading dimension within int, alpha not a host zero, the cuBLAS found has
+ * cublasGemmEx; else 0 (it passes through unprotected). */
+int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l);
+
+/* Enqueues the GEMM on the context's stream with its checks (gpu_lowp.cu's header): op(A)'s block
+ * sums multiplied by op(B) in one reference GEMM, C's block column sums compared with them,
+ * flagged block columns computed again element by element and corrected. Returns 0; -1 where it
+ * does not take the GEMM (blasft_gpu_lowp_supported, a stream being captured, no device memory
+ * for the checks' buffer: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p);
+
 /* The plain cuBLAS GEMM through the context's handle (the benchmark's baseline). */
 int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g);
 

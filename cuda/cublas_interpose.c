@@ -213,7 +213,8 @@ enum { PLANT_MAX = 16 };
 typedef struct plant {
     blasft_gpu_ctx *ctx;
     int64_t row, col;     /* the element, clamped into C */
-    int size, bit;        /* size: of one real number as the caller stores it (4 or 8) */
+    int size, bit;        /* size: of one real number as the caller stores it (2, 4 or 8) */
+    char *at;             /* half and bfloat16 GEMMs: the element in the caller's C */
     int as_float;         /* the checked C holds the caller's floats as doubles (promotion) */
     unsigned char *pinned; /* the number's bytes on their way through the host */
 } plant;
@@ -256,7 +257,7 @@ int blasft_cublas_plant_fault(int count, int64_t row, int64_t col, int bit)
 static void CUDART_CB flip_bit(void *arg)
 {
     plant *p = arg;
-    int bit = p->size == 4 && p->bit > 31 ? 31 : p->bit;
+    int bit = p->bit < 8 * p->size ? p->bit : 8 * p->size - 1;
     if (p->as_float) { /* the float's bit, as BLASFT_INJECT flips a promoted GEMM's */
         double v;
         memcpy(&v, p->pinned, 8);
@@ -285,6 +286,17 @@ static void plant_hook(void *stream, void *user)
     cudaMemcpyAsync(p->pinned, at, part, cudaMemcpyDeviceToHost, s);
     cudaLaunchHostFunc(s, flip_bit, p);
     cudaMemcpyAsync(at, p->pinned, part, cudaMemcpyHostToDevice, s);
+}
+
+/* A half or bfloat16 GEMM's C is checked where it is: the element's bytes straight */
+static void plant_lowp_hook(void *stream, void *user)
+{
+    plant *p = user;
+    cudaStream_t s = stream;
+    p->as_float = 0;
+    cudaMemcpyAsync(p->pinned, p->at, (size_t)p->size, cudaMemcpyDeviceToHost, s);
+    cudaLaunchHostFunc(s, flip_bit, p);
+    cudaMemcpyAsync(p->at, p->pinned, (size_t)p->size, cudaMemcpyHostToDevice, s);
 }
 
 /* The next armed plant for a GEMM whose C is given (elements of `size` bytes, numbers of
@@ -363,7 +375,7 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 /* Logs once per reason why calls pass through unprotected (info level: they are counted). */
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
 static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
-    once_arrays;
+    once_arrays, once_lowp;
 /* A type (or variant) without a protected path is no passing condition but can be all of a
  * workload's GEMMs (PyTorch's mixed precision): a warning, once */
 static int once_type;
@@ -401,6 +413,48 @@ static const void **read_arrays(const blasft_cublas_call *c, cudaStream_t stream
     return p;
 }
 
+static blasft_lowp_type lowp_of(cudaDataType t)
+{
+    return t == CUDA_R_16F ? BLASFT_LOWP_F16 : t == CUDA_R_16BF ? BLASFT_LOWP_BF16 : BLASFT_LOWP_F32;
+}
+
+/* A half or bfloat16 GEMM through the engine's path for them (cuda/gpu_lowp.cu); 0 where it does
+ * not take it (it passes through), else 1 with *status. */
+static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft_gpu_params *p,
+                        int on_dev, cublasStatus_t *status)
+{
+    blasft_gpu_lowp l = {
+        .g = {.type = BLASFT_TYPE_S, .transa = op_letter(c->transa),
+              .transb = op_letter(c->transb), .m = c->m, .n = c->n, .k = c->k,
+              .alpha = c->alpha, .a = c->a, .lda = c->lda, .b = c->b, .ldb = c->ldb,
+              .beta = c->beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
+              .routine = c->stat->name},
+        .ab = lowp_of(c->ab_type), .c = lowp_of(c->c_type), .compute = (int)c->compute,
+        .algo = (int)c->algo};
+    if (!blasft_gpu_lowp_supported(&l))
+        return 0;
+    const int size = l.c == BLASFT_LOWP_F32 ? 4 : 2;
+    plant *pl = take_plant(ctx, c->m, c->n, size);
+    if (pl) {
+        pl->at = (char *)c->c + (size_t)size * (size_t)(pl->row + pl->col * c->ldc);
+        l.plant = plant_lowp_hook;
+        l.plant_user = pl;
+    }
+    guard++;
+    const int rc = blasft_gpu_gemm_lowp(ctx, &l, p);
+    guard--;
+    if (rc == -1) {
+        untake_plants(pl != NULL);
+        return 0;
+    }
+    blasft_call_record(c->stat, BLASFT_WHERE_GPU, c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);
+    if (rc)
+        blasft_log(BLASFT_LOG_ERROR, "cuBLAS interposer: %s failed in the GPU engine (%d)",
+                   c->stat->name, rc);
+    *status = rc ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
+    return 1;
+}
+
 static int protect(blasft_cublas_call *c, cublasStatus_t *status)
 {
     /* nested, or switched off: not even recorded */
@@ -419,10 +473,11 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (!c->protectable) {
         blasft_log_once(&once_type, BLASFT_LOG_WARN,
                         "cuBLAS interposer: %s passes through unprotected: no thresholds or no "
-                        "protected path for its data type, compute type or variant (half, "
-                        "bfloat16, integer, TF32 or reduced-precision compute, the 3M complex "
-                        "algorithms, cublasLt epilogues other than a bias); such GEMMs are "
-                        "counted as unprotected in the report (warned once)",
+                        "protected path for its data type, compute type or variant (half and "
+                        "bfloat16 in batches or with 16-bit compute, integer, TF32 or "
+                        "reduced-precision compute, the 3M complex algorithms, cublasLt "
+                        "epilogues other than a bias); such GEMMs are counted as unprotected in "
+                        "the report (warned once)",
                         c->stat && c->stat->name ? c->stat->name : "a GEMM");
         return 0;
     }
@@ -467,6 +522,11 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                       "through unprotected while a stream is captured");
         return 0;
     }
+    if (c->lowp && capturing) {
+        PASS_ONCE(once_lowp, "cuBLAS interposer: half and bfloat16 GEMMs pass through "
+                  "unprotected while a stream is captured");
+        return 0;
+    }
     ctx_slot *slot = context_for(device, stream, capturing);
     if (!slot) {
         if (capturing)
@@ -479,6 +539,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     blasft_gpu_params p;
     blasft_gpu_params_from_cfg(&p, cfg);
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
+    if (c->lowp)
+        return protect_lowp(c, ctx, &p, on_dev, status);
     const size_t ts = (size_t)blasft_type_size(c->type);
     const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
     /* cublasLt's bias (the shim protects one only with host scalars): with beta 0 the engine

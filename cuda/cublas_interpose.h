@@ -110,6 +110,12 @@ typedef struct blasft_cublas_call {
     const void *c_in;         /* C where it is not D, else NULL */
     int64_t ldc_in;
     const void *bias;         /* CUBLASLT_EPILOGUE_BIAS's vector of m elements, else NULL */
+    /* half or bfloat16 A and B with FP32 accumulation (cuda/gpu_lowp.cu; type unused): their
+     * type, C's (theirs or float), the compute type and algorithm passed on; single GEMMs */
+    int lowp;
+    cudaDataType ab_type, c_type;
+    cublasComputeType_t compute;
+    cublasGemmAlgo_t algo;
     /* filled by blasft_cublas_protect for blasft_cublas_pass_end */
     int nested, counted;
     uint64_t t0;

@@ -109,6 +109,8 @@ static void load(void)
     RESOLVE_OPTIONAL(zgemm_strided, "cublasZgemmStridedBatched");
     RESOLVE_OPTIONAL(cgemm_batched, "cublasCgemmBatched");
     RESOLVE_OPTIONAL(zgemm_batched, "cublasZgemmBatched");
+    RESOLVE_OPTIONAL(gemm_ex, "cublasGemmEx");
+    RESOLVE_OPTIONAL(set_math_mode, "cublasSetMathMode");
     api_ok = &api;
 }
 

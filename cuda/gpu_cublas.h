@@ -63,6 +63,12 @@ typedef struct blasft_cublas_api {
                                     int, const cuDoubleComplex *, const cuDoubleComplex *const[],
                                     int, const cuDoubleComplex *const[], int,
                                     const cuDoubleComplex *, cuDoubleComplex *const[], int, int);
+    /* half and bfloat16 GEMMs (gpu_lowp.cu); NULL where missing: those pass through */
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                              const void *, const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *, cudaDataType, int,
+                              cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
 } blasft_cublas_api;
 
 /* The resolved entry points, or NULL if no cuBLAS could be loaded (named on the log once).

@@ -83,6 +83,8 @@ struct blasft_gpu_ctx {
     size_t batch_bytes;
     void *batch_promo; /* their double copies where an S batch is promoted */
     size_t batch_promo_bytes;
+    void *lowp_ws; /* half and bfloat16 GEMMs' checks (gpu_lowp.cu) */
+    size_t lowp_bytes;
     void *checked_c; /* the C the running protected GEMM checks (gpu_debug.h) */
     blasft_type checked_type;
     int64_t checked_ldc, checked_rows, checked_cols;

@@ -1191,6 +1191,8 @@ void blasft_gpu_ctx_destroy(blasft_gpu_ctx *ctx)
         cudaFree(ctx->batch_ws);
     if (ctx->batch_promo)
         cudaFree(ctx->batch_promo);
+    if (ctx->lowp_ws)
+        cudaFree(ctx->lowp_ws);
     free(ctx);
 }
 

@@ -4,8 +4,10 @@
   bench_cublas.py check torch|cupy   run under LD_PRELOAD=libblas_ft.so: results (float32/64,
                                      complex64/128) vs a host reference within the rounding bound,
                                      protected counts, a planted fault corrected, (torch) CUDA graph
-                                     capture + replay; a float16 product (no thresholds):
-                                     right, counted unprotected, warned of once
+                                     capture + replay; float16 / bfloat16 products:
+                                     right, protected, a planted fault corrected; a batch of
+                                     float16 products: right; torch's strided batch (no
+                                     protected path) counted unprotected, warned of once
   bench_cublas.py bench torch|cupy   run under LD_PRELOAD: plain (interposer bypassed through
                                      blasft_cublas_bypass: the application's own cuBLAS call on its
                                      handle and stream) and protected bursts of products,
@@ -325,17 +327,68 @@ def run_checks(name):
               "context given back")
 
 
+def within_lowp_bound(fw, a, b, c, out_u):
+    """|c - a b| <= u_o |a b| + (k + 4) 2^-22 |a||b| + 2^-24 elementwise (C rounded once to its
+    type, FP32 accumulation with truncation, half's subnormals), reference in float64."""
+    import numpy as np
+    A, B = fw.host(a.float() if fw.name == "torch" else a), fw.host(b.float() if fw.name == "torch" else b)
+    C = fw.host(c.float() if fw.name == "torch" else c)
+    ref, mag = np.matmul(A, B), np.matmul(np.abs(A), np.abs(B))
+    bound = out_u * np.abs(ref) + (A.shape[-1] + 4) * 2.0 ** -22 * mag + 2.0 ** -24
+    q = float(np.max(np.abs(C - ref) / bound)) if C.size else 0.0
+    return q <= 1.0, q
+
+
+def run_lowp_checks(name):
+    """float16 (and, with torch, bfloat16) products: cublasGemmEx with FP32 compute, protected
+    (cuda/gpu_lowp.cu): right within the bound, counted protected, a planted fault in an exponent
+    bit of C corrected."""
+    lib = blasft()
+    fw = Framework(name)
+    types = [("float16", 2.0 ** -11)] + ([("bfloat16", 2.0 ** -8)] if name == "torch" else [])
+    for dtype, out_u in types:
+        def cast(x):
+            if name == "torch":
+                return x.to(getattr(fw.m, dtype))
+            return x.astype(dtype)
+        for (m, k, n) in ((128, 96, 64), (257, 129, 333), (1024, 1024, 1024)):
+            a = cast(fw.rand((m, k), "float32", 91))
+            b = cast(fw.rand((k, n), "float32", 92))
+            s0 = stats(lib, fw)
+            c = fw.mm(a, b)
+            s1 = stats(lib, fw)
+            ok, q = within_lowp_bound(fw, a, b, c, out_u)
+            what = f"{name} {dtype} {m}x{n}x{k}"
+            check(ok, f"{what}: error {q:.3g} x bound")
+            dp = s1.protected_gemms - s0.protected_gemms
+            du = s1.unprotected_gemms - s0.unprotected_gemms
+            check(dp == 1 and du == 0, f"{what}: {dp} protected, {du} unprotected")
+            check(s1.errors_detected == s0.errors_detected, f"{what}: nothing detected")
+        a = cast(fw.rand((300, 200), "float32", 93))
+        b = cast(fw.rand((200, 260), "float32", 94))
+        s0 = stats(lib, fw)
+        lib.blasft_cublas_plant_fault(1, 10, 20, 14)  # the highest exponent bit of half and bf16
+        c = fw.mm(a, b)
+        s1 = stats(lib, fw)
+        ok, q = within_lowp_bound(fw, a, b, c, out_u)
+        what = f"{name} {dtype} 300x260x200 planted fault"
+        check(s1.faults_injected - s0.faults_injected == 1, f"{what}: planted")
+        check(s1.errors_detected > s0.errors_detected and s1.errors_corrected > s0.errors_corrected,
+              f"{what}: detected and corrected")
+        check(ok, f"{what}: result error {q:.3g} x bound")
+
+
 HALF_PROGRAM = """
 import sys
 fw = __import__(sys.argv[1])
 if sys.argv[1] == "torch":
     g = fw.Generator(device="cuda").manual_seed(7)
-    a = fw.randn(128, 96, device="cuda", generator=g).half()
-    b = fw.randn(96, 64, device="cuda", generator=g).half()
+    a = fw.randn(4, 128, 96, device="cuda", generator=g).half()
+    b = fw.randn(4, 96, 64, device="cuda", generator=g).half()
 else:
     r = fw.random.default_rng(7)
-    a = r.standard_normal((128, 96), dtype=fw.float32).astype(fw.float16)
-    b = r.standard_normal((96, 64), dtype=fw.float32).astype(fw.float16)
+    a = r.standard_normal((4, 128, 96), dtype=fw.float32).astype(fw.float16)
+    b = r.standard_normal((4, 96, 64), dtype=fw.float32).astype(fw.float16)
 for _ in range(3):
     c = a @ b
 ref = a.astype(fw.float64) @ b.astype(fw.float64) if sys.argv[1] == "cupy" else a.double() @ b.double()
@@ -345,8 +398,10 @@ print(float(abs(c - ref).max() / abs(ref).max()))
 
 
 def check_half(name):
-    """A half-precision product (no thresholds for it): right, counted unprotected, and warned of
-    once on stderr, in a process of its own (the warning is once per process)."""
+    """A batch of half-precision products, in a process of its own (the warning is once per
+    process): right either way. PyTorch computes it by one cublasGemmStridedBatchedEx, which has
+    no protected path for half data: counted unprotected and warned of once on stderr. CuPy
+    computes it matrix by matrix with cublasGemmEx: each one protected, no warning."""
     import subprocess
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
@@ -357,13 +412,19 @@ def check_half(name):
                            capture_output=True, text=True, timeout=300)
         warned = p.stderr.count("passes through unprotected: no thresholds")
         err = float(p.stdout.split()[-1]) if p.returncode == 0 and p.stdout.split() else 1.0
-        check(p.returncode == 0 and err < 1e-2, f"{name} float16 matmul: relative error {err:.3g} "
+        what = f"{name} float16 batched matmul"
+        check(p.returncode == 0 and err < 1e-2, f"{what}: relative error {err:.3g} "
               f"(status {p.returncode})")
-        check(warned == 1, f"{name} float16 matmul: warned {warned} times (want once)" +
-              ("" if warned == 1 else f"; stderr: {p.stderr[-400:]!r}"))
+        want = 1 if name == "torch" else 0
+        check(warned == want, f"{what}: warned {warned} times (want {want})" +
+              ("" if warned == want else f"; stderr: {p.stderr[-400:]!r}"))
         abft = json.load(open(report))["abft"] if os.path.exists(report) else {}
-        check(abft.get("unprotected_gemms", 0) >= 3 and abft.get("errors_detected", 1) == 0,
-              f"{name} float16 matmul: counted as unprotected: {abft}")
+        if name == "torch":
+            ok = abft.get("unprotected_gemms", 0) >= 3
+        else:  # 3 products of 4 matrices
+            ok = abft.get("protected_gemms", 0) >= 12 and abft.get("unprotected_gemms", 1) == 0
+        check(ok and abft.get("errors_detected", 1) == 0,
+              f"{what}: counted {'unprotected' if name == 'torch' else 'protected'}: {abft}")
 
 
 def timed(fw, f, burst):
@@ -390,7 +451,8 @@ def run_bench(name):
     if lib is None:
         sys.exit("bench needs LD_PRELOAD=libblas_ft.so (plain runs bypass the interposer)")
     sizes = {"float32": (1024, 2048, 4096, 8192, 16384), "float64": (1024, 2048, 4096, 8192, 16384),
-             "complex64": (1024, 4096, 8192), "complex128": (1024, 4096, 8192)}
+             "complex64": (1024, 4096, 8192), "complex128": (1024, 4096, 8192),
+             "float16": (1024, 2048, 4096, 8192, 16384)}
     # BENCH_DTYPES / BENCH_SIZES (comma lists) narrow the run, e.g. to compare two settings
     if os.environ.get("BENCH_DTYPES"):
         sizes = {d: sizes[d] for d in os.environ["BENCH_DTYPES"].split(",")}
@@ -490,6 +552,7 @@ if __name__ == "__main__":
     if mode == "check":
         t0 = time.time()
         run_checks(arg)
+        run_lowp_checks(arg)
         check_half(arg)
         print(f"{arg}: {len(FAILURES)} failures ({time.time() - t0:.1f} s)")
         sys.exit(1 if FAILURES else 0)

@@ -989,9 +989,10 @@ cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOpera
                                   const uint16_t *const[], int, const uint16_t *,
                                   uint16_t *const[], int, int);
 
-/* cublasSgemmEx / cublasCgemmEx (protected where A, B and C are all of their compute type),
- * cublasCgemm3mEx and the half-precision GEMMs (counted unprotected): results against the
- * reference, counts. prot 0: everything unprotected (BLASFT_MODE=off). */
+/* cublasSgemmEx / cublasCgemmEx (protected where A, B and C are all of their compute type, and
+ * SgemmEx where A and B are half), cublasCgemm3mEx and cublasHgemm (16-bit compute: counted
+ * unprotected): results against the reference, counts. prot 0: everything unprotected
+ * (BLASFT_MODE=off). */
 static void typed_ex_and_half(cublasHandle_t h, int prot)
 {
     /* SgemmEx on float data: as cublasSgemm_v2 */
@@ -1069,7 +1070,7 @@ static void typed_ex_and_half(cublasHandle_t h, int prot)
     CHECK(cublasSgemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, M, N, K, &one_f, dH, CUDA_R_16F, M, dH,
                         CUDA_R_16F, N, &zero_f, dF, CUDA_R_32F, M) == CUBLAS_STATUS_SUCCESS,
           "SgemmEx half");
-    counted(&s0, 0, 1, "SgemmEx half");
+    counted(&s0, (uint64_t)prot, (uint64_t)!prot, "SgemmEx half"); /* cuda/gpu_lowp.cu */
     float hf[M * N];
     cudaMemcpy(hf, dF, sizeof hf, cudaMemcpyDeviceToHost);
     wrong = 0;
