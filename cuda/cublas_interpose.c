@@ -214,8 +214,8 @@ typedef struct plant {
     blasft_gpu_ctx *ctx;
     int64_t row, col;     /* the element, clamped into C */
     int size, bit;        /* size: of one real number as the caller stores it (2, 4 or 8) */
-    char *at;             /* half and bfloat16 GEMMs: the element in the caller's C */
     int as_float;         /* the checked C holds the caller's floats as doubles (promotion) */
+    int half_kind;        /* a 16-bit C (1 half, 2 bfloat16), checked as floats (gpu_lowp.cu) */
     unsigned char *pinned; /* the number's bytes on their way through the host */
 } plant;
 static plant plants[PLANT_MAX];
@@ -263,6 +263,11 @@ static void CUDART_CB flip_bit(void *arg)
         memcpy(&v, p->pinned, 8);
         v = blasft_flip_float_bit_of(v, bit);
         memcpy(p->pinned, &v, 8);
+    } else if (p->half_kind) { /* the 16-bit number's bit, in its FP32 value */
+        float v;
+        memcpy(&v, p->pinned, 4);
+        v = blasft_flip_half_bit_of(v, bit, p->half_kind == 2);
+        memcpy(p->pinned, &v, 4);
     } else {
         p->pinned[bit / 8] ^= (unsigned char)(1u << (bit % 8));
     }
@@ -288,17 +293,6 @@ static void plant_hook(void *stream, void *user)
     cudaMemcpyAsync(at, p->pinned, part, cudaMemcpyHostToDevice, s);
 }
 
-/* A half or bfloat16 GEMM's C is checked where it is: the element's bytes straight */
-static void plant_lowp_hook(void *stream, void *user)
-{
-    plant *p = user;
-    cudaStream_t s = stream;
-    p->as_float = 0;
-    cudaMemcpyAsync(p->pinned, p->at, (size_t)p->size, cudaMemcpyDeviceToHost, s);
-    cudaLaunchHostFunc(s, flip_bit, p);
-    cudaMemcpyAsync(p->at, p->pinned, (size_t)p->size, cudaMemcpyHostToDevice, s);
-}
-
 /* The next armed plant for a GEMM whose C is given (elements of `size` bytes, numbers of
  * `part` bytes), or NULL. */
 static plant *take_plant(blasft_gpu_ctx *ctx, int64_t m, int64_t n, int part)
@@ -313,6 +307,7 @@ static plant *take_plant(blasft_gpu_ctx *ctx, int64_t m, int64_t n, int part)
         p->row = plant_row < m ? plant_row : m - 1;
         p->col = plant_col < n ? plant_col : n - 1;
         p->size = part;
+        p->half_kind = 0;
     }
     pthread_mutex_unlock(&plant_lock);
     return p;
@@ -433,11 +428,11 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
         .algo = (int)c->algo};
     if (!blasft_gpu_lowp_supported(&l))
         return 0;
-    const int size = l.c == BLASFT_LOWP_F32 ? 4 : 2;
-    plant *pl = take_plant(ctx, c->m, c->n, size);
+    /* the engine checks an FP32 result: a 16-bit C's bit is flipped in its value there */
+    plant *pl = take_plant(ctx, c->m, c->n, l.c == BLASFT_LOWP_F32 ? 4 : 2);
     if (pl) {
-        pl->at = (char *)c->c + (size_t)size * (size_t)(pl->row + pl->col * c->ldc);
-        l.plant = plant_lowp_hook;
+        pl->half_kind = l.c == BLASFT_LOWP_F32 ? 0 : l.c == BLASFT_LOWP_F16 ? 1 : 2;
+        l.plant = plant_hook;
         l.plant_user = pl;
     }
     guard++;

@@ -3,17 +3,18 @@
  * "Half and bfloat16 GEMMs".
  *
  * The reference side is computed without the data type's rounding: op(A)'s column sums per
- * block of BS rows are formed in double (exact for half data), split into three pieces of the
+ * block of BS rows are formed in double (exact for half data), split into two pieces of the
  * operands' type (scaled per block row by a power of two, so that the pieces stay in range) and
- * multiplied by op(B) in ONE cuBLAS GEMM of 3 ceil(m / BS) rows with FP32 accumulation. The
+ * multiplied by op(B) in ONE cuBLAS GEMM of 2 ceil(m / BS) rows with FP32 accumulation. The
  * check compares them with C's column sums over each block (double) against a threshold of three
- * parts: C's own rounding to its type, bounded exactly by u_o sum |c| (no model), the FP32
- * accumulation of the GEMM and of the reference, bounded as NORM bounds a dot product (any order,
- * Higham and Mary's model with FP32's unit doubled for accumulators that truncate, as tensor
- * cores do), and the reference's known leftovers (the pieces' remainder, its FP32 results). The
- * second tier computes every element of a flagged block column again in double and compares it
- * per element; one found apart is replaced by the exact value rounded once to C's type, so even
- * a false alarm that got that far leaves C no less accurate than cuBLAS's.
+ * parts: C's own rounding to its type (each element's within u_o |c|, mean-independent of the
+ * others': Hoeffding), the FP32 accumulation of the GEMM and of the reference, bounded as NORM
+ * bounds a dot product (any order, Higham and Mary's model with FP32's unit doubled for
+ * accumulators that truncate, as tensor cores do), and the reference's known leftovers (the
+ * pieces' remainder, its FP32 results). The second tier computes every element of a flagged
+ * block column again in double and compares it per element; one found apart is replaced by the
+ * exact value rounded once to C's type, so even a false alarm that got that far leaves C no less
+ * accurate than cuBLAS's.
  *
  * The caller's GEMM runs on the engine's handle with reduced-precision reductions disallowed
  * (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION): split-K partial results are then added
@@ -35,55 +36,59 @@ using namespace gpu_engine;
 
 namespace {
 
-/* op(A)'s block sums as pieces of the operands' type: 3 x 11 bits (half) cover the 48 bits a
- * sum of 256 half numbers can need */
-constexpr int kPieces = 3;
+/* op(A)'s block sums as pieces of the operands' type: two (22 bits of half, 16 of bfloat16);
+ * what they leave is bounded in the threshold (rn), far below C's own rounding */
+constexpr int kPieces = 2;
 /* the accumulation's unit roundoff: FP32's doubled (truncating accumulators) */
 constexpr double kUa = 0x1p-23;
 /* largest scaled block sum: below half's range with room for the pieces' own rounding */
 constexpr int kPieceExp = 13;
 
-/* Per type: unit roundoff, half the spacing of its subnormals (the absolute rounding error
- * there), its largest finite number, cuBLAS's name for it, the report's letter. */
-template <typename T> struct lp;
-template <> struct lp<__half> {
-    static constexpr double u = 0x1p-11, sub = 0x1p-25, largest = 65504.0;
+/* cuBLAS's name for the operands' type */
+template <typename T> struct lp_dt;
+template <> struct lp_dt<__half> {
     static constexpr cudaDataType dt = CUDA_R_16F;
 };
-template <> struct lp<__nv_bfloat16> {
-    static constexpr double u = 0x1p-8, sub = 0x1p-134, largest = 0x1.fep127;
+template <> struct lp_dt<__nv_bfloat16> {
     static constexpr cudaDataType dt = CUDA_R_16BF;
 };
-template <> struct lp<float> {
-    static constexpr double u = 0x1p-24, sub = 0x1p-150, largest = FLT_MAX;
-    static constexpr cudaDataType dt = CUDA_R_32F;
-};
+/* The checked result is FP32: its unit roundoff, half the spacing of its subnormals (the
+ * absolute rounding error there) */
+constexpr double kUc = 0x1p-24, kSubC = 0x1p-150;
 
 __device__ __forceinline__ double to_d(__half x) { return (double)__half2float(x); }
 __device__ __forceinline__ double to_d(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
 __device__ __forceinline__ double to_d(float x) { return x; }
-/* rounded once, to nearest */
-template <typename T> __device__ __forceinline__ T from_d(double v);
-template <> __device__ __forceinline__ __half from_d<__half>(double v) { return __double2half(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_d<__nv_bfloat16>(double v)
+/* a number of the type near x (through float: the hardware's conversion; the pieces need not
+ * be rounded correctly, what they leave is computed exactly) */
+template <typename T> __device__ __forceinline__ T near(double x);
+template <> __device__ __forceinline__ __half near<__half>(double x) { return __float2half_rn((float)x); }
+template <> __device__ __forceinline__ __nv_bfloat16 near<__nv_bfloat16>(double x)
 {
-    return __double2bfloat16(v);
+    return __float2bfloat16_rn((float)x);
 }
-template <> __device__ __forceinline__ float from_d<float>(double v) { return (float)v; }
 
-template <typename TA, typename TC> struct lp_args {
-    int64_t m, n, k, lda, ldb, ldc;
+/* the checked FP32 result rounded once into the caller's 16-bit C */
+__device__ __forceinline__ void narrow(float x, __half *to) { *to = __float2half_rn(x); }
+__device__ __forceinline__ void narrow(float x, __nv_bfloat16 *to) { *to = __float2bfloat16_rn(x); }
+
+template <typename TA> struct lp_args {
+    int64_t m, n, k, lda, ldb, ldc, ldo;
     int64_t mb; /* block rows */
     int bs;
     bool ta, tb; /* op(A) = A^T, op(B) = B^T */
+    /* every column of A (op(A) = A), B (op(B) = B), C and the old C starts at 8 bytes and every
+     * block row at a multiple of 8 bytes in it: the passes load 8 bytes at a time */
+    bool vec_a, vec_b, vec_c;
     const TA *A, *B;
-    TC *C;
-    const TC *old;               /* the old C, m x n (ld m), or NULL: beta is a host zero */
+    float *C;                    /* the FP32 result that is checked: the caller's C, or ... */
+    TA *out;                     /* ... where C is half or bfloat16 (here, ld ldo), NULL */
+    const float *old;            /* the old C, m x n (ld m), or NULL: beta is a host zero */
     float alpha_v, beta_v;       /* host pointer mode */
     const float *alpha_p, *beta_p; /* device pointer mode */
-    double *S, *q;               /* [I][l]: op(A)'s sum over block row I and its squares' sum */
-    double *Q, *pn, *rn;         /* [I]: sum of q; the scaled pieces' squares, remainders' */
-    int *e;                      /* [I]: the pieces' scale 2^e */
+    double *S;                   /* [I][l]: op(A)'s sum over block row I */
+    double *Q, *pn, *rn;         /* [I]: the rows' squares; the scaled pieces', remainders' */
+    int *e;                      /* [I]: the exponent of max_l |S(I, l)| (scale_exp) */
     TA *pieces;                  /* (kPieces mb) x k, column-major: row p mb + I */
     float *R;                    /* (kPieces mb) x n: pieces x op(B) */
     double *bsq;                 /* [j]: ||op(B)(:, j)||^2 */
@@ -93,22 +98,22 @@ template <typename TA, typename TC> struct lp_args {
     int action;                  /* GK_REC_CORRECTED or GK_REC_DETECTED */
 };
 
-template <typename TA, typename TC> __device__ __forceinline__ double alpha_of(const lp_args<TA, TC> &a)
+template <typename TA> __device__ __forceinline__ double alpha_of(const lp_args<TA> &a)
 {
     return a.alpha_p ? *a.alpha_p : a.alpha_v;
 }
-template <typename TA, typename TC> __device__ __forceinline__ double beta_of(const lp_args<TA, TC> &a)
+template <typename TA> __device__ __forceinline__ double beta_of(const lp_args<TA> &a)
 {
     return a.old ? (a.beta_p ? *a.beta_p : a.beta_v) : 0.0;
 }
 /* op(A)(i, l), op(B)(l, j) */
-template <typename TA, typename TC>
-__device__ __forceinline__ double a_at(const lp_args<TA, TC> &a, int64_t i, int64_t l)
+template <typename TA>
+__device__ __forceinline__ double a_at(const lp_args<TA> &a, int64_t i, int64_t l)
 {
     return to_d(a.ta ? a.A[l + i * a.lda] : a.A[i + l * a.lda]);
 }
-template <typename TA, typename TC>
-__device__ __forceinline__ double b_at(const lp_args<TA, TC> &a, int64_t l, int64_t j)
+template <typename TA>
+__device__ __forceinline__ double b_at(const lp_args<TA> &a, int64_t l, int64_t j)
 {
     return to_d(a.tb ? a.B[j + l * a.ldb] : a.B[l + j * a.ldb]);
 }
@@ -123,16 +128,6 @@ __device__ __forceinline__ double warp_max(double v)
 {
     for (int off = 16; off > 0; off >>= 1)
         v = fmax(v, __shfl_down_sync(0xffffffffu, v, off));
-    return v;
-}
-__device__ __forceinline__ blasft_csum warp_csum(blasft_csum v)
-{
-    for (int off = 16; off > 0; off >>= 1) {
-        blasft_csum o;
-        o.s = __shfl_down_sync(0xffffffffu, v.s, off);
-        o.c = __shfl_down_sync(0xffffffffu, v.c, off);
-        csum_merge(&v, o);
-    }
     return v;
 }
 /* over the CUDA block, every thread gets it; `red` one double per warp */
@@ -151,101 +146,156 @@ template <bool Max> __device__ double block_reduce(double v, double *red)
     return s;
 }
 
-/* S(I, l) = sum_{i in I} op(A)(i, l) (compensated: exact for half data) and q(I, l), the sum of
- * squares. op(A) = A: a warp per (I, l) along the block's contiguous rows; op(A) = A^T: a
- * thread per (I, l), neighbouring threads on neighbouring l (contiguous in memory). */
-template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) lp_encode(lp_args<TA, TC> a)
+/* Lanes that share one block column's sum (the encoding's and the check's): interleaved along
+ * the contiguous rows, so that a load of a warp touches one 16-byte run per group */
+constexpr int kGroup = 8;
+/* l per CUDA block of the encoding (one group each), and of the split (one thread each) */
+constexpr int kEncL = kThreads / kGroup;
+constexpr int kChunk = kThreads;
+
+/* Adds op(x) of the elements [0, n) of p, lane `sub` of `lanes` taking its share: 8 bytes at a
+ * time where vec says p is 8-byte aligned (as the run's every column), then the tail. */
+template <typename T, typename Op>
+__device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lanes, bool vec, Op op)
 {
-    const int64_t units = a.mb * a.k;
-    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t all = (int64_t)gridDim.x * blockDim.x;
+    constexpr int w = 8 / sizeof(T);
+    int64_t i = sub;
+    if (vec) {
+        const int64_t nv = n / w;
+        for (int64_t v = sub; v < nv; v += lanes) {
+            const uint2 word = reinterpret_cast<const uint2 *>(p)[v];
+            T x[w];
+            memcpy(x, &word, 8);
+#pragma unroll
+            for (int t = 0; t < w; t++)
+                op(to_d(x[t]));
+        }
+        i = nv * w + sub;
+    }
+    for (; i < n; i += lanes)
+        op(to_d(p[i]));
+}
+
+__device__ __forceinline__ double group_sum(double v)
+{
+    for (int off = kGroup / 2; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off, kGroup);
+    return v;
+}
+
+/* S(I, l) = sum_{i in I} op(A)(i, l) in double (plain sums: exact for half data, whose partial
+ * sums need at most 48 bits; for bfloat16 the threshold takes their rounding), with Q(I), the
+ * block row's sum of squares, and the exponent of max_l |S(I, l)| (biased by kExpBias, 0: all
+ * zero), both added in with one atomic per CUDA block. A CUDA block per block row I and
+ * kEncL consecutive l. op(A) = A: a group of kGroup lanes per l
+ * along the block's contiguous rows; op(A) = A^T: a warp per eighth of the rows, each lane an l
+ * (contiguous), the eighths added in shared memory. */
+constexpr int kExpBias = 2048;
+template <typename TA>
+__device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
+{
+    __shared__ double red[kThreads / 32];
+    __shared__ double part[kThreads];
+    const int64_t i0 = I * a.bs, l0 = chunk * kEncL;
+    const int64_t rows = a.m - i0 < a.bs ? a.m - i0 : a.bs;
+    double q = 0.0, mx = 0.0;
     if (a.ta) {
-        for (int64_t u = tid; u < units; u += all) {
-            const int64_t I = u / a.k, l = u - I * a.k, i0 = I * a.bs;
-            const int64_t rows = a.m - i0 < a.bs ? a.m - i0 : a.bs;
-            blasft_csum s = {0.0, 0.0};
-            double q = 0.0;
-            for (int64_t i = 0; i < rows; i++) {
-                const double x = to_d(a.A[l + (i0 + i) * a.lda]);
-                blasft_csum_add(&s, x);
+        const int lx = threadIdx.x & 31, g = threadIdx.x >> 5, ng = blockDim.x >> 5;
+        const int64_t l = l0 + lx;
+        double s = 0.0;
+        if (l < a.k) {
+            const TA *A = a.A + l + i0 * a.lda;
+            for (int64_t i = g; i < rows; i += ng) {
+                const double x = to_d(A[i * a.lda]);
+                s += x;
                 q = fma(x, x, q);
             }
-            a.S[u] = blasft_csum_value(&s);
-            a.q[u] = q;
         }
-        return;
+        part[threadIdx.x] = s;
+        __syncthreads();
+        if (g == 0 && l < a.k) {
+            for (int h = 1; h < ng; h++)
+                s += part[h * 32 + lx];
+            a.S[I * a.k + l] = s;
+            mx = fabs(s);
+        }
+    } else {
+        const int sub = threadIdx.x & (kGroup - 1);
+        const int64_t l = l0 + threadIdx.x / kGroup;
+        double s = 0.0;
+        if (l < a.k)
+            run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x) {
+                s += x;
+                q = fma(x, x, q);
+            });
+        s = group_sum(s);
+        if (sub == 0 && l < a.k) {
+            a.S[I * a.k + l] = s;
+            mx = fabs(s);
+        }
     }
-    const int lane = threadIdx.x & 31;
-    const int64_t rounds = (units + all / 32 - 1) / (all / 32); /* the same for the whole warp */
-    for (int64_t r = 0, u = tid / 32; r < rounds; r++, u += all / 32) {
-        const bool live = u < units;
-        const int64_t uu = live ? u : 0;
-        const int64_t I = uu / a.k, l = uu - I * a.k, i0 = I * a.bs;
-        const int64_t rows = live ? (a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
-        blasft_csum s = {0.0, 0.0};
-        double q = 0.0;
-        for (int64_t i = lane; i < rows; i += 32) {
-            const double x = to_d(a.A[i0 + i + l * a.lda]);
-            blasft_csum_add(&s, x);
-            q = fma(x, x, q);
-        }
-        s = warp_csum(s);
-        q = warp_sum(q);
-        if (live && lane == 0) {
-            a.S[uu] = blasft_csum_value(&s);
-            a.q[uu] = q;
-        }
+    q = block_reduce<false>(q, red);
+    mx = block_reduce<true>(mx, red);
+    if (threadIdx.x == 0) {
+        atomicAdd(&a.Q[I], q);
+        if (mx > 0.0) /* NaN and Inf: no scale (the check flags such data) */
+            atomicMax(&a.e[I], isfinite(mx) ? ilogb(mx) + kExpBias : INT_MAX);
     }
 }
 
-/* One CUDA block per block row I: Q(I), the scale 2^e(I) that puts max_l |S(I, l)| below
- * 2^(kPieceExp + 1), and the three pieces of each scaled sum with the squares of the pieces and
- * of what they leave. */
-template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA, TC> a)
+/* the pieces' scale 2^e from the biased exponent of max |S| (0: zero, NaN or Inf: no scale) */
+__device__ __forceinline__ int scale_exp(int eb)
+{
+    return eb > 0 && eb != INT_MAX ? eb - kExpBias - kPieceExp : 0;
+}
+
+/* The pieces of every scaled sum S(I, l) 2^-e(I), e(I) putting max_l |S(I, l)| below
+ * 2^(kPieceExp + 1), with the squares of the pieces and of what they leave, added into pn(I)
+ * and rn(I): a thread per (I, l), the CUDA blocks as in the encoding. */
+template <typename TA>
+__global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> a)
 {
     __shared__ double red[kThreads / 32];
-    const int64_t I = blockIdx.x;
-    const double *S = a.S + I * a.k, *q = a.q + I * a.k;
-    double mx = 0.0, qs = 0.0;
-    for (int64_t l = threadIdx.x; l < a.k; l += blockDim.x) {
-        mx = fmax(mx, fabs(S[l]));
-        qs += q[l];
-    }
-    mx = block_reduce<true>(mx, red);
-    qs = block_reduce<false>(qs, red);
-    const int e = mx > 0.0 && isfinite(mx) ? ilogb(mx) - kPieceExp : 0;
+    const int64_t I = blockIdx.x, l = (int64_t)blockIdx.y * kChunk + threadIdx.x;
+    const int e = scale_exp(a.e[I]);
     double pn = 0.0, rn = 0.0;
-    const int64_t ld = kPieces * a.mb;
-    for (int64_t l = threadIdx.x; l < a.k; l += blockDim.x) {
-        double x = ldexp(S[l], -e);
+    if (l < a.k) {
+        double x = ldexp(a.S[I * a.k + l], -e);
+        const int64_t ld = kPieces * a.mb;
         for (int p = 0; p < kPieces; p++) {
-            const TA piece = from_d<TA>(x);
+            const TA piece = near<TA>(x);
             const double pv = to_d(piece);
             a.pieces[p * a.mb + I + l * ld] = piece;
             pn = fma(pv, pv, pn);
             x -= pv; /* exact: pv is x rounded to fewer bits */
         }
-        rn = fma(x, x, rn);
+        rn = x * x;
     }
     pn = block_reduce<false>(pn, red);
     rn = block_reduce<false>(rn, red);
     if (threadIdx.x == 0) {
-        a.Q[I] = qs;
-        a.e[I] = e;
-        a.pn[I] = pn;
-        a.rn[I] = rn;
+        atomicAdd(&a.pn[I], pn);
+        atomicAdd(&a.rn[I], rn);
     }
 }
 
-/* bsq(j) = ||op(B)(:, j)||^2. op(B) = B: a warp per column; op(B) = B^T: a thread per column
- * and chunk of 256 rows (neighbouring threads on neighbouring j), added into bsq (zeroed). */
-template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) lp_bnorm(lp_args<TA, TC> a)
+/* bsq(j) = ||op(B)(:, j)||^2 for CUDA block b of bnorm_blocks. op(B) = B: a warp per column;
+ * op(B) = B^T: a thread per column and chunk of 256 rows (neighbouring threads on neighbouring
+ * j), added into bsq (zeroed). */
+template <typename TA> int64_t bnorm_blocks(const lp_args<TA> &a)
+{
+    return a.tb ? ((a.n + kThreads - 1) / kThreads) * ((a.k + 255) / 256)
+                : (a.n + kThreads / 32 - 1) / (kThreads / 32);
+}
+template <typename TA>
+__device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
 {
     if (a.tb) {
-        const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        const int64_t cols = (a.n + kThreads - 1) / kThreads;
+        const int64_t j = (b % cols) * kThreads + threadIdx.x, l0 = (b / cols) * 256;
         if (j >= a.n)
             return;
-        const int64_t l0 = blockIdx.y * (int64_t)256, l1 = l0 + 256 < a.k ? l0 + 256 : a.k;
+        const int64_t l1 = l0 + 256 < a.k ? l0 + 256 : a.k;
         double s = 0.0;
         for (int64_t l = l0; l < l1; l++) {
             const double x = to_d(a.B[j + l * a.ldb]);
@@ -255,99 +305,136 @@ template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) 
         return;
     }
     const int lane = threadIdx.x & 31;
-    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) / 32;
-    for (int64_t j = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; j < a.n; j += warps) {
-        double s = 0.0;
-        for (int64_t l = lane; l < a.k; l += 32) {
-            const double x = to_d(a.B[l + j * a.ldb]);
-            s = fma(x, x, s);
-        }
-        s = warp_sum(s);
-        if (lane == 0)
-            a.bsq[j] = s;
-    }
+    const int64_t j = b * (kThreads / 32) + (threadIdx.x >> 5);
+    if (j >= a.n) /* the whole warp */
+        return;
+    double s = 0.0;
+    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x) { s = fma(x, x, s); });
+    s = warp_sum(s);
+    if (lane == 0)
+        a.bsq[j] = s;
 }
 
-/* A warp per (I, j): C's column sum over block row I against alpha 2^e(I) sum_p R(p, I, j) +
- * beta (the old C's sum); over the threshold, (I, j) goes on the list for the second tier. */
-template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) lp_check(lp_args<TA, TC> a)
+/* One launch for the two reads of the operands before the GEMM: op(A)'s block sums (the first
+ * mb ceil(k / kEncL) CUDA blocks), then op(B)'s column norms. */
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_args<TA> a)
+{
+    const int64_t enc = a.mb * ((a.k + kEncL - 1) / kEncL), b = blockIdx.x;
+    if (b < enc)
+        encode_block(a, b % a.mb, b / a.mb);
+    else
+        bnorm_block(a, b - enc);
+}
+
+/* The check of block column (I, j) from its sums (lp_check); over its threshold, (I, j) goes on
+ * the list for the second tier. */
+template <typename TA>
+__device__ bool over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64_t rows, double cs,
+                           double cabs, double csq, double os, double oabs, double osq)
 {
     const double alpha = alpha_of(a), beta = beta_of(a);
     const double aa = fabs(alpha), bb = fabs(beta);
-    const double uo = lp<TC>::u, ud = 0x1p-53;
+    const double uo = kUc, ud = 0x1p-53;
     const double nk = (double)a.k;
     const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
     const double acc = kUa * kUa * blasft_norm_second_order(nk, kUa) * blasft_norm_terms(nk, 1);
-    const int lane = threadIdx.x & 31;
-    const int64_t units = a.mb * a.n, all = ((int64_t)gridDim.x * blockDim.x) / 32;
+    const bool dbl = a.old && beta != 0.0;
     const int64_t ldr = kPieces * a.mb;
-    const int64_t rounds = (units + all - 1) / all;
-    for (int64_t r = 0, w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rounds;
-         r++, w += all) {
+    const double scale = ldexp(1.0, scale_exp(a.e[I]));
+    double rsum = 0.0, rabs = 0.0;
+    for (int p = 0; p < kPieces; p++) {
+        const double x = a.R[p * a.mb + I + j * ldr];
+        rsum += x;
+        rabs += fabs(x);
+    }
+    const double ref = alpha == 0.0 ? 0.0 : alpha * scale * rsum;
+    const double bo = beta * os, c = cs;
+    const double bj = a.bsq[j];
+    /* The GEMM's and the reference's FP32 accumulations (NORM), the scaling and addition of
+     * the old C, and the result's rounding to FP32: each element's within u |c| (Hoeffding,
+     * the roundings of different elements mean-independent, as NORM's). With beta != 0,
+     * cuBLAS may round alpha op(A) op(B) before adding beta C (seen for m = 1, into a 16-bit
+     * C): a second rounding, at most u (|c| + |beta c_old|), so u (2 |c| + |beta c_old|) per
+     * element. Then what is known exactly: the pieces' remainder and the reference's FP32
+     * results; our double sums; gradual underflow. */
+    const double uo2 = uo * uo * (1.0 + 4.0 * uo) * (1.0 + 4.0 * uo);
+    const double v = acc * aa * aa * bj * (a.Q[I] + scale * scale * a.pn[I]) +
+                     3.0 * kUa * kUa * bb * bb * osq +
+                     uo2 * (dbl ? 8.0 * csq + 2.0 * bb * bb * osq : csq);
+    const double nr = (double)rows;
+    const double thr = omega * sqrt(v) + nr * kSubC +
+                       aa * scale * (sqrt(a.rn[I]) * sqrt(bj) + 0x1p-24 * rabs) +
+                       ud * (nr + 4.0) * (fabs(ref) + aa * nr * sqrt(nr * a.Q[I]) * sqrt(bj) +
+                                          cabs + bb * oabs) +
+                       (nr + 1.0) * (nk + 4.0) * 0x1p-150 * (1.0 + aa);
+    const bool range = blasft_squares_in_range(aa * sqrt(a.Q[I]) * sqrt(bj)) &&
+                       blasft_squares_in_range(bb * sqrt(osq)) &&
+                       blasft_squares_in_range(sqrt(csq));
+    if (!blasft_over(c - (ref + bo), thr) && range)
+        return false;
+    const unsigned int f = atomicAdd(a.nflag, 1u);
+    a.flagged[f] = make_uint2((unsigned int)I, (unsigned int)j);
+    return true;
+}
+
+/* A group of kGroup lanes per (I, j): C's column sum over block row I against alpha 2^e(I)
+ * sum_p R(p, I, j) + beta (the old C's sum); over the threshold, (I, j) goes on the list for the
+ * second tier. */
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_args<TA> a)
+{
+    const bool dbl = a.old && beta_of(a) != 0.0; /* the old C enters */
+    const int sub = threadIdx.x & (kGroup - 1);
+    const int64_t units = a.mb * a.n;
+    const int64_t step = ((int64_t)gridDim.x * blockDim.x) / kGroup;
+    const int64_t rounds = (units + step - 1) / step; /* the same for every lane of a warp */
+    for (int64_t r = 0, w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kGroup; r < rounds;
+         r++, w += step) {
         const bool live = w < units;
         const int64_t ww = live ? w : 0;
         const int64_t j = ww / a.mb, I = ww - j * a.mb, i0 = I * a.bs;
         const int64_t rows = live ? (a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
-        blasft_csum cs = {0.0, 0.0}, os = {0.0, 0.0};
-        double cabs = 0.0, osq = 0.0;
-        const TC *C = a.C + i0 + j * a.ldc;
-        for (int64_t i = lane; i < rows; i += 32) {
-            const double c = to_d(C[i]);
-            blasft_csum_add(&cs, c);
+        double cs = 0.0, cabs = 0.0, csq = 0.0, os = 0.0, oabs = 0.0, osq = 0.0;
+        run_sum(a.C + i0 + j * a.ldc, rows, sub, kGroup, a.vec_c, [&](double c) {
+            cs += c;
             cabs += fabs(c);
-        }
-        if (a.old && beta != 0.0) {
-            const TC *O = a.old + i0 + j * a.m;
-            for (int64_t i = lane; i < rows; i += 32) {
-                const double o = to_d(O[i]);
-                blasft_csum_add(&os, o);
+            csq = fma(c, c, csq);
+        });
+        if (dbl) {
+            run_sum(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o) {
+                os += o;
+                oabs += fabs(o);
                 osq = fma(o, o, osq);
-            }
+            });
+            os = group_sum(os);
+            oabs = group_sum(oabs);
+            osq = group_sum(osq);
         }
-        cs = warp_csum(cs);
-        os = warp_csum(os);
-        cabs = warp_sum(cabs);
-        osq = warp_sum(osq);
-        if (!live || lane != 0)
-            continue;
-        const double scale = ldexp(1.0, a.e[I]);
-        double rsum = 0.0, rabs = 0.0;
-        for (int p = 0; p < kPieces; p++) {
-            const double x = a.R[p * a.mb + I + j * ldr];
-            rsum += x;
-            rabs += fabs(x);
-        }
-        const double ref = alpha == 0.0 ? 0.0 : alpha * scale * rsum;
-        const double bo = beta * blasft_csum_value(&os), c = blasft_csum_value(&cs);
-        const double bj = a.bsq[j];
-        /* the GEMM's and the reference's FP32 accumulations (NORM), the scaling and addition of
-         * the old C; C's rounding to its type (exact bound); the pieces' remainder and the
-         * reference's FP32 results; our double sums; gradual underflow in FP32 and in C */
-        const double v = acc * aa * aa * bj * (a.Q[I] + scale * scale * a.pn[I]) +
-                         3.0 * kUa * kUa * bb * bb * osq;
-        const double thr = omega * sqrt(v) + uo * cabs + (double)rows * lp<TC>::sub +
-                           aa * scale * (sqrt(a.rn[I]) * sqrt(bj) + 0x1p-24 * rabs) +
-                           4.0 * ud * (fabs(ref) + fabs(bo) + fabs(c) + cabs) +
-                           (double)(rows + 1) * (nk + 4.0) * 0x1p-150 * (1.0 + aa);
-        const bool range = blasft_squares_in_range(aa * sqrt(a.Q[I]) * sqrt(bj)) &&
-                           blasft_squares_in_range(bb * sqrt(osq));
-        if (blasft_over(c - (ref + bo), thr) || !range) {
-            const unsigned int f = atomicAdd(a.nflag, 1u);
-            a.flagged[f] = make_uint2((unsigned int)I, (unsigned int)j);
+        cs = group_sum(cs);
+        cabs = group_sum(cabs);
+        csq = group_sum(csq);
+        bool over = false;
+        if (live && sub == 0)
+            over = over_threshold(a, I, j, rows, cs, cabs, csq, os, oabs, osq);
+        if (a.out) { /* a block column that passed goes into the caller's C now */
+            over = __shfl_sync(0xffffffffu, over, (threadIdx.x & 31) & ~(kGroup - 1));
+            if (live && !over)
+                for (int64_t i = sub; i < rows; i += kGroup)
+                    narrow(a.C[i0 + i + j * a.ldc], a.out + i0 + i + j * a.ldo);
         }
     }
 }
+
 
 /* The second tier: a CUDA block per flagged (I, j), a warp per element of the block column: the
  * element again in double and compared with C's against its own rounding (exact bound) and the
  * FP32 accumulation (NORM per element; the worst case where the squares leave the double range);
  * apart, replaced by the value rounded once (correct mode) and counted. */
-template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) lp_recompute(lp_args<TA, TC> a)
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(lp_args<TA> a)
 {
     __shared__ double red[kThreads / 32];
     const double alpha = alpha_of(a), beta = beta_of(a);
     const double aa = fabs(alpha), bb = fabs(beta);
-    const double uo = lp<TC>::u, ud = 0x1p-53;
+    const double uo = kUc, ud = 0x1p-53;
     const double nk = (double)a.k;
     const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
     const double acc = blasft_norm_second_order(nk, kUa) * blasft_norm_terms(nk, 1);
@@ -374,17 +461,20 @@ template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) 
                 continue;
             const double o = a.old && beta != 0.0 ? to_d(a.old[i + j * a.m]) : 0.0;
             const double v = (alpha != 0.0 ? alpha * dot : 0.0) + beta * o;
-            TC *cp = a.C + i + j * a.ldc;
+            float *cp = a.C + i + j * a.ldc;
             const double c = to_d(*cp);
             const double mag = aa * sqrt(asq) * sqrt(bj);
             const double fp32 = blasft_squares_in_range(mag) && blasft_squares_in_range(bb * o)
                                     ? omega * kUa * sqrt(acc * mag * mag + 3.0 * bb * bb * o * o)
                                     : blasft_gamma(nk + 4.0, 2.0 * kUa) * (aa * mass + bb * fabs(o));
-            const double bound = fp32 * (1.0 + uo) + uo * fabs(v) + lp<TC>::sub +
+            /* C's rounding, twice where beta != 0 (lp_check) */
+            const double out = uo * (1.0 + 4.0 * uo) *
+                               (fabs(v) + (beta != 0.0 && alpha != 0.0 ? fabs(alpha * dot) : 0.0));
+            const double bound = fp32 * (1.0 + uo) + out + kSubC +
                                  2.0 * (nk + 2.0) * ud * (aa * mass + bb * fabs(o)) +
                                  (nk + 4.0) * 0x1p-150 * (1.0 + aa);
-            const TC vt = from_d<TC>(v);
-            if (to_d(vt) == c || blasft_parts_agree(c, v, bound, lp<TC>::largest))
+            const float vt = (float)v;
+            if (to_d(vt) == c || blasft_parts_agree(c, v, bound, (double)FLT_MAX))
                 continue;
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
@@ -401,7 +491,10 @@ template <typename TA, typename TC> __global__ void __launch_bounds__(kThreads) 
                 rec.threshold = bound;
             }
         }
-        apart = block_reduce<false>(apart, red);
+        apart = block_reduce<false>(apart, red); /* and the corrections seen by the block */
+        if (a.out)
+            for (int64_t i = i0 + threadIdx.x; i < i0 + rows; i += blockDim.x)
+                narrow(a.C[i + j * a.ldc], a.out + i + j * a.ldo);
         if (threadIdx.x == 0) {
             const unsigned long long nap = (unsigned long long)apart;
             /* as the batches' second tier: corrected in correct mode (each known exactly),
@@ -423,8 +516,24 @@ unsigned int grid_for(int64_t threads)
     return (unsigned int)(b < 65536 ? b : 65536);
 }
 
-template <typename TA, typename TC>
-int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p)
+/* The old 16-bit C widened to FP32 twice: the copy the second tier reads and the result buffer
+ * the GEMM adds beta C into (both ld m). */
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_widen(lp_args<TA> a, float *old)
+{
+    const int64_t total = a.m * a.n;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = e / a.m, i = e - j * a.m;
+        const float x = (float)to_d(a.out[i + j * a.ldo]);
+        old[e] = x;
+        a.C[e] = x;
+    }
+}
+
+/* wide: C is half or bfloat16 (the GEMM's FP32 result checked in a buffer, then rounded into C
+ * once); else float (checked where it is) */
+template <typename TA>
+int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p, bool wide)
 {
     const blasft_gpu_gemm &g = l->g;
     const bool on_dev = g.scalars_on_device != 0;
@@ -439,17 +548,18 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     gk_carve w{0};
     const size_t cnt_at = w.take(sizeof(gk_counters)), nflag_at = w.take(sizeof(unsigned int));
     const size_t bsq_at = w.take(sizeof(double) * (size_t)n);
-    const size_t zero_bytes = w.o; /* counters, the list's length and bsq start at zero */
-    const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
-    const size_t q_at = w.take(sizeof(double) * (size_t)(mb * k));
     const size_t Q_at = w.take(sizeof(double) * (size_t)mb);
     const size_t pn_at = w.take(sizeof(double) * (size_t)mb);
     const size_t rn_at = w.take(sizeof(double) * (size_t)mb);
     const size_t e_at = w.take(sizeof(int) * (size_t)mb);
+    /* counters, the list's length, bsq and the block rows' sums start at zero */
+    const size_t zero_bytes = w.o;
+    const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
     const size_t pieces_at = w.take(sizeof(TA) * (size_t)(kPieces * mb * k));
     const size_t R_at = w.take(sizeof(float) * (size_t)(kPieces * mb * n));
     const size_t list_at = w.take(sizeof(uint2) * (size_t)(mb * n));
-    const size_t old_at = w.take(keep_old ? sizeof(TC) * (size_t)(m * n) : 0);
+    const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(m * n) : 0);
+    const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(m * n) : 0);
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {
         static int once;
@@ -464,22 +574,32 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     if (!slot)
         return -2;
     char *b = (char *)ctx->lowp_ws;
-    lp_args<TA, TC> a;
+    lp_args<TA> a;
     memset(&a, 0, sizeof a);
     a.m = m;
     a.n = n;
     a.k = k;
     a.lda = g.lda;
     a.ldb = g.ldb;
-    a.ldc = g.ldc;
     a.mb = mb;
     a.bs = (int)bs;
     a.ta = op_of(g.transa) != CUBLAS_OP_N;
     a.tb = op_of(g.transb) != CUBLAS_OP_N;
     a.A = (const TA *)g.a;
     a.B = (const TA *)g.b;
-    a.C = (TC *)g.c;
-    a.old = keep_old ? (const TC *)(b + old_at) : nullptr;
+    a.C = wide ? (float *)(b + wide_at) : (float *)g.c;
+    a.ldc = wide ? m : g.ldc;
+    a.out = wide ? (TA *)g.c : nullptr;
+    a.ldo = g.ldc;
+    a.old = keep_old ? (const float *)(b + old_at) : nullptr;
+    /* the buffers are compact (ld m) at 256-byte boundaries */
+    const auto aligned = [&](const void *x, int64_t ld, size_t es, bool rows_too) {
+        return (uintptr_t)x % 8 == 0 && (ld * (int64_t)es) % 8 == 0 &&
+               (!rows_too || (bs * (int64_t)es) % 8 == 0);
+    };
+    a.vec_a = aligned(g.a, g.lda, sizeof(TA), true);
+    a.vec_b = aligned(g.b, g.ldb, sizeof(TA), false);
+    a.vec_c = aligned(a.C, a.ldc, sizeof(float), true) && (!keep_old || m % 2 == 0);
     if (on_dev) {
         a.alpha_p = (const float *)g.alpha;
         a.beta_p = (const float *)g.beta;
@@ -488,7 +608,6 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         a.beta_v = beta_h;
     }
     a.S = (double *)(b + S_at);
-    a.q = (double *)(b + q_at);
     a.Q = (double *)(b + Q_at);
     a.pn = (double *)(b + pn_at);
     a.rn = (double *)(b + rn_at);
@@ -502,20 +621,19 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.action = p->mode == BLASFT_MODE_CORRECT ? GK_REC_CORRECTED : GK_REC_DETECTED;
 
     const cudaStream_t s0 = ctx->s0;
-    const cudaDataType dta = lp<TA>::dt, dtc = lp<TC>::dt;
+    const cudaDataType dta = lp_dt<TA>::dt;
     cudaMemsetAsync(b, 0, zero_bytes, s0);
-    if (keep_old)
-        cudaMemcpy2DAsync(b + old_at, sizeof(TC) * (size_t)m, g.c, sizeof(TC) * (size_t)g.ldc,
-                          sizeof(TC) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
-    lp_encode<TA, TC><<<grid_for(a.ta ? mb * k : 32 * mb * k), kThreads, 0, s0>>>(a);
-    lp_split<TA, TC><<<(unsigned int)mb, kThreads, 0, s0>>>(a);
-    if (a.tb)
-        lp_bnorm<TA, TC><<<dim3((unsigned int)((n + kThreads - 1) / kThreads),
-                                (unsigned int)((k + 255) / 256)),
-                           kThreads, 0, s0>>>(a);
-    else
-        lp_bnorm<TA, TC><<<grid_for(32 * n), kThreads, 0, s0>>>(a);
-    /* the reference: pieces x op(B), host scalars; then the caller's GEMM with its own */
+    if (keep_old && wide)
+        lp_widen<TA><<<grid_for(m * n), kThreads, 0, s0>>>(a, (float *)(b + old_at));
+    else if (keep_old)
+        cudaMemcpy2DAsync(b + old_at, sizeof(float) * (size_t)m, g.c, sizeof(float) * (size_t)g.ldc,
+                          sizeof(float) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
+    lp_prep<TA><<<(unsigned int)(mb * ((k + kEncL - 1) / kEncL) + bnorm_blocks(a)), kThreads, 0,
+                  s0>>>(a);
+    lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk)), kThreads, 0,
+                   s0>>>(a);
+    /* the reference: pieces x op(B), host scalars; then the caller's GEMM with its own, its
+     * result in FP32 */
     static const float one = 1.0f, zero = 0.0f;
     const cublasComputeType_t comp = (cublasComputeType_t)l->compute;
     if (set_mode(ctx, 0) ||
@@ -532,16 +650,24 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const bool main_ok =
         ref_ok && set_mode(ctx, on_dev) == 0 &&
         blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n, (int)k,
-                            g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, g.beta, g.c, dtc,
-                            (int)g.ldc, comp, (cublasGemmAlgo_t)l->algo),
+                            g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, g.beta, a.C,
+                            CUDA_R_32F, (int)a.ldc, comp, (cublasGemmAlgo_t)l->algo),
                 "cublasGemmEx");
     /* the engine's other GEMMs keep the default math */
     if (!blas_ok(cb->set_math_mode(ctx->h0, CUBLAS_DEFAULT_MATH), "cublasSetMathMode") || !main_ok)
         return -2;
-    if (l->plant)
+    if (l->plant) { /* tests: into the FP32 result that is checked */
+        ctx->checked_c = a.C;
+        ctx->checked_type = BLASFT_TYPE_S;
+        ctx->checked_ldc = a.ldc;
+        ctx->checked_rows = m;
+        ctx->checked_cols = n;
+        ctx->part = kWholeCall;
         l->plant((void *)s0, l->plant_user);
-    lp_check<TA, TC><<<grid_for(32 * mb * n), kThreads, 0, s0>>>(a);
-    lp_recompute<TA, TC><<<1024, kThreads, 0, s0>>>(a);
+    }
+    lp_check<TA><<<grid_for(kGroup * mb * n), kThreads, 0, s0>>>(a);
+    /* most calls flag nothing: few blocks, each a stride over the list */
+    lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
     report_meta rm;
     rm.checks = (uint64_t)(mb * n);
     rm.type = l->ab == BLASFT_LOWP_F16 ? 'H' : 'B';
@@ -567,8 +693,9 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         return 0;
     if (l->compute != CUBLAS_COMPUTE_32F && l->compute != CUBLAS_COMPUTE_32F_PEDANTIC)
         return 0;
-    /* cuBLAS's int dimensions, and the list of (I, j) in 32 bits */
-    if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX ||
+    /* cuBLAS's int dimensions, the list of (I, j) in 32 bits, k in 65535 chunks (grid.y) */
+    if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > INT32_MAX || g.n > INT32_MAX ||
+        g.k > (int64_t)65535 * kEncL ||
         g.lda > INT32_MAX || g.ldb > INT32_MAX || g.ldc > INT32_MAX || g.c_vector || g.prep_a ||
         g.prep_b)
         return 0;
@@ -592,9 +719,7 @@ int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const bl
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
         return -1;
-    const bool half = l->ab == BLASFT_LOWP_F16, f32 = l->c == BLASFT_LOWP_F32;
-    if (half)
-        return f32 ? run_lowp<__half, float>(ctx, l, p) : run_lowp<__half, __half>(ctx, l, p);
-    return f32 ? run_lowp<__nv_bfloat16, float>(ctx, l, p)
-               : run_lowp<__nv_bfloat16, __nv_bfloat16>(ctx, l, p);
+    const bool wide = l->c != BLASFT_LOWP_F32;
+    return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide)
+                                    : run_lowp<__nv_bfloat16>(ctx, l, p, wide);
 }

@@ -174,6 +174,31 @@ double blasft_flip_float_bit_of(double v, int bit)
     return v + ((double)g - (double)f);
 }
 
+float blasft_flip_half_bit_of(float v, int bit, int bf16)
+{
+    float r, g;
+    if (bf16) {
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        /* rounded to nearest even (NaN kept as it is) */
+        const uint32_t h = isnan(v) ? u >> 16 : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        const uint32_t rr = h << 16, gg = (h ^ (1u << (bit & 15))) << 16;
+        memcpy(&r, &rr, 4);
+        memcpy(&g, &gg, 4);
+    } else {
+        _Float16 h = (_Float16)v;
+        r = (float)h;
+        uint16_t w;
+        memcpy(&w, &h, 2);
+        w ^= (uint16_t)(1u << (bit & 15));
+        memcpy(&h, &w, 2);
+        g = (float)h;
+    }
+    if (!isfinite(g))
+        return g;
+    return v + (g - r);
+}
+
 static int pick_bit(const blasft_inject_spec *spec, uint64_t *st, blasft_type t)
 {
     int single = t == BLASFT_TYPE_S || t == BLASFT_TYPE_C;

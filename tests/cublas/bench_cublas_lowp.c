@@ -1,0 +1,1032 @@
+/* Plain against protected reduced-precision GEMMs in one process (run with
+ * LD_PRELOAD=libblas_ft.so): cublasGemmEx with A and B in CUDA_R_16F or CUDA_R_16BF, C of the
+ * same type or CUDA_R_32F, computeType CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT, float alpha and
+ * beta in host memory, on a stream of its own. Plain calls go straight to cuBLAS through the
+ * interposer's benchmark switch (blasft_cublas_bypass(1)); protected ones through libblas_ft,
+ * each adding one protected GEMM and ceil(m / BS) n checks (BS: BLASFT_BLOCK_SIZE where set,
+ * else 256).
+ * Types (--types, case matters, run in the order given):
+ *   H  fp16 in, fp16 out     h  fp16 in, fp32 out     B  bf16 in, bf16 out     b  bf16 in, fp32 out
+ * --seed S changes every random choice: the data (timing cases, the pools) and the offsets,
+ * shapes' starting point, sampled elements and planted elements.
+ *
+ * usage: bench_cublas_lowp [--rounds R] [--calls C] [--types HhBb] [--seed S] [N | MxNxK ...]
+ *   default cases m = n = k = 1024 2048 4096 8192, types H then B, 5 rounds, NN, alpha 1,
+ *   beta 0, A and B uniform [-1, 1] rounded to the input type (the same numbers for fp16 and
+ *   bf16).
+ * Per case and type: warm-up, then R rounds that alternate plain and protected; a round is up to
+ * C calls (default 20; fewer where one call takes more than 12 ms, so that a round stays near a
+ * quarter of a second), timed by events on the stream; the median of the rounds' time per call
+ * is reported, and plain_tflops = 2 m n k / plain time. Once per case and type the protected
+ * result is compared with the plain one: every element (4096 random ones where m n > 2^22) within
+ *   |p - q| <= 2 u_o max(|p|, |q|) + 2 (k + 4) 2^-22 ||a_i|| ||b_j||
+ * (u_o = 2^-11 fp16 out, 2^-8 bf16 out, 2^-24 fp32 out; the norms of A's row i and B's column j
+ * from the uploaded numbers, on the host). One JSON line per case and type:
+ *   {"type":"H","m":..,"n":..,"k":..,"plain_ms":..,"protected_ms":..,"ratio":..,
+ *    "plain_tflops":..,"plain_host_ms":..,"protected_host_ms":..,"calls_plain":..,
+ *    "calls_protected":..,"rounds":..,"checks_per_call":..,"expected_checks_per_call":..,
+ *    "protected_gemms_per_call":..,"false_alarms":..,"errors_detected":..,
+ *    "max_err_over_bound":..,"compared":..,"device":".."}
+ * with "warning" where a call failed, the results differ by more than the bound, the counters
+ * are not one protected GEMM and the expected checks per protected call, or a fault-free call
+ * was flagged. compared: the elements compared.
+ *
+ * bench_cublas_lowp --fp SECONDS [--types HhBb] [--seed S]
+ *   False positives: fault-free protected calls of the types asked (default all four, run in the
+ *   order H, h, B, b) for about SECONDS in all, shared by the (series, type) pairs. Series:
+ *   uniform [-1, 1], uniform01 [0, 1], normal (sum of 4 uniforms), heavy (random sign times
+ *   2^U[-8, 8], scaled by 2^-4: |a|, |b| <= 2^4, which with k <= 1024 keeps C far from fp16's
+ *   65504), cancel (A's half of the pool positive, B's half alternating in sign by index,
+ *   magnitudes 2^e (1 + 2^-5 r), e in [-6, 6] constant over blocks of 2^16, r uniform [-1, 1]:
+ *   op(B)'s columns alternate in sign along k, so C is small against sum |a| |b|; 2^-5 where
+ *   bench_cublas_batched has 2^-12, as fp16 and bf16 keep only 10 and 7 fraction bits). Each
+ *   call the next of every (m, n, k) from {1, 3, 17, 64, 128, 255, 256, 300, 1000, 1024} with
+ *   m n k <= 2^28 (so k <= 1024), x NN/NT/TN/TT, x (alpha, beta) in (1, 0), (-0.75, 0),
+ *   (1.5, 1), (0.5, -2), in an order that changes all of them from call to call. Operands at
+ *   random offsets into a pool of 2^23 numbers per series and input type, generated on the host
+ *   from a seed of the series' own and uploaded once per series (A from its first half, B from
+ *   its second; the old C, where beta != 0, copied from anywhere in the pool of C's type: the
+ *   same numbers as floats for h and b). The counters are read after every call; a call whose
+ *   errors_detected moved is described on stderr ("mode":"fp-flag", with the pool's seed and size:
+ *   enough to repeat it; A at pool + offa, B at pool + pool / 2 + offb, the old C at offc of the
+ *   pool of C's type). One line per (type, series), and one "all":
+ *   {"mode":"fp","type":"H","series":"heavy","calls":..,"checks":..,"expected_checks":..,
+ *    "first_tier_flags":..,"false_alarms":..,"errors_detected":..,"flagged_calls":..,
+ *    "upper95_per_check":..,"unexpected_checks_calls":..,"not_protected_calls":..,
+ *    "failed_calls":..,"seconds":..,"device":".."}
+ *   first_tier_flags = false_alarms + errors_detected; upper95_per_check: 3 / checks with no flag
+ *   (rule of three), else null; unexpected_checks_calls: calls whose checks were not
+ *   ceil(m / BS) n; not_protected_calls: calls that did not add exactly one protected GEMM;
+ *   flagged_calls: calls whose errors_detected moved.
+ *
+ * bench_cublas_lowp --bits TRIALS [--n N] [--types HhBb] [--seed S]
+ *   Detection per flipped bit: for each type asked (default all four, run in the order given),
+ *   m = n = k = N (default
+ *   1024), NN, alpha 1, beta 0, A and B uniform [-1, 1] at random offsets into a pool of the
+ *   input type (fresh per call), for every bit of C's type (0-15 for H and B, 0-31 for h and b)
+ *   TRIALS calls each with one planted fault, blasft_cublas_plant_fault(1, row, col, bit) at a
+ *   random element (after the GEMM, before the check), then the same call plain (bypass) into
+ *   another C. One line per (type, bit):
+ *   {"mode":"bits","type":"H","bit":..,"field":"mantissa","trials":..,"flips":..,"detected":..,
+ *    "corrected":..,"recomputed":..,"false_alarms":..,"restored":..,"identical":..,
+ *    "undetected_max_rel":..,"failed_calls":..,"seconds":..,"n":..,"device":".."}
+ *   flips: the counters' faults_injected; detected, corrected, recomputed: calls whose
+ *   errors_detected, errors_corrected, blocks_recomputed moved; false_alarms: the counter's sum;
+ *   restored: calls whose final C(row, col) is within 2 u_o |plain| of the plain result;
+ *   identical: the same bits; undetected_max_rel: the largest |c - plain| / |plain| at the
+ *   flipped element over undetected calls ("inf" for NaN or plain 0; null with none). And a
+ *   "bits-total" line per type: trials, detected, corrected, restored, false_alarms over all
+ *   bits, and the share detected over all bits, the exponent bits, the mantissa bits and the
+ *   sign bit. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
+        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
+} stats_t;
+
+static int (*bypass)(int);
+static void (*get_stats)(stats_t *);
+static int (*plant_fault)(int, int64_t, int64_t, int);
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* a number for JSON: non-finite ones as strings */
+static void print_num(double x)
+{
+    if (isnan(x))
+        printf("\"nan\"");
+    else if (isinf(x))
+        printf("\"inf\"");
+    else
+        printf("%.3g", x);
+}
+
+/* ---- random numbers ---- */
+
+static uint64_t sm64(uint64_t *s) /* splitmix64 */
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint64_t rng_state = 0x243f6a8885a308d3ull; /* --seed */
+static uint64_t seed0 = 0x243f6a8885a308d3ull;     /* --seed as given: the pools' seeds */
+static uint64_t next_u64(void) { return sm64(&rng_state); }
+static double u01_of(uint64_t *s) { return (double)(sm64(s) >> 11) * 0x1p-53; } /* [0, 1) */
+static double sym1_of(uint64_t *s) { return 2.0 * u01_of(s) - 1.0; }             /* [-1, 1) */
+static uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; } /* bias < 2^-30 here */
+
+/* ---- fp16 and bf16, by their bits (round to nearest, ties to even) ---- */
+
+static uint16_t to_half(double x)
+{
+    if (isnan(x))
+        return 0x7e00;
+    const uint16_t sign = signbit(x) ? 0x8000 : 0;
+    const double a = fabs(x);
+    if (a >= 65520.0) /* rounds to infinity (65504 is the largest finite) */
+        return (uint16_t)(sign | 0x7c00);
+    if (a < 0x1p-14) /* subnormal: units of 2^-24 (1024 of them: the smallest normal) */
+        return (uint16_t)(sign | (uint16_t)nearbyint(a * 0x1p24));
+    int e;
+    double q = nearbyint(ldexp(frexp(a, &e), 11)); /* 11 significant bits: [1024, 2048] */
+    if (q == 2048.0)
+        q = 1024.0, e++;
+    if (e - 1 > 15)
+        return (uint16_t)(sign | 0x7c00);
+    return (uint16_t)(sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((int)q - 1024));
+}
+
+static double from_half(uint16_t h)
+{
+    const int e = (h >> 10) & 31, f = h & 1023;
+    const double v = e == 0 ? ldexp(f, -24) : e == 31 ? (f ? NAN : INFINITY) : ldexp(f + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static uint16_t to_bf16(double x)
+{
+    if (isnan(x))
+        return 0x7fc0;
+    const uint16_t sign = signbit(x) ? 0x8000 : 0;
+    const double a = fabs(x);
+    if (isinf(a))
+        return (uint16_t)(sign | 0x7f80);
+    if (a < 0x1p-126) /* subnormal: units of 2^-133 */
+        return (uint16_t)(sign | (uint16_t)nearbyint(a * 0x1p133));
+    int e;
+    double q = nearbyint(ldexp(frexp(a, &e), 8)); /* 8 significant bits: [128, 256] */
+    if (q == 256.0)
+        q = 128.0, e++;
+    if (e - 1 > 127)
+        return (uint16_t)(sign | 0x7f80);
+    return (uint16_t)(sign | (uint16_t)((e - 1 + 127) << 7) | (uint16_t)((int)q - 128));
+}
+
+static double from_bf16(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- the types ---- */
+
+typedef struct ltype {
+    char code; /* H h B b */
+    int bf16;  /* inputs bf16 (B, b), else fp16 */
+    int c32;   /* C in float (h, b), else the inputs' type */
+} ltype;
+
+static int type_of(char code, ltype *t)
+{
+    if (!strchr("HhBb", code) || !code)
+        return 0;
+    t->code = code;
+    t->bf16 = code == 'B' || code == 'b';
+    t->c32 = code == 'h' || code == 'b';
+    return 1;
+}
+
+static cudaDataType in_type(const ltype *t) { return t->bf16 ? CUDA_R_16BF : CUDA_R_16F; }
+static cudaDataType out_type(const ltype *t) { return t->c32 ? CUDA_R_32F : in_type(t); }
+static size_t c_size(const ltype *t) { return t->c32 ? 4 : 2; }
+static int c_bits(const ltype *t) { return t->c32 ? 32 : 16; }
+/* the unit roundoff of C's type */
+static double u_out(const ltype *t) { return t->c32 ? 0x1p-24 : t->bf16 ? 0x1p-8 : 0x1p-11; }
+
+static double in_value(const ltype *t, uint16_t v) { return t->bf16 ? from_bf16(v) : from_half(v); }
+
+/* element i of a C of the type on the host */
+static double c_value(const ltype *t, const void *c, size_t i)
+{
+    if (t->c32)
+        return ((const float *)c)[i];
+    return in_value(t, ((const uint16_t *)c)[i]);
+}
+
+/* bit's field in C's type */
+static const char *bit_field(const ltype *t, int bit)
+{
+    const int mant = t->c32 ? 23 : t->bf16 ? 7 : 10;
+    return bit == c_bits(t) - 1 ? "sign" : bit >= mant ? "exponent" : "mantissa";
+}
+
+/* the engine's block size: BLASFT_BLOCK_SIZE where set (2 to 1024, as the library takes it),
+ * else the GPU engine's 256 */
+static int block_size(void)
+{
+    const char *v = getenv("BLASFT_BLOCK_SIZE");
+    if (v && *v) {
+        char *end;
+        const long b = strtol(v, &end, 10);
+        while (*end == ' ' || *end == '\t')
+            end++;
+        if (end != v && !*end && b >= 2 && b <= 1024)
+            return (int)b;
+    }
+    return 256;
+}
+
+typedef struct env {
+    cublasHandle_t h;
+    cudaStream_t s;
+    const char *types, *device;
+    int bs;
+} env;
+
+static uint64_t expected_checks(const env *e, int m, int n)
+{
+    return (uint64_t)((m + e->bs - 1) / e->bs) * (uint64_t)n;
+}
+
+/* libblas_ft's counters once this process's work is done: they arrive by a host function on
+ * the interposer's report stream, which a sync of the caller's stream does not wait for */
+static stats_t stats_after(void)
+{
+    stats_t st;
+    cudaDeviceSynchronize();
+    get_stats(&st);
+    return st;
+}
+
+/* ---- one call ---- */
+
+typedef struct call {
+    int m, n, k, ta, tb, lda, ldb, ldc;
+    size_t offa, offb, offc; /* --fp, --bits: A into the pool's first half, B its second, C anywhere */
+    double alpha, beta;
+} call;
+
+static cublasStatus_t gemm_ex(cublasHandle_t h, const ltype *t, const call *c, const void *A,
+                              const void *B, void *C)
+{
+    const float alpha = (float)c->alpha, beta = (float)c->beta;
+    return cublasGemmEx(h, c->ta ? CUBLAS_OP_T : CUBLAS_OP_N, c->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        c->m, c->n, c->k, &alpha, A, in_type(t), c->lda, B, in_type(t), c->ldb,
+                        &beta, C, out_type(t), c->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+/* ---- the data series: count numbers from a seed, rounded to the input type (out16) and to float
+ * (outf, where not NULL); half: where B's part of a pool begins (cancel) ---- */
+
+enum { SER_UNIFORM, SER_UNIFORM01, SER_NORMAL, SER_HEAVY, SER_CANCEL, NSERIES };
+static const char *const series_name[NSERIES] = {"uniform", "uniform01", "normal", "heavy",
+                                                 "cancel"};
+
+static void series_fill(int ser, uint64_t seed, size_t count, size_t half, int bf16,
+                        uint16_t *out16, float *outf)
+{
+    uint64_t s = seed;
+    int e = 0;
+    for (size_t i = 0; i < count; i++) {
+        double x;
+        switch (ser) {
+        case SER_UNIFORM: x = sym1_of(&s); break;
+        case SER_UNIFORM01: x = u01_of(&s); break;
+        case SER_NORMAL: /* sum of 4 uniforms, scaled to variance 1 */
+            x = (sym1_of(&s) + sym1_of(&s) + sym1_of(&s) + sym1_of(&s)) * 0.8660254037844386;
+            break;
+        case SER_HEAVY: /* random sign times 2^U[-8, 8], times 2^-4: within [2^-12, 2^4] */
+            x = (sm64(&s) & 1 ? -1.0 : 1.0) * exp2(16.0 * u01_of(&s) - 12.0);
+            break;
+        default: /* cancel: A's half positive, B's alternating in sign by index */
+            if ((i & 0xffff) == 0)
+                e = (int)(sm64(&s) % 13) - 6;
+            x = ldexp(1.0 + 0x1p-5 * sym1_of(&s), e);
+            if (i >= half && (i & 1))
+                x = -x;
+        }
+        out16[i] = bf16 ? to_bf16(x) : to_half(x);
+        if (outf)
+            outf[i] = (float)x;
+    }
+}
+
+/* ======== timing ======== */
+
+/* `calls` calls of kind plain (1) or protected (0): GPU ms per call by events, host ms per call
+ * to enqueue them into *host_ms; negative if a call failed */
+static double round_ms(const env *e, const ltype *t, const call *c, const void *A, const void *B,
+                       void *C, int plain, int calls, double *host_ms)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    bypass(plain);
+    cudaStreamSynchronize(e->s);
+    int bad = 0;
+    cudaEventRecord(e0, e->s);
+    const double t0 = now_s();
+    for (int i = 0; i < calls; i++)
+        bad += gemm_ex(e->h, t, c, A, B, C) != CUBLAS_STATUS_SUCCESS;
+    const double t1 = now_s();
+    cudaEventRecord(e1, e->s);
+    cudaEventSynchronize(e1);
+    bypass(0);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    *host_ms = 1e3 * (t1 - t0) / calls;
+    return bad ? -1.0 : (double)ms / calls;
+}
+
+/* calls per round for a call of t seconds: 20 at most (or the --calls value), a quarter of a
+ * second a round */
+static int calls_for(double t, int max_calls)
+{
+    const double c = 0.25 / (t > 1e-7 ? t : 1e-7);
+    return c >= max_calls ? max_calls : c < 1 ? 1 : (int)c;
+}
+
+enum { SAMPLES = 4096 };
+#define FULL_COMPARE ((size_t)1 << 22) /* m n up to this: every element compared */
+
+/* |p - q| over 2 u_o max(|p|, |q|) + 2 (k + 4) 2^-22 ||a_i|| ||b_j|| */
+static double err_ratio(const ltype *t, int k, double p, double q, double na, double nb)
+{
+    const double d = fabs(p - q);
+    if (d == 0)
+        return 0;
+    const double bound = 2.0 * u_out(t) * fmax(fabs(p), fabs(q)) +
+                         2.0 * (k + 4.0) * 0x1p-22 * na * nb;
+    const double r = d / bound;
+    return isnan(r) ? INFINITY : r;
+}
+
+/* the worst ratio over every element, or over SAMPLES random ones where m n > FULL_COMPARE (those
+ * read from the device one by one); ha, hb: A (m x k) and B (k x n), packed, as uploaded;
+ * *compared: the elements compared; negative if a copy failed */
+static double compare(const ltype *t, int m, int n, int k, const uint16_t *ha, const uint16_t *hb,
+                      const void *Cplain, const void *Cprot, size_t *compared)
+{
+    const size_t es = c_size(t), mm = (size_t)m, nn = (size_t)n, kk = (size_t)k;
+    double worst = 0;
+    if (mm * nn <= FULL_COMPARE) {
+        void *p = malloc(es * mm * nn), *q = malloc(es * mm * nn);
+        double *ra = calloc(mm, sizeof(double)), *cb = calloc(nn, sizeof(double));
+        if (!p || !q || !ra || !cb ||
+            cudaMemcpy(p, Cplain, es * mm * nn, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(q, Cprot, es * mm * nn, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            free(p); free(q); free(ra); free(cb);
+            return -1;
+        }
+        for (size_t l = 0; l < kk; l++)
+            for (size_t i = 0; i < mm; i++) {
+                const double a = in_value(t, ha[i + l * mm]);
+                ra[i] += a * a;
+            }
+        for (size_t j = 0; j < nn; j++)
+            for (size_t l = 0; l < kk; l++) {
+                const double b = in_value(t, hb[l + j * kk]);
+                cb[j] += b * b;
+            }
+        for (size_t j = 0; j < nn; j++)
+            for (size_t i = 0; i < mm; i++) {
+                const double r = err_ratio(t, k, c_value(t, p, i + j * mm), c_value(t, q, i + j * mm),
+                                           sqrt(ra[i]), sqrt(cb[j]));
+                worst = r > worst ? r : worst;
+            }
+        *compared = mm * nn;
+        free(p); free(q); free(ra); free(cb);
+        return worst;
+    }
+    for (int s = 0; s < SAMPLES; s++) {
+        const size_t i = (size_t)below(mm), j = (size_t)below(nn), e = i + j * mm;
+        unsigned char p[4], q[4];
+        if (cudaMemcpy(p, (const char *)Cplain + es * e, es, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(q, (const char *)Cprot + es * e, es, cudaMemcpyDeviceToHost) != cudaSuccess)
+            return -1;
+        double sa = 0, sb = 0;
+        for (size_t l = 0; l < kk; l++) {
+            const double a = in_value(t, ha[i + l * mm]), b = in_value(t, hb[l + j * kk]);
+            sa += a * a, sb += b * b;
+        }
+        const double r = err_ratio(t, k, c_value(t, p, 0), c_value(t, q, 0), sqrt(sa), sqrt(sb));
+        worst = r > worst ? r : worst;
+    }
+    *compared = SAMPLES;
+    return worst;
+}
+
+/* a warning's parts, "; " between them */
+static void warn(char *w, size_t size, const char *text)
+{
+    const size_t used = strlen(w);
+    if (used + 3 < size)
+        snprintf(w + used, size - used, "%s%s", used ? "; " : "", text);
+}
+
+/* one type of a case whose A and B (ha, hb on the host) are uploaded */
+static void time_type(const env *e, const ltype *t, int m, int n, int k, const void *A,
+                      const void *B, void *C, void *C2, const uint16_t *ha, const uint16_t *hb,
+                      int rounds, int max_calls)
+{
+    const call c = {.m = m, .n = n, .k = k, .lda = m, .ldb = k, .ldc = m, .alpha = 1, .beta = 0};
+    const size_t cbytes = c_size(t) * (size_t)m * (size_t)n;
+    cudaMemsetAsync(C, 0, cbytes, e->s);
+    cudaMemsetAsync(C2, 0, cbytes, e->s);
+    /* the check, once: plain into C2, protected into C */
+    int bad = 0;
+    stats_t s0 = stats_after(), s1;
+    bypass(1);
+    bad += gemm_ex(e->h, t, &c, A, B, C2) != CUBLAS_STATUS_SUCCESS;
+    bypass(0);
+    bad += gemm_ex(e->h, t, &c, A, B, C) != CUBLAS_STATUS_SUCCESS;
+    cudaStreamSynchronize(e->s);
+    size_t compared = 0;
+    const double err = compare(t, m, n, k, ha, hb, C2, C, &compared);
+    bad += err < 0;
+
+    /* warm-up (the engine's graphs are made from the second repeat on), and one call of each
+     * kind timed for the round's length */
+    double host, t_plain = 0, t_prot = 0;
+    for (int i = 0; i < 3; i++) {
+        t_plain = round_ms(e, t, &c, A, B, C, 1, 1, &host) * 1e-3;
+        t_prot = round_ms(e, t, &c, A, B, C, 0, 1, &host) * 1e-3;
+    }
+    const int cp = calls_for(t_plain, max_calls), cq = calls_for(t_prot, max_calls);
+    double *pl = malloc(sizeof(double) * (size_t)rounds), *pr = malloc(sizeof(double) * (size_t)rounds);
+    double *hp = malloc(sizeof(double) * (size_t)rounds), *hq = malloc(sizeof(double) * (size_t)rounds);
+    /* the counters over every protected call of this type: the check's, the warm-up's, the rounds' */
+    uint64_t prot_calls = 4;
+    for (int r = 0; r < rounds; r++) {
+        pl[r] = round_ms(e, t, &c, A, B, C, 1, cp, &hp[r]);
+        pr[r] = round_ms(e, t, &c, A, B, C, 0, cq, &hq[r]);
+        bad += pl[r] < 0 || pr[r] < 0;
+        prot_calls += (uint64_t)cq;
+    }
+    s1 = stats_after();
+    bad += cudaGetLastError() != cudaSuccess;
+    const double plain = median(pl, rounds), prot = median(pr, rounds);
+    const double host_p = median(hp, rounds), host_q = median(hq, rounds);
+    const uint64_t expect = expected_checks(e, m, n);
+    const double checks = (double)(s1.checks - s0.checks) / (double)prot_calls;
+    const double pgemms = (double)(s1.protected_gemms - s0.protected_gemms) / (double)prot_calls;
+    const uint64_t fa = s1.false_alarms - s0.false_alarms, det = s1.errors_detected - s0.errors_detected;
+    printf("{\"type\":\"%c\",\"m\":%d,\"n\":%d,\"k\":%d,\"plain_ms\":%.6g,\"protected_ms\":%.6g,"
+           "\"ratio\":%.4g,\"plain_tflops\":%.4g,\"plain_host_ms\":%.6g,\"protected_host_ms\":%.6g,"
+           "\"calls_plain\":%d,\"calls_protected\":%d,\"rounds\":%d,\"checks_per_call\":%.6g,"
+           "\"expected_checks_per_call\":%llu,\"protected_gemms_per_call\":%.4g,"
+           "\"false_alarms\":%llu,\"errors_detected\":%llu,\"max_err_over_bound\":",
+           t->code, m, n, k, plain, prot, prot / plain,
+           2.0 * m * (double)n * k / (plain * 1e-3) * 1e-12, host_p, host_q, cp, cq, rounds, checks,
+           (unsigned long long)expect, pgemms, (unsigned long long)fa, (unsigned long long)det);
+    print_num(err);
+    printf(",\"compared\":%zu,\"device\":\"%s\"", compared, e->device);
+    char w[512] = "", part[160];
+    if (bad) {
+        snprintf(part, sizeof part, "%d calls or copies failed", bad);
+        warn(w, sizeof w, part);
+    }
+    if (err >= 0 && !(err <= 1.0)) {
+        snprintf(part, sizeof part, "protected differs from plain by %.3g x the bound", err);
+        warn(w, sizeof w, part);
+    }
+    if (checks != (double)expect) {
+        snprintf(part, sizeof part, "%.6g checks per protected call, %llu expected", checks,
+                 (unsigned long long)expect);
+        warn(w, sizeof w, part);
+    }
+    if (pgemms != 1.0) {
+        snprintf(part, sizeof part, "%.4g protected GEMMs per protected call", pgemms);
+        warn(w, sizeof w, part);
+    }
+    if (fa || det) {
+        snprintf(part, sizeof part, "fault-free calls flagged: %llu false alarms, %llu detected",
+                 (unsigned long long)fa, (unsigned long long)det);
+        warn(w, sizeof w, part);
+    }
+    if (*w)
+        printf(",\"warning\":\"%s\"", w);
+    printf("}\n");
+    fflush(stdout);
+    free(pl); free(pr); free(hp); free(hq);
+}
+
+static void run_case(const env *e, int m, int n, int k, int rounds, int max_calls)
+{
+    const size_t na = (size_t)m * (size_t)k, nb = (size_t)k * (size_t)n, nc = (size_t)m * (size_t)n;
+    uint16_t *ha = malloc(2 * na), *hb = malloc(2 * nb);
+    void *A = NULL, *B = NULL, *C = NULL, *C2 = NULL;
+    if (!ha || !hb || cudaMalloc(&A, 2 * na) != cudaSuccess || cudaMalloc(&B, 2 * nb) != cudaSuccess ||
+        cudaMalloc(&C, 4 * nc) != cudaSuccess || cudaMalloc(&C2, 4 * nc) != cudaSuccess) {
+        for (const char *p = e->types; *p; p++)
+            printf("{\"type\":\"%c\",\"m\":%d,\"n\":%d,\"k\":%d,\"warning\":\"out of host or device "
+                   "memory\",\"device\":\"%s\"}\n", *p, m, n, k, e->device);
+        fflush(stdout);
+        free(ha); free(hb);
+        cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(C2);
+        cudaGetLastError();
+        return;
+    }
+    /* the same uniform numbers for both input types, rounded to each */
+    const uint64_t seed = seed0 ^ (0x5eed0000ull + (uint64_t)m * 7919u + (uint64_t)n * 104729u +
+                                   (uint64_t)k * 1299709u);
+    int filled = -1; /* the input type A and B hold: 0 fp16, 1 bf16 */
+    for (const char *p = e->types; *p; p++) {
+        ltype t = {0};
+        if (!type_of(*p, &t))
+            continue;
+        if (filled != t.bf16) {
+            series_fill(SER_UNIFORM, seed, na, na, t.bf16, ha, NULL);
+            series_fill(SER_UNIFORM, seed + 1, nb, nb, t.bf16, hb, NULL);
+            if (cudaMemcpy(A, ha, 2 * na, cudaMemcpyHostToDevice) != cudaSuccess ||
+                cudaMemcpy(B, hb, 2 * nb, cudaMemcpyHostToDevice) != cudaSuccess) {
+                printf("{\"type\":\"%c\",\"m\":%d,\"n\":%d,\"k\":%d,\"warning\":\"upload failed\","
+                       "\"device\":\"%s\"}\n", t.code, m, n, k, e->device);
+                filled = -1;
+                continue;
+            }
+            filled = t.bf16;
+        }
+        time_type(e, &t, m, n, k, A, B, C, C2, ha, hb, rounds, max_calls);
+    }
+    free(ha); free(hb);
+    cudaFree(A); cudaFree(B); cudaFree(C); cudaFree(C2);
+}
+
+/* ======== --fp and --bits ======== */
+
+/* a's rows x cols (leading dimension ld) at a random offset into `room` elements */
+static size_t place(int ld, int rows, int cols, size_t room)
+{
+    const size_t span = (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
+    return (size_t)below(room - span + 1);
+}
+
+/* leading dimensions and random offsets of a call whose shape, transposes and scalars are set;
+ * C packed (ldc = m); half: the pool's half, pool: its elements */
+static void place_call(call *c, int cancel, size_t half, size_t pool)
+{
+    c->lda = c->ta ? c->k : c->m;
+    c->ldb = c->tb ? c->n : c->k;
+    if (cancel && c->tb)
+        c->ldb |= 1; /* B^T's rows alternate in sign only with an odd ldb (series_fill) */
+    c->offa = place(c->lda, c->ta ? c->k : c->m, c->ta ? c->m : c->k, half);
+    c->offb = place(c->ldb, c->tb ? c->n : c->k, c->tb ? c->k : c->n, half);
+    c->ldc = c->m;
+    c->offc = (size_t)below(pool - (size_t)c->m * (size_t)c->n + 1);
+}
+
+static int want(const char *types, char t) { return strchr(types, t) != NULL; }
+
+/* a step coprime with n, near 5 n / 8: combination (start + i step) mod n changes every part of
+ * the combination from call to call */
+static uint64_t coprime_step(uint64_t n)
+{
+    uint64_t step = n * 5 / 8 + 1;
+    for (;; step++) {
+        uint64_t x = step, y = n; /* Euclid: gcd(step, n) into x */
+        while (y) {
+            const uint64_t r = x % y;
+            x = y, y = r;
+        }
+        if (x == 1)
+            return step;
+    }
+}
+
+/* ---- --fp ---- */
+
+#define POOL ((size_t)1 << 23)
+#define HALF (POOL / 2)
+
+static const int fp_sizes[] = {1, 3, 17, 64, 128, 255, 256, 300, 1000, 1024};
+#define NSIZES ((int)(sizeof fp_sizes / sizeof fp_sizes[0]))
+static const double fp_ab[4][2] = {{1, 0}, {-0.75, 0}, {1.5, 1}, {0.5, -2}};
+static const char *const trans_name[4] = {"NN", "NT", "TN", "TT"};
+
+typedef struct fp_count {
+    uint64_t calls, checks, expected, unexpected, not_protected, failed, false_alarms, detected,
+        flagged_calls;
+} fp_count;
+
+static void fp_add(fp_count *t, const fp_count *c)
+{
+    t->calls += c->calls, t->checks += c->checks, t->expected += c->expected;
+    t->unexpected += c->unexpected, t->not_protected += c->not_protected, t->failed += c->failed;
+    t->false_alarms += c->false_alarms, t->detected += c->detected;
+    t->flagged_calls += c->flagged_calls;
+}
+
+static void fp_print(const fp_count *c, const char *type, const char *series, double seconds,
+                     const env *e)
+{
+    const uint64_t flags = c->false_alarms + c->detected;
+    printf("{\"mode\":\"fp\",\"type\":\"%s\",\"series\":\"%s\",\"calls\":%llu,\"checks\":%llu,"
+           "\"expected_checks\":%llu,\"first_tier_flags\":%llu,\"false_alarms\":%llu,"
+           "\"errors_detected\":%llu,\"flagged_calls\":%llu,",
+           type, series, (unsigned long long)c->calls, (unsigned long long)c->checks,
+           (unsigned long long)c->expected, (unsigned long long)flags,
+           (unsigned long long)c->false_alarms, (unsigned long long)c->detected,
+           (unsigned long long)c->flagged_calls);
+    if (!flags && c->checks)
+        printf("\"upper95_per_check\":%.3g,", 3.0 / (double)c->checks);
+    else
+        printf("\"upper95_per_check\":null,");
+    printf("\"unexpected_checks_calls\":%llu,\"not_protected_calls\":%llu,\"failed_calls\":%llu,"
+           "\"seconds\":%.3g,\"device\":\"%s\"}\n",
+           (unsigned long long)c->unexpected, (unsigned long long)c->not_protected,
+           (unsigned long long)c->failed, seconds, e->device);
+    fflush(stdout);
+}
+
+/* the seed of a series' pools (the same numbers for fp16, bf16 and float) */
+static uint64_t pool_seed(int ser)
+{
+    return seed0 ^ (0x9e3779b97f4a7c15ull * (uint64_t)(ser + 1));
+}
+
+/* Fault-free protected calls of each requested type over every series, `seconds` in all, the
+ * pools' filling included, shared equally by the (series, type) slots; the counters read after
+ * every call, a call with errors detected described on stderr. */
+static int run_fp(const env *e, double seconds)
+{
+    /* every (m, n, k) of fp_sizes^3 with m n k <= 2^28 */
+    static int shapes[NSIZES * NSIZES * NSIZES][3];
+    int nshapes = 0;
+    for (int a = 0; a < NSIZES; a++)
+        for (int b = 0; b < NSIZES; b++)
+            for (int c = 0; c < NSIZES; c++) {
+                const int m = fp_sizes[a], n = fp_sizes[b], k = fp_sizes[c];
+                if ((double)m * n * k > 0x1p28)
+                    continue;
+                shapes[nshapes][0] = m, shapes[nshapes][1] = n, shapes[nshapes][2] = k;
+                nshapes++;
+            }
+    /* the (shape, transposes, scalars) combinations in an order that changes every one of them
+     * from call to call: call i takes combination (start + i step) mod ncombos, step coprime */
+    const uint64_t ncombos = (uint64_t)nshapes * 16, step = coprime_step(ncombos);
+    static const char tnames[4] = {'H', 'h', 'B', 'b'};
+    int wanted[4], ntypes = 0;
+    for (int t = 0; t < 4; t++)
+        ntypes += wanted[t] = want(e->types, tnames[t]);
+    const int need_h = wanted[0] || wanted[1], need_bf = wanted[2] || wanted[3],
+              need_f = wanted[1] || wanted[3];
+    const int slots = NSERIES * ntypes;
+    uint16_t *h16 = malloc(2 * POOL);
+    float *hf = need_f ? malloc(4 * POOL) : NULL;
+    void *p_h = NULL, *p_bf = NULL, *p_f = NULL, *C = NULL;
+    /* C: at most 1024 x 1024 (k <= 256 there), of floats at most */
+    if (!h16 || (need_f && !hf) || (need_h && cudaMalloc(&p_h, 2 * POOL) != cudaSuccess) ||
+        (need_bf && cudaMalloc(&p_bf, 2 * POOL) != cudaSuccess) ||
+        (need_f && cudaMalloc(&p_f, 4 * POOL) != cudaSuccess) ||
+        cudaMalloc(&C, (size_t)4 << 20) != cudaSuccess) {
+        fprintf(stderr, "--fp: out of host or device memory\n");
+        return 1;
+    }
+    fp_count total = {0};
+    const double t0 = now_s();
+    int slot = 0;
+    for (int ser = 0; ser < NSERIES; ser++) {
+        const uint64_t ps = pool_seed(ser);
+        int bad_upload = 0;
+        if (need_h) {
+            series_fill(ser, ps, POOL, HALF, 0, h16, hf);
+            bad_upload |= cudaMemcpy(p_h, h16, 2 * POOL, cudaMemcpyHostToDevice) != cudaSuccess;
+        }
+        if (need_bf) {
+            series_fill(ser, ps, POOL, HALF, 1, h16, need_h ? NULL : hf);
+            bad_upload |= cudaMemcpy(p_bf, h16, 2 * POOL, cudaMemcpyHostToDevice) != cudaSuccess;
+        }
+        if (need_f)
+            bad_upload |= cudaMemcpy(p_f, hf, 4 * POOL, cudaMemcpyHostToDevice) != cudaSuccess;
+        if (bad_upload) {
+            fprintf(stderr, "--fp: pool upload failed\n");
+            return 1;
+        }
+        for (int ti = 0; ti < 4; ti++) {
+            if (!wanted[ti])
+                continue;
+            ltype t = {0};
+            type_of(tnames[ti], &t);
+            /* the time left shared equally by the slots left */
+            const double ts = now_s(), deadline = ts + (t0 + seconds - ts) / (slots - slot);
+            slot++;
+            const uint16_t *pool = t.bf16 ? p_bf : p_h;
+            const void *cpool = t.c32 ? p_f : (const void *)pool; /* the old C's numbers */
+            const size_t es = c_size(&t);
+            const uint64_t start = below(ncombos);
+            fp_count cnt = {0};
+            stats_t s0 = stats_after(), s1;
+            while (now_s() < deadline) {
+                const uint64_t idx = (start + cnt.calls * step) % ncombos;
+                const int *sh = shapes[idx % (uint64_t)nshapes];
+                const int tr = (int)(idx / (uint64_t)nshapes % 4), ab = (int)(idx / (uint64_t)nshapes / 4);
+                call c = {.m = sh[0], .n = sh[1], .k = sh[2], .ta = tr >> 1, .tb = tr & 1,
+                          .alpha = fp_ab[ab][0], .beta = fp_ab[ab][1]};
+                place_call(&c, ser == SER_CANCEL, HALF, POOL);
+                int bad = 0;
+                if (c.beta != 0) /* the old C: fresh from the pool (beta 0: never read) */
+                    bad |= cudaMemcpyAsync(C, (const char *)cpool + es * c.offc,
+                                           es * (size_t)c.m * (size_t)c.n, cudaMemcpyDeviceToDevice,
+                                           e->s) != cudaSuccess;
+                bad |= gemm_ex(e->h, &t, &c, pool + c.offa, pool + HALF + c.offb, C) !=
+                       CUBLAS_STATUS_SUCCESS;
+                s1 = stats_after();
+                bad |= cudaGetLastError() != cudaSuccess;
+                const uint64_t fa = s1.false_alarms - s0.false_alarms,
+                               det = s1.errors_detected - s0.errors_detected,
+                               chk = s1.checks - s0.checks,
+                               pg = s1.protected_gemms - s0.protected_gemms;
+                const uint64_t expect = expected_checks(e, c.m, c.n);
+                s0 = s1;
+                cnt.calls++;
+                cnt.checks += chk;
+                cnt.expected += expect;
+                cnt.unexpected += chk != expect;
+                cnt.not_protected += pg != 1;
+                cnt.failed += (uint64_t)bad;
+                cnt.false_alarms += fa;
+                cnt.detected += det;
+                if (det) { /* enough to repeat the call */
+                    cnt.flagged_calls++;
+                    fprintf(stderr,
+                            "{\"mode\":\"fp-flag\",\"type\":\"%c\",\"series\":\"%s\","
+                            "\"pool_seed\":\"0x%016llx\",\"pool\":%zu,\"m\":%d,\"n\":%d,\"k\":%d,"
+                            "\"trans\":\"%s\",\"alpha\":%g,\"beta\":%g,\"lda\":%d,\"ldb\":%d,"
+                            "\"ldc\":%d,\"offa\":%zu,\"offb\":%zu,\"offc\":%zu,"
+                            "\"false_alarms\":%llu,\"errors_detected\":%llu}\n",
+                            t.code, series_name[ser], (unsigned long long)ps, POOL, c.m, c.n, c.k,
+                            trans_name[tr], c.alpha, c.beta, c.lda, c.ldb, c.ldc, c.offa,
+                            c.offb, c.offc, (unsigned long long)fa, (unsigned long long)det);
+                }
+            }
+            const char tn[2] = {t.code, '\0'};
+            fp_print(&cnt, tn, series_name[ser], now_s() - ts, e);
+            fp_add(&total, &cnt);
+        }
+    }
+    fp_print(&total, "all", "all", now_s() - t0, e);
+    free(h16);
+    free(hf);
+    cudaFree(p_h);
+    cudaFree(p_bf);
+    cudaFree(p_f);
+    cudaFree(C);
+    return 0;
+}
+
+/* ---- --bits ---- */
+
+/* For each requested type and each bit of C's type: `trials` calls of an N x N x N GEMM (NN,
+ * alpha 1, beta 0, uniform [-1, 1] at random offsets into the pool) with that bit of a random
+ * C(row, col) flipped; detection by the counters, the element against plain cuBLAS computed
+ * afterwards through the bypass. */
+static int run_bits(const env *e, int trials, int n)
+{
+    const size_t nn = (size_t)n * (size_t)n;
+    const size_t half = nn * 2 > HALF ? nn * 2 : HALF, pool_n = 2 * half;
+    uint16_t *h16 = malloc(2 * pool_n);
+    void *pool = NULL, *C = NULL, *Cp = NULL;
+    if (!h16 || cudaMalloc(&pool, 2 * pool_n) != cudaSuccess ||
+        cudaMalloc(&C, 4 * nn) != cudaSuccess || cudaMalloc(&Cp, 4 * nn) != cudaSuccess) {
+        fprintf(stderr, "--bits: out of host or device memory\n");
+        return 1;
+    }
+    int filled = -1; /* the pool's input type: 0 fp16, 1 bf16 */
+    for (const char *p = e->types; *p; p++) {
+        ltype t = {0};
+        if (!type_of(*p, &t))
+            continue;
+        if (filled != t.bf16) {
+            series_fill(SER_UNIFORM, pool_seed(SER_UNIFORM), pool_n, half, t.bf16, h16, NULL);
+            if (cudaMemcpy(pool, h16, 2 * pool_n, cudaMemcpyHostToDevice) != cudaSuccess) {
+                fprintf(stderr, "--bits: pool upload failed\n");
+                return 1;
+            }
+            filled = t.bf16;
+        }
+        const uint16_t *pl = pool;
+        const size_t es = c_size(&t);
+        const int nbits = c_bits(&t);
+        /* totals: all bits, exponent bits, mantissa bits, the sign bit */
+        uint64_t tr_all[3] = {0}, det_all[3] = {0}, all_det = 0, all_corr = 0, all_rest = 0,
+                 all_fa = 0, all_trials = 0;
+        const double tt = now_s();
+        for (int bit = 0; bit < nbits; bit++) {
+            const double tb = now_s();
+            uint64_t flips = 0, detected = 0, corrected = 0, recomputed = 0, false_alarms = 0,
+                     restored = 0, identical = 0, failed = 0, undetected = 0;
+            double worst = 0;
+            stats_t s0 = stats_after(), s1;
+            for (int tr = 0; tr < trials; tr++) {
+                call c = {.m = n, .n = n, .k = n, .alpha = 1, .beta = 0};
+                place_call(&c, 0, half, pool_n);
+                const int row = (int)below((uint64_t)n), col = (int)below((uint64_t)n);
+                int bad = plant_fault(1, row, col, bit) != 0;
+                bad |= gemm_ex(e->h, &t, &c, pl + c.offa, pl + half + c.offb, C) !=
+                       CUBLAS_STATUS_SUCCESS;
+                s1 = stats_after();
+                plant_fault(0, 0, 0, 0); /* disarm what the call did not take */
+                const uint64_t det = s1.errors_detected - s0.errors_detected;
+                flips += s1.faults_injected - s0.faults_injected;
+                false_alarms += s1.false_alarms - s0.false_alarms;
+                corrected += s1.errors_corrected != s0.errors_corrected;
+                recomputed += s1.blocks_recomputed != s0.blocks_recomputed;
+                detected += det != 0;
+                bypass(1);
+                bad |= gemm_ex(e->h, &t, &c, pl + c.offa, pl + half + c.offb, Cp) !=
+                       CUBLAS_STATUS_SUCCESS;
+                bypass(0);
+                /* waits for the plain call too (the stream is non-blocking); the bypass leaves
+                 * the counters alone */
+                s0 = stats_after();
+                const size_t f = (size_t)row + (size_t)col * (size_t)n;
+                unsigned char pc[4] = {0}, qc[4] = {0};
+                bad |= cudaMemcpy(pc, (const char *)C + es * f, es, cudaMemcpyDeviceToHost) != cudaSuccess;
+                bad |= cudaMemcpy(qc, (const char *)Cp + es * f, es, cudaMemcpyDeviceToHost) != cudaSuccess;
+                bad |= cudaGetLastError() != cudaSuccess;
+                failed += (uint64_t)bad;
+                const double pv = c_value(&t, pc, 0), qv = c_value(&t, qc, 0);
+                identical += memcmp(pc, qc, es) == 0;
+                restored += isfinite(pv) && isfinite(qv) &&
+                            fabs(pv - qv) <= 2.0 * u_out(&t) * fabs(qv);
+                if (!det) {
+                    undetected++;
+                    double rel = pv == qv ? 0.0 : fabs(pv - qv) / fabs(qv); /* qv = 0: inf */
+                    if (isnan(rel))
+                        rel = INFINITY; /* flipped into NaN */
+                    worst = rel > worst ? rel : worst;
+                }
+            }
+            const char *field = bit_field(&t, bit);
+            printf("{\"mode\":\"bits\",\"type\":\"%c\",\"bit\":%d,\"field\":\"%s\",\"trials\":%d,"
+                   "\"flips\":%llu,\"detected\":%llu,\"corrected\":%llu,\"recomputed\":%llu,"
+                   "\"false_alarms\":%llu,\"restored\":%llu,\"identical\":%llu,"
+                   "\"undetected_max_rel\":",
+                   t.code, bit, field, trials, (unsigned long long)flips,
+                   (unsigned long long)detected, (unsigned long long)corrected,
+                   (unsigned long long)recomputed, (unsigned long long)false_alarms,
+                   (unsigned long long)restored, (unsigned long long)identical);
+            if (undetected)
+                print_num(worst);
+            else
+                printf("null");
+            printf(",\"failed_calls\":%llu,\"seconds\":%.3g,\"n\":%d,\"device\":\"%s\"",
+                   (unsigned long long)failed, now_s() - tb, n, e->device);
+            if (flips != (uint64_t)trials)
+                printf(",\"warning\":\"%llu flips planted, %d asked\"", (unsigned long long)flips,
+                       trials);
+            printf("}\n");
+            fflush(stdout);
+            const int fi = field[0] == 'e' ? 0 : field[0] == 'm' ? 1 : 2;
+            tr_all[fi] += (uint64_t)trials, det_all[fi] += detected;
+            all_trials += (uint64_t)trials, all_det += detected, all_corr += corrected;
+            all_rest += restored, all_fa += false_alarms;
+        }
+        printf("{\"mode\":\"bits-total\",\"type\":\"%c\",\"trials\":%llu,\"detected\":%llu,"
+               "\"corrected\":%llu,\"restored\":%llu,\"false_alarms\":%llu,\"detected_share\":%.4g,"
+               "\"exponent_detected_share\":%.4g,\"mantissa_detected_share\":%.4g,"
+               "\"sign_detected_share\":%.4g,\"seconds\":%.3g,\"n\":%d,\"device\":\"%s\"}\n",
+               t.code, (unsigned long long)all_trials, (unsigned long long)all_det,
+               (unsigned long long)all_corr, (unsigned long long)all_rest,
+               (unsigned long long)all_fa, (double)all_det / (double)all_trials,
+               (double)det_all[0] / (double)tr_all[0], (double)det_all[1] / (double)tr_all[1],
+               (double)det_all[2] / (double)tr_all[2], now_s() - tt, n, e->device);
+        fflush(stdout);
+    }
+    free(h16);
+    cudaFree(pool);
+    cudaFree(C);
+    cudaFree(Cp);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    union { void *p; int (*f)(int); } bp = {.p = dlsym(RTLD_DEFAULT, "blasft_cublas_bypass")};
+    union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
+    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
+        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
+    bypass = bp.f;
+    get_stats = gs.f;
+    plant_fault = pf.f;
+    if (!bypass || !get_stats) {
+        fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD): no blasft_cublas_bypass\n");
+        return 1;
+    }
+    int rounds = 5, max_calls = 20, ncases = 0, bits_n = 1024;
+    const char *types = NULL;
+    int cases[64][3];
+    double fp_seconds = 0; /* --fp: > 0 */
+    int bits_trials = 0;   /* --bits: > 0 */
+    for (int i = 1; i < argc; i++) {
+        int m, n, k;
+        char tail;
+        if (strcmp(argv[i], "--fp") == 0 && i + 1 < argc && (fp_seconds = atof(argv[++i])) > 0)
+            continue;
+        if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc && (bits_trials = atoi(argv[++i])) > 0)
+            continue;
+        if (strcmp(argv[i], "--n") == 0 && i + 1 < argc && (bits_n = atoi(argv[++i])) > 0)
+            continue;
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            rng_state = seed0 = strtoull(argv[++i], NULL, 0);
+            continue;
+        }
+        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
+            max_calls = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc && *argv[i + 1] &&
+                 strspn(argv[i + 1], "HhBb") == strlen(argv[i + 1]))
+            types = argv[++i];
+        else if (ncases < 64 && sscanf(argv[i], "%dx%dx%d%c", &m, &n, &k, &tail) == 3 && m > 0 &&
+                 n > 0 && k > 0)
+            cases[ncases][0] = m, cases[ncases][1] = n, cases[ncases][2] = k, ncases++;
+        else if (ncases < 64 && sscanf(argv[i], "%d%c", &m, &tail) == 1 && m > 0)
+            cases[ncases][0] = cases[ncases][1] = cases[ncases][2] = m, ncases++;
+        else {
+            fprintf(stderr,
+                    "usage: %s [--rounds R] [--calls C] [--types HhBb] [--seed S] [N | MxNxK ...]\n"
+                    "       %s --fp SECONDS [--types HhBb] [--seed S]\n"
+                    "       %s --bits TRIALS [--n N] [--types HhBb] [--seed S]\n"
+                    "  types: H fp16 in and out, h fp16 in fp32 out, B bf16 in and out, b bf16 in "
+                    "fp32 out\n",
+                    argv[0], argv[0], argv[0]);
+            return 2;
+        }
+    }
+    const int timing = fp_seconds <= 0 && bits_trials <= 0;
+    if (!timing && ncases) {
+        fprintf(stderr, "N or MxNxK cases are for the timing mode, not --fp or --bits\n");
+        return 2;
+    }
+    if (bits_trials > 0 && !plant_fault) {
+        fprintf(stderr, "--bits: libblas_ft has no blasft_cublas_plant_fault\n");
+        return 1;
+    }
+    if (rounds < 1 || max_calls < 1) {
+        fprintf(stderr, "--rounds and --calls take a positive count\n");
+        return 2;
+    }
+    if (!types)
+        types = timing ? "HB" : "HhBb";
+    if (!ncases) {
+        static const int dflt[] = {1024, 2048, 4096, 8192};
+        for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++)
+            cases[ncases][0] = cases[ncases][1] = cases[ncases][2] = dflt[i], ncases++;
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+        fprintf(stderr, "no GPU\n");
+        return 77;
+    }
+    struct cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    char device[256];
+    size_t o = 0;
+    for (const char *c = prop.name; *c && o + 1 < sizeof device; c++)
+        if (*c != '"' && *c != '\\')
+            device[o++] = *c;
+    device[o] = '\0';
+    cublasHandle_t h;
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+        cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream_v2(h, s) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cuBLAS handle or stream failed\n");
+        return 1;
+    }
+    int rc = 0;
+    const env e = {h, s, types, device, block_size()};
+    if (fp_seconds > 0)
+        rc = run_fp(&e, fp_seconds);
+    if (bits_trials > 0 && !rc)
+        rc = run_bits(&e, bits_trials, bits_n);
+    for (int i = 0; timing && i < ncases; i++)
+        run_case(&e, cases[i][0], cases[i][1], cases[i][2], rounds, max_calls);
+    cublasDestroy_v2(h);
+    cudaStreamDestroy(s);
+    return rc;
+}

@@ -1,0 +1,997 @@
+/* Reduced-precision GEMMs through the interposer (suite 'cublas', run with
+ * LD_PRELOAD=libblas_ft.so): cublasGemmEx, cublasGemmEx_64, cublasSgemmEx and cublasSgemmEx_64
+ * with A and B in half (CUDA_R_16F) or bfloat16 (CUDA_R_16BF), C of their type or float, compute
+ * type CUBLAS_COMPUTE_32F or CUBLAS_COMPUTE_32F_PEDANTIC (the SgemmEx: float implied), float
+ * scalars, on fresh seeded data per case (uniform in [-1, 1], uniform in [0, 1], mixed
+ * magnitudes: a random sign times 2^U, U uniform in [-6, 6], scaled down by a power of two where C
+ * is half so that no sum can overflow it): awkward shapes (1x1x1, 1x7x3, primes, m not a multiple
+ * of the block size, 300x200x1000), two large ones (1024^3, 513x1025x2049), every transpose pair
+ * (C as T for real data), leading dimensions above the rows with NaN in A's and B's padding (a read
+ * of it shows in C), scalars (1, 0), (0.5, -2), (-1.25, 1) and beta = 0 over a C of NaN (C must
+ * not be read), scalars in device memory, and the handle's math mode CUBLAS_DEFAULT_MATH or with
+ * CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION.
+ *
+ * The oracle: long double on the exact 16-bit values (this file's own conversions:
+ * cuda_fp16.h's and cuda_bf16.h's are C++ only), v = alpha sum_l op(A)(i,l) op(B)(l,j) + beta C(i,j).
+ * Every element must hold |c - v| <= u |v| + (k + 4) 2^-22 (|alpha| sum_l |a_il b_lj| + |beta C(i,j)|)
+ * + tiny, u = 2^-11 (half C), 2^-8 (bfloat16 C), 2^-24 (float C), tiny = 2^-24 for a half C (its
+ * subnormals), else 1e-38 (NaN or Inf fails). C's padding rows must stay as they were, bit for
+ * bit. Above 2^27 multiply-adds the oracle takes 2000 random elements and a grid of 25 (the
+ * planted one among them), and every other element must be finite.
+ * Results that cuBLAS computes itself (BLASFT_MODE=off, a captured GEMM) with a 16-bit C and
+ * reductions in C's type allowed (no CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) get
+ * 32 u (|alpha| sum |ab| + |beta C|) more: split-K partial sums may be rounded to C's type.
+ *
+ * Counters: a protected GEMM adds exactly 1 protected GEMM, no unprotected one and exactly
+ * ceil(m / BS) n checks (BS: BLASFT_BLOCK_SIZE, else 256): that is how this test knows the
+ * protected path ran; a fault-free one detects and corrects nothing (a false alarm is allowed:
+ * counted and printed at the end).
+ * Planted faults (blasft_cublas_plant_fault, one GEMM, at the element of the grid largest against
+ * its rounding bound): a flip of a high exponent bit (14 and 13 of a 16-bit C, 30 and 29 of a
+ * float C) must be injected, detected, corrected and leave C within the oracle's bound, none
+ * uncorrectable; a flip of a low mantissa bit (0, 3) need not be detected, but nothing is
+ * uncorrectable, every other element is within the bound and the flipped one too where it was
+ * detected, else off by at most the flip's own size (2^(b - mantissa bits) of the element).
+ * Not protected, counted unprotected with no checks: cublasHgemm and GemmEx with
+ * CUBLAS_COMPUTE_16F(_PEDANTIC) (half scalars; within the loose bound (k + 2) 2^-10 (|alpha| sum
+ * |ab| + |beta C|) + u |v| + (k + 1) 2^-24), and a GemmEx captured into a graph (replayed twice,
+ * counted once). Then edges (k = 0: C = beta C; m = 0 and n = 0: C untouched) and a fault-free
+ * stress of 200 random calls (types, entry points, compute types, shapes up to 300, transposes,
+ * scalars, layouts, math modes, seeds).
+ * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected with no
+ * checks, no fault is planted, and the results are still judged.
+ * LOWP_SEED=<n> changes the data (the default is fixed). Exits 77 without a GPU. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "interpose_test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Declared by cuBLAS for C++ only; 16-bit words stand in for __half (data by pointer). */
+cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                           const uint16_t *, const uint16_t *, int, const uint16_t *, int,
+                           const uint16_t *, uint16_t *, int);
+
+/* E_PROTECTABLE: the entry points before it are the protected ones */
+typedef enum { E_GEMMEX, E_GEMMEX_64, E_SGEMMEX, E_SGEMMEX_64, E_HGEMM, E_COUNT,
+               E_PROTECTABLE = E_HGEMM } entry;
+static const char *const entry_names[] = {"GemmEx", "GemmEx_64", "SgemmEx", "SgemmEx_64",
+                                          "Hgemm"};
+
+/* GemmEx's compute type (SgemmEx: 32F implied; Hgemm: 16F) */
+typedef enum { CT_32F, CT_32F_PEDANTIC, CT_16F, CT_16F_PEDANTIC } compute;
+static const cublasComputeType_t compute_types[] = {CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC,
+                                                    CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_16F_PEDANTIC};
+static const char *const compute_names[] = {"32F", "32F_PEDANTIC", "16F", "16F_PEDANTIC"};
+
+/* element types: A and B half or bfloat16, C of their type or float */
+typedef enum { T_F16, T_BF16, T_F32 } etype;
+static const char *const type_names[] = {"16F", "16BF", "32F"};
+static const cudaDataType cuda_types[] = {CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F};
+
+/* A case: entry point, types, shape, layout, scalars and data. */
+typedef struct lcase {
+    entry e;
+    etype in, out; /* A's and B's type; C's */
+    compute ct;
+    cublasOperation_t ta, tb;
+    int m, n, k;
+    int pad_a, pad_b, pad_c; /* leading dimension above the stored rows */
+    double alpha, beta;
+    int nan_c;       /* C (all of its buffer) filled with NaN: beta must be 0 */
+    int series;      /* 0 uniform [-1, 1], 1 uniform [0, 1], 2 mixed magnitudes */
+    int dev_scalars; /* alpha and beta in device memory (CUBLAS_POINTER_MODE_DEVICE) */
+    int math;        /* 1: CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION on the handle */
+    uint64_t seed;
+} lcase;
+
+/* the fields an entry point fixes: SgemmEx computes in float, Hgemm is half throughout */
+static void normalize(lcase *c)
+{
+    if (c->e == E_SGEMMEX || c->e == E_SGEMMEX_64)
+        c->ct = CT_32F;
+    if (c->e == E_HGEMM) {
+        c->ct = CT_16F;
+        c->in = c->out = T_F16;
+    }
+    if (c->out != T_F32)
+        c->out = c->in;
+}
+
+/* ---- what the environment makes of a GEMM ---- */
+
+static int expect_off, block_size = 256;
+static uint64_t base_seed = 20261205;
+
+static void read_env(void)
+{
+    const char *v = getenv("BLASFT_BLOCK_SIZE");
+    if (v && *v) {
+        char *end;
+        const long bs = strtol(v, &end, 10);
+        if (!*end && bs >= 2 && bs <= 1024) /* a malformed value leaves the default */
+            block_size = (int)bs;
+    }
+    v = getenv("LOWP_SEED");
+    if (v && *v)
+        base_seed = strtoull(v, NULL, 0);
+}
+
+static int half_compute(const lcase *c) { return c->ct == CT_16F || c->ct == CT_16F_PEDANTIC; }
+
+/* 1 where case c must be protected (uncaptured, m n k >= 1) */
+static int protected_expected(const lcase *c)
+{
+    return !expect_off && c->e < E_PROTECTABLE && !half_compute(c) && c->m > 0 && c->n > 0 &&
+           c->k > 0;
+}
+
+static uint64_t expected_checks(const lcase *c)
+{
+    return (uint64_t)((c->m + block_size - 1) / block_size) * (uint64_t)c->n;
+}
+
+/* ---- the formats: half (5 exponent bits, 10 mantissa bits), bfloat16 (8, 7), float ---- */
+
+static int mant_bits(etype t) { return t == T_F16 ? 10 : t == T_BF16 ? 7 : 23; }
+static int exp_bits(etype t) { return t == T_F16 ? 5 : 8; }
+static size_t esize(etype t) { return t == T_F32 ? 4 : 2; }
+static double unit_out(etype t) { return t == T_F16 ? 0x1p-11 : t == T_BF16 ? 0x1p-8 : 0x1p-24; }
+static double tiny_out(etype t) { return t == T_F16 ? 0x1p-24 : 1e-38; }
+
+/* the value of the 16-bit word h of type t, exactly */
+static double dec16(uint16_t h, etype t)
+{
+    const int p = mant_bits(t), eb = exp_bits(t), bias = (1 << (eb - 1)) - 1;
+    const int ef = (h >> p) & ((1 << eb) - 1), f = h & ((1 << p) - 1);
+    double v;
+    if (ef == (1 << eb) - 1)
+        v = f ? NAN : INFINITY;
+    else if (ef == 0)
+        v = ldexp(f, 1 - bias - p); /* subnormal */
+    else
+        v = ldexp(f + (1 << p), ef - bias - p);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* x rounded to the nearest value of the 16-bit type t (ties to even), as its word; NaN as the
+ * positive quiet NaN */
+static uint16_t enc16(double x, etype t)
+{
+    const int p = mant_bits(t), eb = exp_bits(t), bias = (1 << (eb - 1)) - 1;
+    const unsigned inf = ((1u << eb) - 1) << p, sign = signbit(x) ? 0x8000u : 0;
+    if (isnan(x))
+        return (uint16_t)(inf | (1u << (p - 1)));
+    const double a = fabs(x);
+    if (a >= ldexp(2.0 - ldexp(1.0, -p - 1), bias)) /* rounds past the largest finite value */
+        return (uint16_t)(sign | inf);
+    if (a == 0)
+        return (uint16_t)sign;
+    int ex;
+    (void)frexp(a, &ex); /* a in [2^(ex - 1), 2^ex) */
+    const int E = ex - 1 < 1 - bias ? 1 - bias : ex - 1;
+    /* a / 2^(E - p): exact; one rounding to an integer in [0, 2^(p + 1)]; a carry out of the
+     * mantissa goes into the exponent field */
+    const unsigned q = (unsigned)nearbyint(ldexp(a, p - E));
+    return (uint16_t)(sign | (((unsigned)(E + bias - 1) << p) + q));
+}
+
+static double load(const void *buf, size_t i, etype t)
+{
+    if (t == T_F32) {
+        float f;
+        memcpy(&f, (const char *)buf + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, (const char *)buf + 2 * i, 2);
+    return dec16(h, t);
+}
+
+/* x rounded to type t into element i of buf */
+static void store(void *buf, size_t i, double x, etype t)
+{
+    if (t == T_F32) {
+        const float f = (float)x;
+        memcpy((char *)buf + 4 * i, &f, 4);
+    } else {
+        const uint16_t h = enc16(x, t);
+        memcpy((char *)buf + 2 * i, &h, 2);
+    }
+}
+
+/* ---- seeded data ---- */
+
+typedef struct { uint64_t s; } rng_t;
+
+static uint64_t next_u64(rng_t *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unit(rng_t *r) { return (double)(next_u64(r) >> 11) * 0x1p-53; } /* [0, 1) */
+
+static int below(rng_t *r, int n) { return (int)(next_u64(r) % (uint64_t)n); }
+
+/* one value of the series (scale: a power of two for the mixed one), not yet rounded */
+static double value(rng_t *r, int series, double scale)
+{
+    if (series == 0)
+        return 2.0 * unit(r) - 1.0;
+    if (series == 1)
+        return unit(r);
+    const double x = exp2(12.0 * unit(r) - 6.0) * scale;
+    return (next_u64(r) & 1) ? -x : x;
+}
+
+static uint64_t case_seed(uint64_t a, uint64_t b, uint64_t c)
+{
+    rng_t r = {base_seed ^ (a * 0x100000001b3ull) ^ (b << 20) ^ (c << 40)};
+    return next_u64(&r);
+}
+
+/* ---- layout, data and the oracle ---- */
+
+enum { ORACLE_FULL = 1 << 27, SAMPLES = 2000, GRID = 5 };
+
+typedef struct ldata {
+    int ar, ac, br, bc; /* stored rows and columns of A and B */
+    int lda, ldb, ldc;
+    size_t la, lb, lc;  /* elements of each buffer: ld x columns */
+    void *A, *B, *C0;   /* the buffers as uploaded */
+    double *ref, *bound; /* m x n, column order, ld m; bound < 0: not in the oracle's sample */
+    int sampled;
+} ldata;
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+static void layout(ldata *d, const lcase *c)
+{
+    d->ar = c->ta == CUBLAS_OP_N ? c->m : c->k, d->ac = c->ta == CUBLAS_OP_N ? c->k : c->m;
+    d->br = c->tb == CUBLAS_OP_N ? c->k : c->n, d->bc = c->tb == CUBLAS_OP_N ? c->n : c->k;
+    d->lda = imax(d->ar, 1) + c->pad_a;
+    d->ldb = imax(d->br, 1) + c->pad_b;
+    d->ldc = imax(c->m, 1) + c->pad_c;
+    d->la = (size_t)d->lda * (size_t)imax(d->ac, 1);
+    d->lb = (size_t)d->ldb * (size_t)imax(d->bc, 1);
+    d->lc = (size_t)d->ldc * (size_t)imax(c->n, 1);
+    d->ref = d->bound = NULL;
+    d->sampled = 0;
+}
+
+/* A and B: NaN everywhere, then the stored elements of the series; the mixed series under a half
+ * C scaled by 2^-s (s split between A and B) so that |alpha| k max|a| max|b| + |beta| max|C| stays
+ * below 2^14. C: uniform in [-1, 1] everywhere, or NaN everywhere where nan_c. */
+static void fill(ldata *d, const lcase *c)
+{
+    rng_t r = {c->seed};
+    int s = 0;
+    if (c->series == 2 && c->out == T_F16)
+        s = imax(0, (int)ceil(log2(1.25 * c->k + 2.0)) - 2);
+    const double scale_a = ldexp(1.0, -(s + 1) / 2), scale_b = ldexp(1.0, -s / 2);
+    const size_t ei = esize(c->in), eo = esize(c->out);
+    d->A = malloc(ei * d->la);
+    d->B = malloc(ei * d->lb);
+    d->C0 = malloc(eo * d->lc);
+    for (size_t i = 0; i < d->la; i++) store(d->A, i, NAN, c->in);
+    for (size_t i = 0; i < d->lb; i++) store(d->B, i, NAN, c->in);
+    for (int j = 0; j < d->ac; j++)
+        for (int i = 0; i < d->ar; i++)
+            store(d->A, (size_t)i + (size_t)j * (size_t)d->lda, value(&r, c->series, scale_a), c->in);
+    for (int j = 0; j < d->bc; j++)
+        for (int i = 0; i < d->br; i++)
+            store(d->B, (size_t)i + (size_t)j * (size_t)d->ldb, value(&r, c->series, scale_b), c->in);
+    for (size_t i = 0; i < d->lc; i++) store(d->C0, i, c->nan_c ? NAN : value(&r, 0, 1.0), c->out);
+}
+
+/* The reference and bound of element (i, j) from op(A) as rows of k (At) and op(B) as columns of
+ * k (Bt). passthrough: cuBLAS computes it (see the header). */
+static void oracle_at(ldata *d, const lcase *c, const double *At, const double *Bt, int i, int j,
+                      int passthrough)
+{
+    const size_t o = (size_t)i + (size_t)j * (size_t)c->m, k = (size_t)c->k;
+    if (d->bound[o] >= 0)
+        return;
+    const double *a = At + (size_t)i * k, *b = Bt + (size_t)j * k;
+    long double s = 0, t = 0;
+    for (size_t l = 0; l < k; l++) {
+        const long double x = (long double)a[l] * b[l]; /* exact */
+        s += x;
+        t += fabsl(x);
+    }
+    long double v = (long double)c->alpha * s, w = fabsl((long double)c->alpha) * t;
+    if (c->beta != 0) { /* beta = 0: C is not read (it may be NaN) */
+        const double c0 = load(d->C0, (size_t)i + (size_t)j * (size_t)d->ldc, c->out);
+        v += (long double)c->beta * c0;
+        w += fabsl((long double)c->beta * c0);
+    }
+    const double u = unit_out(c->out), av = fabs((double)v), mag = (double)w;
+    double bound;
+    if (half_compute(c)) /* half accumulation (and its subnormals) */
+        bound = u * av + (double)(c->k + 2) * 0x1p-10 * mag + tiny_out(c->out) +
+                (double)c->k * 0x1p-24;
+    else {
+        bound = u * av + (double)(c->k + 4) * 0x1p-22 * mag + tiny_out(c->out);
+        if (passthrough && c->out != T_F32 && !c->math)
+            bound += 32.0 * u * mag;
+    }
+    d->ref[o] = (double)v;
+    d->bound[o] = bound;
+}
+
+/* The grid's element (gi, gj) of GRID x GRID over C */
+static int grid_i(const lcase *c, int g) { return (int)((int64_t)(c->m - 1) * g / (GRID - 1)); }
+static int grid_j(const lcase *c, int g) { return (int)((int64_t)(c->n - 1) * g / (GRID - 1)); }
+
+/* Every element, or (above ORACLE_FULL multiply-adds) the grid and SAMPLES random ones. */
+static void oracle(ldata *d, const lcase *c, int passthrough)
+{
+    const size_t m = (size_t)c->m, n = (size_t)c->n, k = (size_t)c->k, mn = m * n;
+    d->ref = malloc(sizeof(double) * (mn ? mn : 1));
+    d->bound = malloc(sizeof(double) * (mn ? mn : 1));
+    for (size_t o = 0; o < mn; o++) d->bound[o] = -1.0;
+    if (!mn)
+        return;
+    double *At = malloc(sizeof(double) * m * (k ? k : 1)), *Bt = malloc(sizeof(double) * n * (k ? k : 1));
+    const size_t lda = (size_t)d->lda, ldb = (size_t)d->ldb;
+    for (size_t i = 0; i < m; i++)
+        for (size_t l = 0; l < k; l++)
+            At[i * k + l] = load(d->A, c->ta == CUBLAS_OP_N ? i + l * lda : l + i * lda, c->in);
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < k; l++)
+            Bt[j * k + l] = load(d->B, c->tb == CUBLAS_OP_N ? l + j * ldb : j + l * ldb, c->in);
+    d->sampled = (double)m * (double)n * (double)k > ORACLE_FULL;
+    if (!d->sampled) {
+        for (int j = 0; j < c->n; j++)
+            for (int i = 0; i < c->m; i++) oracle_at(d, c, At, Bt, i, j, passthrough);
+    } else {
+        for (int gi = 0; gi < GRID; gi++)
+            for (int gj = 0; gj < GRID; gj++)
+                oracle_at(d, c, At, Bt, grid_i(c, gi), grid_j(c, gj), passthrough);
+        rng_t r = {c->seed ^ 0x5851f42d4c957f2dull};
+        for (int s = 0; s < SAMPLES; s++) {
+            const int i = below(&r, c->m), j = below(&r, c->n);
+            oracle_at(d, c, At, Bt, i, j, passthrough);
+        }
+    }
+    free(At);
+    free(Bt);
+}
+
+static void release(ldata *d)
+{
+    free(d->A); free(d->B); free(d->C0); free(d->ref); free(d->bound);
+}
+
+/* ---- the call ---- */
+
+static cublasStatus_t call(cublasHandle_t h, const lcase *c, const ldata *d, const void *alpha,
+                           const void *beta, const void *A, const void *B, void *C)
+{
+    const cudaDataType ti = cuda_types[c->in], to = cuda_types[c->out];
+    const cublasOperation_t ta = c->ta, tb = c->tb;
+    const int m = c->m, n = c->n, k = c->k, lda = d->lda, ldb = d->ldb, ldc = d->ldc;
+    switch (c->e) {
+    case E_GEMMEX:
+        return cublasGemmEx(h, ta, tb, m, n, k, alpha, A, ti, lda, B, ti, ldb, beta, C, to, ldc,
+                            compute_types[c->ct], CUBLAS_GEMM_DEFAULT);
+    case E_GEMMEX_64:
+        return cublasGemmEx_64(h, ta, tb, m, n, k, alpha, A, ti, lda, B, ti, ldb, beta, C, to, ldc,
+                               compute_types[c->ct], CUBLAS_GEMM_DEFAULT);
+    case E_SGEMMEX:
+        return cublasSgemmEx(h, ta, tb, m, n, k, alpha, A, ti, lda, B, ti, ldb, beta, C, to, ldc);
+    case E_SGEMMEX_64:
+        return cublasSgemmEx_64(h, ta, tb, m, n, k, alpha, A, ti, lda, B, ti, ldb, beta, C, to,
+                                ldc);
+    case E_HGEMM:
+        return cublasHgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    default:
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+static void *upload(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
+        return NULL;
+    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+    return d;
+}
+
+/* the scalars as the call takes them: float, or half where the compute type is */
+typedef struct scalars {
+    float f[2];
+    uint16_t h[2];
+    void *dev;
+    const void *alpha, *beta;
+} scalars;
+
+static void set_scalars(scalars *s, cublasHandle_t h, const lcase *c)
+{
+    s->f[0] = (float)c->alpha, s->f[1] = (float)c->beta;
+    s->h[0] = enc16(c->alpha, T_F16), s->h[1] = enc16(c->beta, T_F16);
+    const size_t es = half_compute(c) ? 2 : 4;
+    const char *host = half_compute(c) ? (const char *)s->h : (const char *)s->f;
+    s->dev = NULL;
+    s->alpha = host, s->beta = host + es;
+    if (c->dev_scalars && (s->dev = upload(host, 2 * es))) {
+        s->alpha = s->dev, s->beta = (const char *)s->dev + es;
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
+    }
+}
+
+static void set_math(cublasHandle_t h, int math)
+{
+    cublasSetMathMode(h, math ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                              : CUBLAS_DEFAULT_MATH);
+}
+
+/* ---- one case ---- */
+
+typedef struct outcome {
+    cublasStatus_t st;
+    double worst;       /* worst |C - ref| / bound but the planted element's (> 1: wrong) */
+    int wi, wj;
+    double wv, wref, wbound;
+    size_t judged, nonfinite; /* elements against the oracle; others of C not finite */
+    size_t outside_bad; /* elements of C's padding changed */
+    int64_t prow, pcol; /* where the fault was planted (-1: none) */
+    double pq, pv, pref, pbound; /* the planted element */
+    stats_t s0, s1;
+} outcome;
+
+/* C read back and judged: the oracle's elements against it, the rest finite, the padding (and
+ * all of C where m or n is 0) unchanged bit for bit */
+static void compare(outcome *o, const lcase *c, const ldata *d, const void *dC)
+{
+    const size_t es = esize(c->out);
+    unsigned char *h = malloc(es * d->lc);
+    o->worst = 0;
+    o->wi = o->wj = -1;
+    o->wv = o->wref = o->wbound = 0;
+    o->judged = o->nonfinite = o->outside_bad = 0;
+    o->pq = INFINITY, o->pv = o->pref = o->pbound = NAN;
+    if (!h || cudaMemcpy(h, dC, es * d->lc, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        o->worst = o->pq = INFINITY;
+        free(h);
+        return;
+    }
+    const size_t ldc = (size_t)d->ldc, cols = (size_t)imax(c->n, 1);
+    for (size_t j = 0; j < cols; j++)
+        for (size_t i = 0; i < ldc; i++) {
+            const size_t p = i + j * ldc;
+            if (i >= (size_t)c->m || j >= (size_t)c->n) {
+                o->outside_bad += memcmp(h + es * p, (const unsigned char *)d->C0 + es * p, es) != 0;
+                continue;
+            }
+            const double v = load(h, p, c->out);
+            const size_t o2 = i + j * (size_t)c->m;
+            if (d->bound[o2] < 0) {
+                o->nonfinite += !isfinite(v);
+                continue;
+            }
+            o->judged++;
+            double q = fabs(v - d->ref[o2]) / d->bound[o2];
+            if (isnan(q))
+                q = INFINITY;
+            if ((int64_t)i == o->prow && (int64_t)j == o->pcol) {
+                o->pq = q, o->pv = v, o->pref = d->ref[o2], o->pbound = d->bound[o2];
+            } else if (q > o->worst || o->wi < 0) {
+                o->worst = q > o->worst ? q : o->worst;
+                o->wi = (int)i, o->wj = (int)j;
+                o->wv = v, o->wref = d->ref[o2], o->wbound = d->bound[o2];
+            }
+        }
+    free(h);
+}
+
+/* The element where a fault goes: the grid's largest against its rounding bound (a flip of a
+ * tiny element may change it by less than a check can see). */
+static void plant_site(const lcase *c, const ldata *d, int64_t *row, int64_t *col)
+{
+    double best = -1;
+    *row = c->m / 2, *col = c->n / 2;
+    for (int gi = 0; gi < GRID; gi++)
+        for (int gj = 0; gj < GRID; gj++) {
+            const int i = grid_i(c, gi), j = grid_j(c, gj);
+            const size_t o2 = (size_t)i + (size_t)j * (size_t)c->m;
+            if (d->bound[o2] < 0)
+                continue;
+            const double q = fabs(d->ref[o2]) / d->bound[o2];
+            if (q > best)
+                best = q, *row = i, *col = j;
+        }
+}
+
+/* Case c on fresh data; a fault of bit `bit` planted first (-1: none). */
+static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
+{
+    ldata d;
+    layout(&d, c);
+    fill(&d, c);
+    oracle(&d, c, !protected_expected(c));
+    o->prow = o->pcol = -1;
+    if (bit >= 0)
+        plant_site(c, &d, &o->prow, &o->pcol);
+    const size_t ei = esize(c->in), eo = esize(c->out);
+    void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
+    scalars sc;
+    set_scalars(&sc, h, c);
+    set_math(h, c->math);
+    o->s0 = stats_now();
+    if (bit >= 0)
+        CHECK(plant_fault(1, o->prow, o->pcol, bit) == 0, "plant_fault(1, %lld, %lld, %d)",
+              (long long)o->prow, (long long)o->pcol, bit);
+    o->st = dA && dB && dC && (!c->dev_scalars || sc.dev)
+                ? call(h, c, &d, sc.alpha, sc.beta, dA, dB, dC)
+                : CUBLAS_STATUS_ALLOC_FAILED;
+    o->s1 = stats_now();
+    if (bit >= 0)
+        plant_fault(0, 0, 0, 0); /* what a wrong path left armed goes no further */
+    if (sc.dev)
+        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
+    set_math(h, 0);
+    if (dC)
+        compare(o, c, &d, dC);
+    else
+        o->worst = o->pq = INFINITY, o->judged = o->nonfinite = o->outside_bad = 0;
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(sc.dev);
+    release(&d);
+}
+
+static void describe(char *buf, size_t cap, const lcase *c)
+{
+    snprintf(buf, cap,
+             "%s %s->%s compute %s %c%c %dx%dx%d ld+%d/%d/%d alpha %g beta %g%s series %d%s%s "
+             "seed %llu",
+             entry_names[c->e], type_names[c->in], type_names[c->out], compute_names[c->ct],
+             "NTC"[c->ta], "NTC"[c->tb], c->m, c->n, c->k, c->pad_a, c->pad_b, c->pad_c,
+             c->alpha, c->beta, c->nan_c ? " (C NaN)" : "", c->series,
+             c->dev_scalars ? " device scalars" : "", c->math ? " disallow-reduced-reduction" : "",
+             (unsigned long long)c->seed);
+}
+
+#define DELTA(o, f) ((o)->s1.f - (o)->s0.f)
+
+static uint64_t cases_run, abft_checks, false_alarms_seen;
+
+/* The verdict on a case: status, result, C's padding, counters. bit: the planted fault's bit
+ * (-1: fault-free). */
+static void judge(const lcase *c, const outcome *o, int bit)
+{
+    char what[320];
+    describe(what, sizeof what, c);
+    if (bit >= 0) {
+        const size_t len = strlen(what);
+        snprintf(what + len, sizeof what - len, " planted bit %d at (%lld, %lld)", bit,
+                 (long long)o->prow, (long long)o->pcol);
+    }
+    const int prot = protected_expected(c);
+    cases_run++;
+    abft_checks += DELTA(o, checks);
+    CHECK(o->st == CUBLAS_STATUS_SUCCESS, "%s: status %d", what, (int)o->st);
+    CHECK(o->worst <= 1.0, "%s: error %.3g x bound ((%d, %d): %.9g, reference %.9g, bound %.3g)",
+          what, o->worst, o->wi, o->wj, o->wv, o->wref, o->wbound);
+    CHECK(o->nonfinite == 0, "%s: %zu elements outside the oracle's sample not finite", what,
+          o->nonfinite);
+    CHECK(o->outside_bad == 0, "%s: %zu elements of C's padding changed", what, o->outside_bad);
+    CHECK(DELTA(o, protected_gemms) == (uint64_t)prot &&
+              DELTA(o, unprotected_gemms) == (uint64_t)!prot,
+          "%s: %llu protected, %llu unprotected (expected %d, %d)", what,
+          (unsigned long long)DELTA(o, protected_gemms),
+          (unsigned long long)DELTA(o, unprotected_gemms), prot, !prot);
+    CHECK(DELTA(o, uncorrectable) == 0, "%s: %llu uncorrectable", what,
+          (unsigned long long)DELTA(o, uncorrectable));
+    if (bit < 0) {
+        const uint64_t want = prot ? expected_checks(c) : 0;
+        CHECK(DELTA(o, checks) == want, "%s: %llu checks (expected %llu)", what,
+              (unsigned long long)DELTA(o, checks), (unsigned long long)want);
+        CHECK(DELTA(o, errors_detected) == 0 && DELTA(o, errors_corrected) == 0,
+              "%s: %llu detected, %llu corrected without a fault", what,
+              (unsigned long long)DELTA(o, errors_detected),
+              (unsigned long long)DELTA(o, errors_corrected));
+        false_alarms_seen += DELTA(o, false_alarms);
+        return;
+    }
+    /* planted: the call's own checks at least (a correction may check again) */
+    CHECK(DELTA(o, checks) >= expected_checks(c), "%s: %llu checks (expected at least %llu)", what,
+          (unsigned long long)DELTA(o, checks), (unsigned long long)expected_checks(c));
+    CHECK(DELTA(o, faults_injected) == 1, "%s: %llu injected", what,
+          (unsigned long long)DELTA(o, faults_injected));
+    const int p = mant_bits(c->out), high = bit >= p;
+    if (high) {
+        CHECK(DELTA(o, errors_detected) >= 1 && DELTA(o, errors_corrected) >= 1,
+              "%s: %llu detected, %llu corrected", what,
+              (unsigned long long)DELTA(o, errors_detected),
+              (unsigned long long)DELTA(o, errors_corrected));
+        CHECK(o->pq <= 1.0, "%s: the planted element %.9g, reference %.9g, bound %.3g", what,
+              o->pv, o->pref, o->pbound);
+    } else if (DELTA(o, errors_detected) > 0) {
+        CHECK(o->pq <= 1.0, "%s: detected, the planted element %.9g, reference %.9g, bound %.3g",
+              what, o->pv, o->pref, o->pbound);
+    } else { /* not detected: off by the flip at most */
+        const double flip = ldexp(1.0, bit - p) * (fabs(o->pref) + o->pbound);
+        CHECK(fabs(o->pv - o->pref) <= o->pbound + flip,
+              "%s: undetected, the planted element %.9g, reference %.9g, bound %.3g + flip %.3g",
+              what, o->pv, o->pref, o->pbound, flip);
+    }
+}
+
+static void one(cublasHandle_t h, const lcase *c)
+{
+    outcome o;
+    run_case(h, c, -1, &o);
+    judge(c, &o, -1);
+}
+
+/* ---- the sections ---- */
+
+#define OPN CUBLAS_OP_N
+#define OPT CUBLAS_OP_T
+#define OPC CUBLAS_OP_C
+
+/* NN NT TN TT, and C (as T) on either side */
+static const cublasOperation_t pairs[6][2] = {{OPN, OPN}, {OPN, OPT}, {OPT, OPN},
+                                              {OPT, OPT}, {OPC, OPN}, {OPN, OPC}};
+static const int pads[] = {0, 1, 5};
+/* (alpha, beta, C NaN) */
+static const double scal[4][3] = {{1.0, 0.0, 0}, {0.5, -2.0, 0}, {-1.25, 1.0, 0}, {-1.25, 0.0, 1}};
+
+/* The formats' conversions: every half and bfloat16 word back to itself, known values, and
+ * bfloat16 against the rounding of float's bits. */
+static void formats(void)
+{
+    size_t bad = 0;
+    for (int t = T_F16; t <= T_BF16; t++)
+        for (unsigned b = 0; b < 0x10000; b++) {
+            const double v = dec16((uint16_t)b, (etype)t);
+            bad += !isnan(v) && enc16(v, (etype)t) != b;
+        }
+    CHECK(bad == 0, "formats: %zu 16-bit words not their own round trip", bad);
+    static const struct { double x; uint16_t h; } known[] = {
+        {1.0, 0x3c00},          {-2.0, 0xc000},         {65504.0, 0x7bff},
+        {65519.0, 0x7bff},      {65520.0, 0x7c00},      {0x1p-24, 0x0001},
+        {0x1p-25, 0x0000},      {0x1.8p-25, 0x0001},    {0x1p-14, 0x0400},
+        {1.0 + 0x1p-11, 0x3c00}, {1.0 + 0x3p-11, 0x3c02}, {0.1, 0x2e66},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        CHECK(enc16(known[i].x, T_F16) == known[i].h, "formats: half of %a is 0x%04x, not 0x%04x",
+              known[i].x, enc16(known[i].x, T_F16), known[i].h);
+    rng_t r = {base_seed};
+    bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        const uint32_t bits = (uint32_t)next_u64(&r);
+        float f;
+        memcpy(&f, &bits, 4);
+        if (!isfinite(f))
+            continue;
+        const uint16_t want = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+        bad += enc16(f, T_BF16) != want;
+    }
+    CHECK(bad == 0, "formats: %zu floats rounded to bfloat16 wrong", bad);
+}
+
+static const int shapes[][3] = {{1, 1, 1},       {1, 7, 3},     {7, 1, 5},    {17, 13, 31},
+                                {64, 64, 64},    {100, 3, 257}, {255, 257, 129},
+                                {257, 65, 96},   {300, 200, 1000}, {513, 31, 40}};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* Every (protected entry point, A's type, C's type, shape); the other parameters rotate so that
+ * each meets every transpose pair, both compute types, the leading dimensions, scalars, series,
+ * device scalars and math modes in turn. */
+static void sweep(cublasHandle_t h)
+{
+    const uint64_t before = cases_run;
+    for (int e = 0; e < E_PROTECTABLE; e++)
+        for (int in = 0; in < 2; in++)
+            for (int f32 = 0; f32 < 2; f32++)
+                for (int i = 0; i < NSHAPES; i++) {
+                    const int s = (i + 2 * e + in + f32) % 4, p = (i + 3 * e + 5 * in + 2 * f32) % 6;
+                    lcase c = {.e = (entry)e, .in = (etype)in, .out = f32 ? T_F32 : (etype)in,
+                               .ct = (compute)((i + e + in) % 2), .ta = pairs[p][0],
+                               .tb = pairs[p][1], .m = shapes[i][0], .n = shapes[i][1],
+                               .k = shapes[i][2], .pad_a = pads[(i + e) % 3],
+                               .pad_b = pads[(i + e + 1) % 3], .pad_c = pads[(i + 2 * e + f32) % 3],
+                               .alpha = scal[s][0], .beta = scal[s][1], .nan_c = (int)scal[s][2],
+                               .series = (i + e + in) % 3, .dev_scalars = (i + e + in + f32) % 4 == 1,
+                               .math = (i + e + f32) % 3 == 2,
+                               .seed = case_seed(1, (uint64_t)(e * 4 + in * 2 + f32), (uint64_t)i)};
+                    normalize(&c);
+                    one(h, &c);
+                }
+    printf("sweep: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* 1024^3 and 513x1025x2049 for each pair of types (the oracle on a sample). */
+static void large(cublasHandle_t h)
+{
+    static const int big[2][3] = {{1024, 1024, 1024}, {513, 1025, 2049}};
+    const uint64_t before = cases_run;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 4; t++) {
+            const int n = b * 4 + t, s = n % 4, in = t / 2, f32 = t % 2;
+            lcase c = {.e = (entry)(n % E_PROTECTABLE), .in = (etype)in,
+                       .out = f32 ? T_F32 : (etype)in, .ct = (compute)(n % 2),
+                       .ta = pairs[n % 4][0], .tb = pairs[n % 4][1], .m = big[b][0],
+                       .n = big[b][1], .k = big[b][2], .pad_a = n % 3, .pad_b = 3,
+                       .pad_c = (n + 1) % 3, .alpha = scal[s][0], .beta = scal[s][1],
+                       .nan_c = (int)scal[s][2], .series = n % 3, .dev_scalars = n == 5,
+                       .math = n == 2 || n == 7, .seed = case_seed(2, (uint64_t)n, 0)};
+            normalize(&c);
+            one(h, &c);
+        }
+    printf("large: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* The handle's math mode: CUBLAS_DEFAULT_MATH and with
+ * CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, both protected, through every entry point,
+ * on a square-ish C and on a small C over a long k (where cuBLAS splits k). */
+static void math_modes(cublasHandle_t h)
+{
+    static const int ms[2][3] = {{255, 257, 129}, {16, 16, 2048}};
+    const uint64_t before = cases_run;
+    for (int math = 0; math < 2; math++)
+        for (int e = 0; e < E_PROTECTABLE; e++)
+            for (int i = 0; i < 2; i++) {
+                const int n = math * 8 + e * 2 + i;
+                lcase c = {.e = (entry)e, .in = (etype)((e + i) % 2), .out = T_F16,
+                           .ct = (compute)(n % 2), .ta = pairs[n % 4][0], .tb = pairs[n % 4][1],
+                           .m = ms[i][0], .n = ms[i][1], .k = ms[i][2], .pad_a = 1, .pad_c = 2,
+                           .alpha = scal[n % 3][0], .beta = scal[n % 3][1], .series = n % 3,
+                           .math = math, .seed = case_seed(3, (uint64_t)n, 0)};
+                normalize(&c);
+                one(h, &c);
+            }
+    printf("math modes: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* Faults planted in one GEMM: for each pair of types a high exponent bit (two of them) and a low
+ * mantissa bit (two), on a rotation of shapes (a large one with the sampled oracle among them),
+ * entry points, transposes, scalars (beta = 0 over NaN too: the correction must not read C),
+ * layouts and math modes. */
+static void planted(cublasHandle_t h)
+{
+    static const int pshapes[][3] = {{64, 64, 64}, {300, 257, 129}, {37, 53, 29}, {100, 3, 257},
+                                     {1024, 1024, 1024}};
+    const uint64_t before = cases_run;
+    int n = 0;
+    for (int t = 0; t < 4; t++)
+        for (int b = 0; b < 4; b++)
+            for (int r = 0; r < 2; r++, n++) {
+                const int in = t / 2, f32 = t % 2, s = n % 4;
+                const int *ps = pshapes[n % 5];
+                lcase c = {.e = (entry)(n % E_PROTECTABLE), .in = (etype)in,
+                           .out = f32 ? T_F32 : (etype)in, .ct = (compute)((n / 4) % 2),
+                           .ta = pairs[n % 6][0], .tb = pairs[n % 6][1], .m = ps[0], .n = ps[1],
+                           .k = ps[2], .pad_a = pads[n % 3], .pad_b = pads[(n + 1) % 3],
+                           .pad_c = pads[(n + 2) % 3], .alpha = scal[s][0], .beta = scal[s][1],
+                           .nan_c = (int)scal[s][2], .series = n % 3, .dev_scalars = n % 5 == 2,
+                           .math = n % 3 == 1, .seed = case_seed(4, (uint64_t)n, 0)};
+                normalize(&c);
+                const int hi = f32 ? 30 : 14;
+                const int bit = b == 0 ? hi : b == 1 ? hi - 1 : b == 2 ? 0 : 3;
+                outcome o;
+                run_case(h, &c, bit, &o);
+                judge(&c, &o, bit);
+            }
+    printf("planted faults: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* Not protected: cublasHgemm and GemmEx (and _64) with CUBLAS_COMPUTE_16F or its _PEDANTIC
+ * form, half scalars; counted unprotected with no checks, the result within the loose bound. */
+static void unprotected(cublasHandle_t h)
+{
+    static const int us[][3] = {{17, 13, 31}, {100, 3, 257}, {255, 257, 129}, {64, 64, 64}};
+    static const struct { entry e; compute ct; } who[] = {
+        {E_HGEMM, CT_16F}, {E_GEMMEX, CT_16F}, {E_GEMMEX_64, CT_16F_PEDANTIC}, {E_GEMMEX, CT_16F_PEDANTIC}};
+    const uint64_t before = cases_run;
+    for (int w = 0; w < 4; w++)
+        for (int i = 0; i < 4; i++) {
+            const int n = w * 4 + i, s = n % 4;
+            lcase c = {.e = who[w].e, .in = T_F16, .out = T_F16, .ct = who[w].ct,
+                       .ta = pairs[n % 6][0], .tb = pairs[n % 6][1], .m = us[i][0], .n = us[i][1],
+                       .k = us[i][2], .pad_a = pads[n % 3], .pad_b = pads[(n + 2) % 3],
+                       .pad_c = pads[(n + 1) % 3], .alpha = scal[s][0], .beta = scal[s][1],
+                       .nan_c = (int)scal[s][2], .series = n % 3, .dev_scalars = n % 5 == 3,
+                       .math = n % 2, .seed = case_seed(5, (uint64_t)n, 0)};
+            normalize(&c);
+            one(h, &c);
+        }
+    printf("unprotected: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* A GemmEx captured into a graph on the handle's stream (after one uncaptured call of the same
+ * shape there) and replayed twice over a C whose results were made NaN: passed through, counted
+ * unprotected once, no checks; C right after the replays. */
+static void captured(cublasHandle_t h, int variant)
+{
+    lcase c = variant ? (lcase){.e = E_GEMMEX_64, .in = T_BF16, .out = T_F32, .ct = CT_32F_PEDANTIC,
+                                .ta = OPT, .tb = OPN, .m = 129, .n = 65, .k = 200, .pad_a = 1,
+                                .pad_c = 3, .alpha = 0.5, .beta = 0.0, .series = 1}
+                      : (lcase){.e = E_GEMMEX, .in = T_F16, .out = T_F16, .ct = CT_32F,
+                                .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29, .pad_b = 2,
+                                .pad_c = 1, .alpha = -1.25, .beta = 0.0, .series = 2};
+    c.seed = case_seed(6, (uint64_t)variant, 0);
+    char what[320];
+    describe(what, sizeof what, &c);
+    ldata d;
+    layout(&d, &c);
+    fill(&d, &c);
+    oracle(&d, &c, 1);
+    const size_t ei = esize(c.in), eo = esize(c.out);
+    void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
+    const float sf[2] = {(float)c.alpha, (float)c.beta};
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cublasSetStream_v2(h, s);
+    CHECK(dA && dB && dC && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC) == CUBLAS_STATUS_SUCCESS,
+          "captured %s: warm-up", what);
+    cudaStreamSynchronize(s);
+    const stats_t s0 = stats_now();
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
+    cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    if (ce == cudaSuccess) {
+        st = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC);
+        ce = cudaStreamEndCapture(s, &graph);
+    }
+    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s: status %d, %s", what,
+          (int)st, cudaGetErrorString(ce));
+    if (st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess &&
+        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+        /* NaN over the results (all ones is NaN in every type): a replay that did not run leaves
+         * them wrong */
+        cudaMemset2D(dC, eo * (size_t)d.ldc, 0xff, eo * (size_t)c.m, (size_t)c.n);
+        cudaDeviceSynchronize();
+        for (int i = 0; i < 2; i++)
+            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured %s: launch %d", what, i);
+        cudaStreamSynchronize(s);
+        const stats_t s1 = stats_now();
+        outcome o = {.prow = -1, .pcol = -1};
+        compare(&o, &c, &d, dC);
+        CHECK(o.worst <= 1.0 && o.nonfinite == 0 && o.outside_bad == 0,
+              "captured %s: replayed GEMM off by %.3g x bound ((%d, %d): %.9g, reference %.9g), "
+              "%zu outside changed", what, o.worst, o.wi, o.wj, o.wv, o.wref, o.outside_bad);
+        CHECK(s1.protected_gemms == s0.protected_gemms &&
+                  s1.unprotected_gemms - s0.unprotected_gemms == 1 && s1.checks == s0.checks &&
+                  s1.errors_detected == s0.errors_detected,
+              "captured %s: %llu protected, %llu unprotected (expected 0, 1), %llu checks, %llu "
+              "detected", what, (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s1.checks - s0.checks),
+              (unsigned long long)(s1.errors_detected - s0.errors_detected));
+        cudaGraphExecDestroy(exec);
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    release(&d);
+    printf("captured %s->%s: done\n", type_names[c.in], type_names[c.out]);
+}
+
+/* k = 0 (C = beta C; beta = 0 over NaN: zeros) and m = 0, n = 0 (C untouched), through GemmEx and
+ * SgemmEx: as cuBLAS, success, nothing detected (how they are counted is not judged). */
+static void edges(cublasHandle_t h)
+{
+    static const struct { int m, n, k, s; } ed[] = {
+        {37, 21, 0, 1}, {300, 5, 0, 3}, {0, 9, 13, 2}, {11, 0, 7, 1}};
+    for (int e = 0; e < 4; e += 2)
+        for (size_t i = 0; i < sizeof ed / sizeof ed[0]; i++) {
+            const int s = ed[i].s, n = e * 4 + (int)i;
+            lcase c = {.e = (entry)e, .in = (etype)(n % 2), .out = i % 2 ? T_F32 : (etype)(n % 2),
+                       .ct = CT_32F, .ta = pairs[n % 4][0], .tb = pairs[n % 4][1], .m = ed[i].m,
+                       .n = ed[i].n, .k = ed[i].k, .pad_a = 1, .pad_b = 2, .pad_c = 3,
+                       .alpha = scal[s][0], .beta = scal[s][1], .nan_c = (int)scal[s][2],
+                       .series = n % 3, .seed = case_seed(7, (uint64_t)n, 0)};
+            normalize(&c);
+            char what[320];
+            describe(what, sizeof what, &c);
+            outcome o;
+            run_case(h, &c, -1, &o);
+            cases_run++;
+            CHECK(o.st == CUBLAS_STATUS_SUCCESS && o.worst <= 1.0 && o.outside_bad == 0,
+                  "edge %s: status %d, error %.3g x bound ((%d, %d): %.9g, reference %.9g), %zu "
+                  "outside changed", what, (int)o.st, o.worst, o.wi, o.wj, o.wv, o.wref,
+                  o.outside_bad);
+            CHECK(DELTA(&o, errors_detected) == 0 && DELTA(&o, uncorrectable) == 0 &&
+                      DELTA(&o, protected_gemms) + DELTA(&o, unprotected_gemms) <= 1 &&
+                      (!expect_off || DELTA(&o, protected_gemms) == 0),
+                  "edge %s: %llu protected, %llu unprotected, %llu detected, %llu uncorrectable",
+                  what, (unsigned long long)DELTA(&o, protected_gemms),
+                  (unsigned long long)DELTA(&o, unprotected_gemms),
+                  (unsigned long long)DELTA(&o, errors_detected),
+                  (unsigned long long)DELTA(&o, uncorrectable));
+        }
+    printf("edges: done\n");
+}
+
+/* one dimension in 1 .. 300: uniform or log-uniform, even odds */
+static int draw_dim(void)
+{
+    const double u = (urand() + 1.0) / 2.0;
+    if (urand() < 0)
+        return 1 + (int)(u * 300.0) % 300;
+    const int d = (int)floor(exp(u * log(300.0)));
+    return d < 1 ? 1 : d > 300 ? 300 : d;
+}
+
+static int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
+
+/* Fault-free protected GEMMs of random types, entry points, compute types, shapes, layouts,
+ * scalars, data and math modes: each adds exactly its checks, nothing detected or corrected. */
+static void stress(cublasHandle_t h, int rounds)
+{
+    const uint64_t before = cases_run, checks_before = abft_checks, fa_before = false_alarms_seen;
+    rng ^= base_seed * 0x2545f4914f6cdd1dull;
+    if (!rng)
+        rng = 1;
+    static const cublasOperation_t ops[3] = {OPN, OPT, OPC};
+    for (int r = 0; r < rounds; r++) {
+        const int s = draw(4), in = draw(2);
+        lcase c = {.e = (entry)draw(E_PROTECTABLE), .in = (etype)in,
+                   .out = draw(2) ? T_F32 : (etype)in, .ct = (compute)draw(2), .ta = ops[draw(3)],
+                   .tb = ops[draw(3)], .m = draw_dim(), .n = draw_dim(), .k = draw_dim(),
+                   .pad_a = draw(4), .pad_b = draw(4), .pad_c = draw(4), .alpha = scal[s][0],
+                   .beta = scal[s][1], .nan_c = (int)scal[s][2], .series = draw(3),
+                   .dev_scalars = draw(4) == 0, .math = draw(2),
+                   .seed = case_seed(8, (uint64_t)r, 0)};
+        normalize(&c);
+        one(h, &c);
+    }
+    printf("stress: %llu random GEMMs, %llu checks of the library, %llu false alarms\n",
+           (unsigned long long)(cases_run - before),
+           (unsigned long long)(abft_checks - checks_before),
+           (unsigned long long)(false_alarms_seen - fa_before));
+}
+
+int main(int argc, char **argv)
+{
+    const int start = test_start(argc, argv, &expect_off);
+    if (start)
+        return start;
+    read_env();
+    cublasHandle_t h;
+    if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "cublasCreate failed\n");
+        return 1;
+    }
+    printf("lowp: block size %d, %s, seed %llu\n", block_size,
+           expect_off ? "expecting pass-through" : "expecting protection",
+           (unsigned long long)base_seed);
+    struct timespec ta, tb;
+    clock_gettime(CLOCK_MONOTONIC, &ta);
+    formats();
+    sweep(h);
+    large(h);
+    math_modes(h);
+    if (!expect_off)
+        planted(h);
+    unprotected(h);
+    captured(h, 0);
+    captured(h, 1);
+    edges(h);
+    stress(h, 200);
+    clock_gettime(CLOCK_MONOTONIC, &tb);
+    cublasDestroy_v2(h);
+    printf("%llu cases, %llu checks of the library in them, %llu false alarms in fault-free "
+           "calls, %.1f s; %d checks, %d failures\n",
+           (unsigned long long)cases_run, (unsigned long long)abft_checks,
+           (unsigned long long)false_alarms_seen,
+           (double)(tb.tv_sec - ta.tv_sec) + 1e-9 * (double)(tb.tv_nsec - ta.tv_nsec), checks,
+           failures);
+    return failures ? 1 : 0;
+}
