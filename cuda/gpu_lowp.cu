@@ -29,8 +29,10 @@ extern "C" {
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <type_traits>
 
 using namespace gpu_engine;
 
@@ -72,14 +74,22 @@ template <> __device__ __forceinline__ __nv_bfloat16 near<__nv_bfloat16>(double 
 __device__ __forceinline__ void narrow(float x, __half *to) { *to = __float2half_rn(x); }
 __device__ __forceinline__ void narrow(float x, __nv_bfloat16 *to) { *to = __float2bfloat16_rn(x); }
 
+__device__ __forceinline__ unsigned short rounded_bits(__half h) { return __half_as_ushort(h); }
+__device__ __forceinline__ unsigned short rounded_bits(__nv_bfloat16 h)
+{
+    return __bfloat16_as_ushort(h);
+}
+
 template <typename TA> struct lp_args {
     int64_t m, n, k, lda, ldb, ldc, ldo;
     int64_t mb; /* block rows */
     int bs;
     bool ta, tb; /* op(A) = A^T, op(B) = B^T */
-    /* every column of A (op(A) = A), B (op(B) = B), C and the old C starts at 8 bytes and every
-     * block row at a multiple of 8 bytes in it: the passes load 8 bytes at a time */
-    bool vec_a, vec_b, vec_c;
+    /* 16 or 8 where every column of A (op(A) = A), B (op(B) = B), C and the old C starts at a
+     * multiple of that many bytes and every block row too: the passes load that many bytes at
+     * a time; else 0 */
+    int vec_a, vec_b, vec_c;
+    bool vec_out; /* out's columns and block rows at multiples of 8 bytes (with vec_c 16) */
     const TA *A, *B;
     float *C;                    /* the FP32 result that is checked: the caller's C, or ... */
     TA *out;                     /* ... where C is half or bfloat16 (here, ld ldo), NULL */
@@ -94,6 +104,9 @@ template <typename TA> struct lp_args {
     double *bsq;                 /* [j]: ||op(B)(:, j)||^2 */
     unsigned int *nflag;         /* block columns over their thresholds ... */
     uint2 *flagged;              /* ... (I, j), mb n at most */
+    float *one_zero;             /* the reference GEMM's scalars in device memory */
+    double omega;                /* NORM's factor for BLASFT_NORM_FALSE_ALARM */
+    double norm_terms;           /* NORM's terms of a k-long product (second order included) */
     gk_counters *cnt;
     int action;                  /* GK_REC_CORRECTED or GK_REC_DETECTED */
 };
@@ -149,30 +162,58 @@ template <bool Max> __device__ double block_reduce(double v, double *red)
 /* Lanes that share one block column's sum (the encoding's and the check's): interleaved along
  * the contiguous rows, so that a load of a warp touches one 16-byte run per group */
 constexpr int kGroup = 8;
-/* l per CUDA block of the encoding (one group each), and of the split (one thread each) */
-constexpr int kEncL = kThreads / kGroup;
+/* l per CUDA block of the encoding (rounds of one per group), and of the split (one thread
+ * each) */
+constexpr int kEncL = 4 * (kThreads / kGroup);
 constexpr int kChunk = kThreads;
 
-/* Adds op(x) of the elements [0, n) of p, lane `sub` of `lanes` taking its share: 8 bytes at a
- * time where vec says p is 8-byte aligned (as the run's every column), then the tail. */
-template <typename T, typename Op>
-__device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lanes, bool vec, Op op)
+/* Element t of the words w[0..] (32 bits each) as the type's number: in registers, no copies */
+__device__ __forceinline__ double word_el(const uint32_t *w, int t, const __half *)
 {
-    constexpr int w = 8 / sizeof(T);
-    int64_t i = sub;
-    if (vec) {
-        const int64_t nv = n / w;
-        for (int64_t v = sub; v < nv; v += lanes) {
-            const uint2 word = reinterpret_cast<const uint2 *>(p)[v];
-            T x[w];
-            memcpy(x, &word, 8);
-#pragma unroll
-            for (int t = 0; t < w; t++)
-                op(to_d(x[t]));
+    return to_d(__ushort_as_half((unsigned short)(w[t / 2] >> (16 * (t % 2)))));
+}
+__device__ __forceinline__ double word_el(const uint32_t *w, int t, const __nv_bfloat16 *)
+{
+    return to_d(__ushort_as_bfloat16((unsigned short)(w[t / 2] >> (16 * (t % 2)))));
+}
+__device__ __forceinline__ double word_el(const uint32_t *w, int t, const float *)
+{
+    return __uint_as_float(w[t]);
+}
+
+/* Adds op(x) of the elements [0, n) of p, lane `sub` of `lanes` taking its share: W bytes at a
+ * time (p W-byte aligned, as the run's every column), then the tail. */
+template <int W, typename T, typename Op>
+__device__ __forceinline__ int64_t run_words(const T *p, int64_t n, int sub, int lanes, Op op)
+{
+    constexpr int w = W / sizeof(T);
+    const int64_t nv = n / w;
+    for (int64_t v = sub; v < nv; v += lanes) {
+        uint32_t word[W / 4];
+        if constexpr (W == 16) {
+            const uint4 x = reinterpret_cast<const uint4 *>(p)[v];
+            word[0] = x.x;
+            word[1] = x.y;
+            word[2] = x.z;
+            word[3] = x.w;
+        } else {
+            const uint2 x = reinterpret_cast<const uint2 *>(p)[v];
+            word[0] = x.x;
+            word[1] = x.y;
         }
-        i = nv * w + sub;
+#pragma unroll
+        for (int t = 0; t < w; t++)
+            op(word_el(word, t, p));
     }
-    for (; i < n; i += lanes)
+    return nv * w;
+}
+/* vec: 16 or 8 where p (and every column of its matrix) is aligned to that, else 0 */
+template <typename T, typename Op>
+__device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lanes, int vec, Op op)
+{
+    const int64_t done = vec == 16 ? run_words<16>(p, n, sub, lanes, op)
+                         : vec == 8 ? run_words<8>(p, n, sub, lanes, op) : 0;
+    for (int64_t i = done + sub; i < n; i += lanes)
         op(to_d(p[i]));
 }
 
@@ -187,9 +228,9 @@ __device__ __forceinline__ double group_sum(double v)
  * sums need at most 48 bits; for bfloat16 the threshold takes their rounding), with Q(I), the
  * block row's sum of squares, and the exponent of max_l |S(I, l)| (biased by kExpBias, 0: all
  * zero), both added in with one atomic per CUDA block. A CUDA block per block row I and
- * kEncL consecutive l. op(A) = A: a group of kGroup lanes per l
- * along the block's contiguous rows; op(A) = A^T: a warp per eighth of the rows, each lane an l
- * (contiguous), the eighths added in shared memory. */
+ * kEncL consecutive l. op(A) = A: a group of kGroup lanes per l along the block's contiguous
+ * rows; op(A) = A^T: a warp per eighth of the rows, each lane an l (contiguous), the eighths
+ * added in shared memory. */
 constexpr int kExpBias = 2048;
 template <typename TA>
 __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
@@ -198,40 +239,47 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
     __shared__ double part[kThreads];
     const int64_t i0 = I * a.bs, l0 = chunk * kEncL;
     const int64_t rows = a.m - i0 < a.bs ? a.m - i0 : a.bs;
+    const int64_t l1 = l0 + kEncL < a.k ? l0 + kEncL : a.k;
     double q = 0.0, mx = 0.0;
-    if (a.ta) {
-        const int lx = threadIdx.x & 31, g = threadIdx.x >> 5, ng = blockDim.x >> 5;
-        const int64_t l = l0 + lx;
-        double s = 0.0;
-        if (l < a.k) {
-            const TA *A = a.A + l + i0 * a.lda;
-            for (int64_t i = g; i < rows; i += ng) {
-                const double x = to_d(A[i * a.lda]);
-                s += x;
-                q = fma(x, x, q);
+    /* the same rounds for every thread (the shuffles and barriers) */
+    for (int64_t lb = l0; lb < l0 + kEncL; lb += kThreads / kGroup) {
+        if (a.ta) {
+            const int lx = threadIdx.x & 31, g = threadIdx.x >> 5, ng = blockDim.x >> 5;
+            for (int64_t lc = lb; lc < lb + kThreads / kGroup; lc += 32) {
+                const int64_t l = lc + lx;
+                double s = 0.0;
+                if (l < l1) {
+                    const TA *A = a.A + l + i0 * a.lda;
+                    for (int64_t i = g; i < rows; i += ng) {
+                        const double x = to_d(A[i * a.lda]);
+                        s += x;
+                        q = fma(x, x, q);
+                    }
+                }
+                part[threadIdx.x] = s;
+                __syncthreads();
+                if (g == 0 && l < l1) {
+                    for (int h = 1; h < ng; h++)
+                        s += part[h * 32 + lx];
+                    a.S[I * a.k + l] = s;
+                    mx = fmax(mx, fabs(s));
+                }
+                __syncthreads(); /* part is the next round's */
             }
-        }
-        part[threadIdx.x] = s;
-        __syncthreads();
-        if (g == 0 && l < a.k) {
-            for (int h = 1; h < ng; h++)
-                s += part[h * 32 + lx];
-            a.S[I * a.k + l] = s;
-            mx = fabs(s);
-        }
-    } else {
-        const int sub = threadIdx.x & (kGroup - 1);
-        const int64_t l = l0 + threadIdx.x / kGroup;
-        double s = 0.0;
-        if (l < a.k)
-            run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x) {
-                s += x;
-                q = fma(x, x, q);
-            });
-        s = group_sum(s);
-        if (sub == 0 && l < a.k) {
-            a.S[I * a.k + l] = s;
-            mx = fabs(s);
+        } else {
+            const int sub = threadIdx.x & (kGroup - 1);
+            const int64_t l = lb + threadIdx.x / kGroup;
+            double s = 0.0;
+            if (l < l1)
+                run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x) {
+                    s += x;
+                    q = fma(x, x, q);
+                });
+            s = group_sum(s);
+            if (sub == 0 && l < l1) {
+                a.S[I * a.k + l] = s;
+                mx = fmax(mx, fabs(s));
+            }
         }
     }
     q = block_reduce<false>(q, red);
@@ -241,6 +289,12 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
         if (mx > 0.0) /* NaN and Inf: no scale (the check flags such data) */
             atomicMax(&a.e[I], isfinite(mx) ? ilogb(mx) + kExpBias : INT_MAX);
     }
+}
+
+/* 2^e for |e| well inside the double range (the pieces' scales) */
+__device__ __forceinline__ double exp2i(int e)
+{
+    return __longlong_as_double((long long)(e + 1023) << 52);
 }
 
 /* the pieces' scale 2^e from the biased exponent of max |S| (0: zero, NaN or Inf: no scale) */
@@ -260,7 +314,7 @@ __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> a)
     const int e = scale_exp(a.e[I]);
     double pn = 0.0, rn = 0.0;
     if (l < a.k) {
-        double x = ldexp(a.S[I * a.k + l], -e);
+        double x = a.S[I * a.k + l] * exp2i(-e);
         const int64_t ld = kPieces * a.mb;
         for (int p = 0; p < kPieces; p++) {
             const TA piece = near<TA>(x);
@@ -320,6 +374,10 @@ __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
 template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_args<TA> a)
 {
     const int64_t enc = a.mb * ((a.k + kEncL - 1) / kEncL), b = blockIdx.x;
+    if (b == 0 && threadIdx.x == 0) {
+        a.one_zero[0] = 1.0f;
+        a.one_zero[1] = 0.0f;
+    }
     if (b < enc)
         encode_block(a, b % a.mb, b / a.mb);
     else
@@ -329,18 +387,16 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_ar
 /* The check of block column (I, j) from its sums (lp_check); over its threshold, (I, j) goes on
  * the list for the second tier. */
 template <typename TA>
-__device__ bool over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64_t rows, double cs,
+__device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64_t rows, double cs,
                            double cabs, double csq, double os, double oabs, double osq)
 {
     const double alpha = alpha_of(a), beta = beta_of(a);
     const double aa = fabs(alpha), bb = fabs(beta);
     const double uo = kUc, ud = 0x1p-53;
-    const double nk = (double)a.k;
-    const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
-    const double acc = kUa * kUa * blasft_norm_second_order(nk, kUa) * blasft_norm_terms(nk, 1);
+    const double nk = (double)a.k, acc = kUa * kUa * a.norm_terms;
     const bool dbl = a.old && beta != 0.0;
     const int64_t ldr = kPieces * a.mb;
-    const double scale = ldexp(1.0, scale_exp(a.e[I]));
+    const double scale = exp2i(scale_exp(a.e[I]));
     double rsum = 0.0, rabs = 0.0;
     for (int p = 0; p < kPieces; p++) {
         const double x = a.R[p * a.mb + I + j * ldr];
@@ -361,20 +417,63 @@ __device__ bool over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64
     const double v = acc * aa * aa * bj * (a.Q[I] + scale * scale * a.pn[I]) +
                      3.0 * kUa * kUa * bb * bb * osq +
                      uo2 * (dbl ? 8.0 * csq + 2.0 * bb * bb * osq : csq);
-    const double nr = (double)rows;
-    const double thr = omega * sqrt(v) + nr * kSubC +
-                       aa * scale * (sqrt(a.rn[I]) * sqrt(bj) + 0x1p-24 * rabs) +
-                       ud * (nr + 4.0) * (fabs(ref) + aa * nr * sqrt(nr * a.Q[I]) * sqrt(bj) +
-                                          cabs + bb * oabs) +
+    const double nr = (double)rows, rb = sqrt(bj), qb = sqrt(a.Q[I]) * rb;
+    const double thr = a.omega * sqrt(v) + nr * kSubC +
+                       aa * scale * (sqrt(a.rn[I]) * rb + 0x1p-24 * rabs) +
+                       ud * (nr + 4.0) * (fabs(ref) + aa * nr * sqrt(nr) * qb + cabs + bb * oabs) +
                        (nr + 1.0) * (nk + 4.0) * 0x1p-150 * (1.0 + aa);
-    const bool range = blasft_squares_in_range(aa * sqrt(a.Q[I]) * sqrt(bj)) &&
-                       blasft_squares_in_range(bb * sqrt(osq)) &&
+    /* the roots taken apart: tiny data's products must not underflow to 0, "in range" */
+    const bool range = blasft_squares_in_range(aa * qb) &&
+                       (!dbl || blasft_squares_in_range(bb * sqrt(osq))) &&
                        blasft_squares_in_range(sqrt(csq));
     if (!blasft_over(c - (ref + bo), thr) && range)
-        return false;
+        return;
     const unsigned int f = atomicAdd(a.nflag, 1u);
     a.flagged[f] = make_uint2((unsigned int)I, (unsigned int)j);
-    return true;
+}
+
+/* The check's read of block column (I, j) of the FP32 result, lane `sub` of the group taking its
+ * share: op(x) of each element; where the caller's C is 16-bit, each element also rounded into
+ * it (a block column that flags is written again by the second tier after its corrections). */
+template <typename TA, typename Op>
+__device__ __forceinline__ void c_pass(const lp_args<TA> &a, int64_t i0, int64_t j, int64_t rows,
+                                       int sub, Op op)
+{
+    const float *C = a.C + i0 + j * a.ldc;
+    TA *out = a.out ? a.out + i0 + j * a.ldo : nullptr;
+    const auto bits = [](float x) { /* x rounded into C's type, as its 16 bits */
+        TA h;
+        narrow(x, &h);
+        return (uint32_t)rounded_bits(h);
+    };
+    int64_t done = 0;
+    if (a.vec_c == 16) {
+        const int64_t nv = rows / 4;
+        for (int64_t v = sub; v < nv; v += kGroup) {
+            const float4 x = reinterpret_cast<const float4 *>(C)[v];
+            op(x.x);
+            op(x.y);
+            op(x.z);
+            op(x.w);
+            if (!out)
+                continue;
+            if (a.vec_out) {
+                reinterpret_cast<uint2 *>(out)[v] =
+                    make_uint2(bits(x.x) | bits(x.y) << 16, bits(x.z) | bits(x.w) << 16);
+            } else {
+                narrow(x.x, out + 4 * v);
+                narrow(x.y, out + 4 * v + 1);
+                narrow(x.z, out + 4 * v + 2);
+                narrow(x.w, out + 4 * v + 3);
+            }
+        }
+        done = nv * 4;
+    }
+    for (int64_t i = done + sub; i < rows; i += kGroup) {
+        op(C[i]);
+        if (out)
+            narrow(C[i], out + i);
+    }
 }
 
 /* A group of kGroup lanes per (I, j): C's column sum over block row I against alpha 2^e(I)
@@ -394,7 +493,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
         const int64_t j = ww / a.mb, I = ww - j * a.mb, i0 = I * a.bs;
         const int64_t rows = live ? (a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
         double cs = 0.0, cabs = 0.0, csq = 0.0, os = 0.0, oabs = 0.0, osq = 0.0;
-        run_sum(a.C + i0 + j * a.ldc, rows, sub, kGroup, a.vec_c, [&](double c) {
+        c_pass(a, i0, j, rows, sub, [&](double c) {
             cs += c;
             cabs += fabs(c);
             csq = fma(c, c, csq);
@@ -412,15 +511,8 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
         cs = group_sum(cs);
         cabs = group_sum(cabs);
         csq = group_sum(csq);
-        bool over = false;
         if (live && sub == 0)
-            over = over_threshold(a, I, j, rows, cs, cabs, csq, os, oabs, osq);
-        if (a.out) { /* a block column that passed goes into the caller's C now */
-            over = __shfl_sync(0xffffffffu, over, (threadIdx.x & 31) & ~(kGroup - 1));
-            if (live && !over)
-                for (int64_t i = sub; i < rows; i += kGroup)
-                    narrow(a.C[i0 + i + j * a.ldc], a.out + i0 + i + j * a.ldo);
-        }
+            over_threshold(a, I, j, rows, cs, cabs, csq, os, oabs, osq);
     }
 }
 
@@ -436,8 +528,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
     const double aa = fabs(alpha), bb = fabs(beta);
     const double uo = kUc, ud = 0x1p-53;
     const double nk = (double)a.k;
-    const double omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
-    const double acc = blasft_norm_second_order(nk, kUa) * blasft_norm_terms(nk, 1);
+    const double omega = a.omega, acc = a.norm_terms;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const unsigned int nf = *a.nflag;
     for (unsigned int f = blockIdx.x; f < nf; f += gridDim.x) {
@@ -552,6 +643,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t pn_at = w.take(sizeof(double) * (size_t)mb);
     const size_t rn_at = w.take(sizeof(double) * (size_t)mb);
     const size_t e_at = w.take(sizeof(int) * (size_t)mb);
+    const size_t one_at = w.take(2 * sizeof(float));
     /* counters, the list's length, bsq and the block rows' sums start at zero */
     const size_t zero_bytes = w.o;
     const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
@@ -593,13 +685,19 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.ldo = g.ldc;
     a.old = keep_old ? (const float *)(b + old_at) : nullptr;
     /* the buffers are compact (ld m) at 256-byte boundaries */
-    const auto aligned = [&](const void *x, int64_t ld, size_t es, bool rows_too) {
-        return (uintptr_t)x % 8 == 0 && (ld * (int64_t)es) % 8 == 0 &&
-               (!rows_too || (bs * (int64_t)es) % 8 == 0);
+    const auto vec = [&](const void *x, int64_t ld, size_t es, bool rows_too) {
+        for (int w = 16; w >= 8; w /= 2)
+            if ((uintptr_t)x % w == 0 && (ld * (int64_t)es) % w == 0 &&
+                (!rows_too || (bs * (int64_t)es) % w == 0))
+                return w;
+        return 0;
     };
-    a.vec_a = aligned(g.a, g.lda, sizeof(TA), true);
-    a.vec_b = aligned(g.b, g.ldb, sizeof(TA), false);
-    a.vec_c = aligned(a.C, a.ldc, sizeof(float), true) && (!keep_old || m % 2 == 0);
+    a.vec_a = vec(g.a, g.lda, sizeof(TA), true);
+    a.vec_b = vec(g.b, g.ldb, sizeof(TA), false);
+    a.vec_c = vec(a.C, a.ldc, sizeof(float), true);
+    if (keep_old)
+        a.vec_c = std::min(a.vec_c, vec(b + old_at, m, sizeof(float), true));
+    a.vec_out = wide && vec(g.c, g.ldc, sizeof(TA), true) >= 8;
     if (on_dev) {
         a.alpha_p = (const float *)g.alpha;
         a.beta_p = (const float *)g.beta;
@@ -619,36 +717,46 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.flagged = (uint2 *)(b + list_at);
     a.cnt = (gk_counters *)(b + cnt_at);
     a.action = p->mode == BLASFT_MODE_CORRECT ? GK_REC_CORRECTED : GK_REC_DETECTED;
+    a.omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
+    a.norm_terms = blasft_norm_second_order((double)k, kUa) * blasft_norm_terms((double)k, 1);
 
-    const cudaStream_t s0 = ctx->s0;
+    const cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const cudaDataType dta = lp_dt<TA>::dt;
+    const cublasComputeType_t comp = (cublasComputeType_t)l->compute;
+    /* both handles in the caller's pointer mode: the reference's scalars 1 and 0 are the
+     * workspace's (written by lp_prep) where it is the device's */
+    a.one_zero = (float *)(b + one_at);
+    static const float one_zero[2] = {1.0f, 0.0f};
+    const float *rs = on_dev ? a.one_zero : one_zero;
+    if (set_mode(ctx, on_dev))
+        return -2;
     cudaMemsetAsync(b, 0, zero_bytes, s0);
+    /* op(A)'s and op(B)'s reads and the reference GEMM on the helper stream, beside the
+     * caller's GEMM (bound by its arithmetic) */
+    cudaEventRecord(ctx->ev_fork, s0);
+    cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+    lp_prep<TA><<<(unsigned int)(mb * ((k + kEncL - 1) / kEncL) + bnorm_blocks(a)), kThreads, 0,
+                  s1>>>(a);
+    lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk)), kThreads, 0,
+                   s1>>>(a);
+    if (!blas_ok(cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
+                             (int)k, rs, a.pieces, dta, (int)(kPieces * mb), g.b, dta,
+                             (int)g.ldb, rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp,
+                             CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (reference)"))
+        return -2;
+    cudaEventRecord(ctx->ev_ref, s1);
+    /* the caller's GEMM, its result in FP32 */
     if (keep_old && wide)
         lp_widen<TA><<<grid_for(m * n), kThreads, 0, s0>>>(a, (float *)(b + old_at));
     else if (keep_old)
         cudaMemcpy2DAsync(b + old_at, sizeof(float) * (size_t)m, g.c, sizeof(float) * (size_t)g.ldc,
                           sizeof(float) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
-    lp_prep<TA><<<(unsigned int)(mb * ((k + kEncL - 1) / kEncL) + bnorm_blocks(a)), kThreads, 0,
-                  s0>>>(a);
-    lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk)), kThreads, 0,
-                   s0>>>(a);
-    /* the reference: pieces x op(B), host scalars; then the caller's GEMM with its own, its
-     * result in FP32 */
-    static const float one = 1.0f, zero = 0.0f;
-    const cublasComputeType_t comp = (cublasComputeType_t)l->compute;
-    if (set_mode(ctx, 0) ||
-        !blas_ok(cb->set_math_mode(ctx->h0, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+    if (!blas_ok(cb->set_math_mode(ctx->h0, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
                                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                  "cublasSetMathMode"))
         return -2;
-    const bool ref_ok =
-        blas_ok(cb->gemm_ex(ctx->h0, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
-                            (int)k, &one, a.pieces, dta, (int)(kPieces * mb), g.b, dta,
-                            (int)g.ldb, &zero, a.R, CUDA_R_32F, (int)(kPieces * mb), comp,
-                            CUBLAS_GEMM_DEFAULT),
-                "cublasGemmEx (reference)");
     const bool main_ok =
-        ref_ok && set_mode(ctx, on_dev) == 0 &&
         blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n, (int)k,
                             g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, g.beta, a.C,
                             CUDA_R_32F, (int)a.ldc, comp, (cublasGemmAlgo_t)l->algo),
@@ -665,6 +773,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         ctx->part = kWholeCall;
         l->plant((void *)s0, l->plant_user);
     }
+    cudaStreamWaitEvent(s0, ctx->ev_ref, 0); /* joined back */
     lp_check<TA><<<grid_for(kGroup * mb * n), kThreads, 0, s0>>>(a);
     /* most calls flag nothing: few blocks, each a stride over the list */
     lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
