@@ -223,9 +223,11 @@ typedef struct blasft_gpu_lowp {
  * cublasGemmEx; else 0 (it passes through unprotected). */
 int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l);
 
-/* Enqueues the GEMM on the context's stream with its checks (gpu_lowp.cu's header): op(A)'s block
- * sums multiplied by op(B) in one reference GEMM, C's block column sums compared with them,
- * flagged block columns computed again element by element and corrected. Returns 0; -1 where it
+/* Enqueues the GEMM on the context's stream with its checks (gpu_lowp.cu's header): the GEMM's
+ * FP32 result (in a buffer of the context's where C is 16-bit, rounded once into C after the
+ * checks), op(A)'s block sums multiplied by op(B) in one reference GEMM on the helper stream,
+ * the result's block column sums compared with them, flagged block columns computed again
+ * element by element and corrected. Returns 0; -1 where it
  * does not take the GEMM (blasft_gpu_lowp_supported, a stream being captured, no device memory
  * for the checks' buffer: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p);

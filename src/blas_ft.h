@@ -115,7 +115,8 @@ typedef enum {
 typedef struct blasft_event {
     blasft_event_kind kind;
     const char *routine;    /* e.g. "dgemm_", "cblas_sgemm" */
-    char type;              /* 'S', 'D', 'C' or 'Z' */
+    char type;              /* 'S', 'D', 'C' or 'Z'; 'H' or 'B' for a cuBLAS GEMM of half or
+                               bfloat16 operands */
     int64_t block_row;      /* block coordinates in C (column-major view), -1 if not applicable */
     int64_t block_col;
     int64_t row;            /* element of C (0-based, column-major view), -1 if not located */
