@@ -213,6 +213,12 @@ typedef struct blasft_gpu_lowp {
     int compute;                  /* cublasComputeType_t: CUBLAS_COMPUTE_32F or _32F_PEDANTIC,
                                      passed on to cuBLAS (this header needs no cuBLAS) */
     int algo;                     /* cublasGemmAlgo_t: the caller's, passed on */
+    /* cublasLt: the old C read from c_in (ld ldc_in, C's type) where it is not C (NULL); a bias
+     * vector of m elements of C's type added to every column (NULL: none; host scalars only):
+     * C = alpha op(A) op(B) + beta c_in + bias 1^T */
+    const void *c_in;
+    int64_t ldc_in;
+    const void *bias;
     /* tests: called after the GEMM, before the check, on the context's stream */
     void (*plant)(void *stream, void *user);
     void *plant_user;

@@ -425,7 +425,7 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
               .beta = c->beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
               .routine = c->stat->name},
         .ab = lowp_of(c->ab_type), .c = lowp_of(c->c_type), .compute = (int)c->compute,
-        .algo = (int)c->algo};
+        .algo = (int)c->algo, .c_in = c->c_in, .ldc_in = c->ldc_in, .bias = c->bias};
     if (!blasft_gpu_lowp_supported(&l))
         return 0;
     /* the engine checks an FP32 result: a 16-bit C's bit is flipped in its value there */

@@ -607,17 +607,22 @@ unsigned int grid_for(int64_t threads)
     return (unsigned int)(b < 65536 ? b : 65536);
 }
 
-/* The old 16-bit C widened to FP32 twice: the copy the second tier reads and the result buffer
- * the GEMM adds beta C into (both ld m). */
-template <typename TA> __global__ void __launch_bounds__(kThreads) lp_widen(lp_args<TA> a, float *old)
+/* The old C in FP32 twice: the copy the second tier reads (ld m) and the result the GEMM adds
+ * beta C into (a.C): from src (C, or cublasLt's C apart from D; of C's type TS) times
+ * src_scale, plus a bias vector of m elements (TS) where one is added. */
+template <typename TA, typename TS>
+__global__ void __launch_bounds__(kThreads)
+    lp_widen(lp_args<TA> a, float *old, const TS *src, int64_t lds, float src_scale, const TS *bias)
 {
     const int64_t total = a.m * a.n;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t j = e / a.m, i = e - j * a.m;
-        const float x = (float)to_d(a.out[i + j * a.ldo]);
+        float x = src_scale == 0.0f ? 0.0f : src_scale * (float)to_d(src[i + j * lds]);
+        if (bias)
+            x += (float)to_d(bias[i]);
         old[e] = x;
-        a.C[e] = x;
+        a.C[i + j * a.ldc] = x;
     }
 }
 
@@ -632,8 +637,8 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     if (!on_dev)
         memcpy(&beta_h, g.beta, sizeof beta_h);
     /* the old C is kept wherever beta may be nonzero, so that a flagged block can be computed
-     * again */
-    const bool keep_old = on_dev || beta_h != 0.0f;
+     * again; with a bias it is bias 1^T + beta C, and the GEMM's beta 1 */
+    const bool keep_old = on_dev || beta_h != 0.0f || l->bias;
     const int64_t m = g.m, n = g.n, k = g.k, bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs;
     gk_carve w{0};
@@ -703,7 +708,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         a.beta_p = (const float *)g.beta;
     } else {
         memcpy(&a.alpha_v, g.alpha, sizeof(float));
-        a.beta_v = beta_h;
+        a.beta_v = l->bias ? 1.0f : beta_h;
     }
     a.S = (double *)(b + S_at);
     a.Q = (double *)(b + Q_at);
@@ -746,19 +751,30 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                  "cublasGemmEx (reference)"))
         return -2;
     cudaEventRecord(ctx->ev_ref, s1);
-    /* the caller's GEMM, its result in FP32 */
+    /* the caller's GEMM, its result in FP32: the old C first where it enters (where it is C,
+     * a float C needs no copy of its own into the result) */
+    float *old = (float *)(b + old_at);
+    const void *src = l->c_in ? l->c_in : g.c;
+    const int64_t lds = l->c_in ? l->ldc_in : g.ldc;
+    const float src_scale = l->bias ? beta_h : 1.0f;
     if (keep_old && wide)
-        lp_widen<TA><<<grid_for(m * n), kThreads, 0, s0>>>(a, (float *)(b + old_at));
+        lp_widen<TA, TA><<<grid_for(m * n), kThreads, 0, s0>>>(a, old, (const TA *)src, lds,
+                                                               src_scale, (const TA *)l->bias);
+    else if (keep_old && (l->bias || l->c_in))
+        lp_widen<TA, float><<<grid_for(m * n), kThreads, 0, s0>>>(
+            a, old, (const float *)src, lds, src_scale, (const float *)l->bias);
     else if (keep_old)
-        cudaMemcpy2DAsync(b + old_at, sizeof(float) * (size_t)m, g.c, sizeof(float) * (size_t)g.ldc,
+        cudaMemcpy2DAsync(old, sizeof(float) * (size_t)m, g.c, sizeof(float) * (size_t)g.ldc,
                           sizeof(float) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
+    static const float one = 1.0f;
+    const void *gemm_beta = l->bias ? (const void *)&one : g.beta;
     if (!blas_ok(cb->set_math_mode(ctx->h0, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
                                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                  "cublasSetMathMode"))
         return -2;
     const bool main_ok =
         blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n, (int)k,
-                            g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, g.beta, a.C,
+                            g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, gemm_beta, a.C,
                             CUDA_R_32F, (int)a.ldc, comp, (cublasGemmAlgo_t)l->algo),
                 "cublasGemmEx");
     /* the engine's other GEMMs keep the default math */
@@ -807,6 +823,8 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         g.k > (int64_t)65535 * kEncL ||
         g.lda > INT32_MAX || g.ldb > INT32_MAX || g.ldc > INT32_MAX || g.c_vector || g.prep_a ||
         g.prep_b)
+        return 0;
+    if (l->bias && g.scalars_on_device) /* the GEMM's beta 1 is the host's */
         return 0;
     /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM */
     if (!g.scalars_on_device) {

@@ -342,7 +342,7 @@ def within_lowp_bound(fw, a, b, c, out_u):
 def run_lowp_checks(name):
     """float16 (and, with torch, bfloat16) products: cublasGemmEx with FP32 compute, protected
     (cuda/gpu_lowp.cu): right within the bound, counted protected, a planted fault in an exponent
-    bit of C corrected."""
+    bit of C corrected; with torch also F.linear with a bias (cublasLtMatmul's bias epilogue)."""
     lib = blasft()
     fw = Framework(name)
     types = [("float16", 2.0 ** -11)] + ([("bfloat16", 2.0 ** -8)] if name == "torch" else [])
@@ -364,6 +364,22 @@ def run_lowp_checks(name):
             du = s1.unprotected_gemms - s0.unprotected_gemms
             check(dp == 1 and du == 0, f"{what}: {dp} protected, {du} unprotected")
             check(s1.errors_detected == s0.errors_detected, f"{what}: nothing detected")
+        if name == "torch":  # F.linear with a bias: cublasLtMatmul with the bias epilogue
+            import numpy as np
+            x = cast(fw.rand((512, 384), "float32", 95))
+            w = cast(fw.rand((640, 384), "float32", 96))
+            bias = cast(fw.rand((640,), "float32", 97))
+            s0 = stats(lib, fw)
+            y = fw.m.nn.functional.linear(x, w, bias)
+            s1 = stats(lib, fw)
+            X, W, Bv, Y = (fw.host(t.float()) for t in (x, w, bias, y))
+            ref = X @ W.T + Bv
+            bound = out_u * np.abs(ref) + (384 + 4) * 2.0 ** -22 * (np.abs(X) @ np.abs(W.T) + np.abs(Bv)) + 2.0 ** -24
+            q = float(np.max(np.abs(Y - ref) / bound))
+            dp = s1.protected_gemms - s0.protected_gemms
+            du = s1.unprotected_gemms - s0.unprotected_gemms
+            check(q <= 1.0, f"torch linear+bias {dtype}: error {q:.3g} x bound")
+            check(dp == 1 and du == 0, f"torch linear+bias {dtype}: {dp} protected, {du} unprotected")
         a = cast(fw.rand((300, 200), "float32", 93))
         b = cast(fw.rand((200, 260), "float32", 94))
         s0 = stats(lib, fw)

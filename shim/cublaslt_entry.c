@@ -1,7 +1,8 @@
 /* cublasLtMatmul, exported (issue 5's interposer, extended): cuBLASLt's GEMM, which PyTorch's
  * addmm with a bias vector (nn.Linear, F.linear) calls instead of cublas?gemm. The call's
  * descriptors are read through the application's own cublasLt; a plain GEMM on IEEE float or
- * double data (real or complex), with or without a bias vector, becomes one blasft_cublas_call
+ * double data (real or complex), or on half or bfloat16 operands with FP32 compute (one GEMM),
+ * with or without a bias vector, becomes one blasft_cublas_call
  * that cuda/cublas_interpose.c runs protected on the call's stream. Every other configuration
  * goes to the real cublasLtMatmul unchanged and is counted unprotected. Built only with CUDA. */
 #include "cublas_interpose.h"
@@ -102,9 +103,9 @@ static int read_layout(cublasLtMatrixLayout_t l, layout *o)
     return 0;
 }
 
-/* The data type of a GEMM the engine protects: A, B, C, D and the scales all float or all
- * double (real or complex) with a compute type of that precision (no TF32, 16-bit or emulated
- * compute). */
+/* The data type of a GEMM the engine protects with its S, D, C, Z paths: A, B, C, D and the
+ * scales all float or all double (real or complex) with a compute type of that precision (no
+ * TF32, 16-bit or emulated compute); half and bfloat16 operands: describe's lp. */
 static int lt_type(const layout *a, const layout *b, const layout *c, const layout *d,
                    int64_t comp, int64_t scale, blasft_type *t)
 {
@@ -170,7 +171,21 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
     c->c_in = c_is_d ? NULL : C;
     c->ldc_in = cl.ld;
     blasft_type t = BLASFT_TYPE_S;
-    int ok = lt_type(&a, &b, &cl, &d, comp, scale, &t) && a.order == CUBLASLT_ORDER_COL &&
+    /* half or bfloat16 A and B, C and D of their type or float, FP32 compute and scales: the
+     * engine's path for them (cuda/gpu_lowp.cu), one GEMM */
+    const int lp = a.type == b.type && (a.type == CUDA_R_16F || a.type == CUDA_R_16BF) &&
+                   cl.type == d.type && (d.type == a.type || d.type == CUDA_R_32F) &&
+                   scale == CUDA_R_32F &&
+                   (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC) &&
+                   d.batch == 1;
+    if (lp) {
+        c->lowp = 1;
+        c->ab_type = (cudaDataType)a.type;
+        c->c_type = (cudaDataType)d.type;
+        c->compute = (cublasComputeType_t)comp;
+        c->algo = CUBLAS_GEMM_DEFAULT;
+    }
+    int ok = (lp || lt_type(&a, &b, &cl, &d, comp, scale, &t)) && a.order == CUBLASLT_ORDER_COL &&
              b.order == CUBLASLT_ORDER_COL && cl.order == CUBLASLT_ORDER_COL &&
              d.order == CUBLASLT_ORDER_COL && !a.plane && !b.plane && !cl.plane && !d.plane &&
              !a.mode && !b.mode && !cl.mode && !d.mode && tc == CUBLAS_OP_N &&
@@ -186,9 +201,9 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
     /* a bias: real data, scalars in host memory, one GEMM, the bias in the data type, and C
      * either another matrix or not read (beta 0), so that D can be prepared in its place */
     if (epi == CUBLASLT_EPILOGUE_BIAS)
-        ok = ok && bias_p && (t == BLASFT_TYPE_S || t == BLASFT_TYPE_D) && !c->lt_on_device &&
-             d.batch == 1 && (bias_type == -1 || bias_type == a.type) &&
-             (!c_is_d || (beta && blasft_cublas_host_zero(t, beta)));
+        ok = ok && bias_p && (lp || t == BLASFT_TYPE_S || t == BLASFT_TYPE_D) &&
+             !c->lt_on_device && d.batch == 1 && (bias_type == -1 || bias_type == d.type) &&
+             (!c_is_d || (beta && blasft_cublas_host_zero(lp ? BLASFT_TYPE_S : t, beta)));
     else
         ok = ok && epi == CUBLASLT_EPILOGUE_DEFAULT;
     /* a C apart from D: one GEMM, a valid ld, and not D itself in another layout (cublasLt
