@@ -123,28 +123,6 @@ __device__ __forceinline__ void cdot_add(blasft_csum *re, blasft_csum *im, doubl
     }
 }
 
-__device__ __forceinline__ double warp_sum(double v)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
-
-/* the sum over the CUDA block (every thread gets it); `red` holds one double per warp */
-__device__ double block_sum(double v, double *red)
-{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    __syncthreads();
-    if (lane == 0)
-        red[warp] = v;
-    __syncthreads();
-    double s = 0.0;
-    for (int w = 0; w < nw; w++)
-        s += red[w];
-    return s;
-}
-
 /* The old C of every matrix of the chunk into compact copies (ld m), before the GEMM. */
 template <typename T> __global__ void save_old(batch_args<T> a, T *old)
 {
@@ -400,33 +378,12 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
                 C[i + j * a.ldc] = make_el<T>(v.x, v.y);
-            const unsigned int r = atomicAdd(&a.cnt->nrec, 1u);
-            if (r < GK_MAX_RECORDS) {
-                gk_record &rec = a.cnt->rec[r];
-                rec.kind = a.action;
-                rec.block_row = i / a.bs;
-                rec.block_col = j / a.bs;
-                rec.row = i;
-                rec.col = j;
-                rec.syndrome = modulus(make_double2(c.x - v.x, c.y - v.y));
-                rec.threshold = bound;
-            }
+            gk_record_apart(a.cnt, a.action, i / a.bs, j / a.bs, i, j,
+                            modulus(make_double2(c.x - v.x, c.y - v.y)), bound);
         }
-        apart = block_sum(apart, red);
-        if (threadIdx.x == 0) {
-            const unsigned long long n = (unsigned long long)apart;
-            /* as the engine's located elements (gpu_check.cu, gk_correct): corrected in correct
-             * mode whatever BLASFT_ON_ERROR says (each is known exactly), detected and
-             * uncorrectable in detect mode */
-            if (n == 0) {
-                atomicAdd(&a.cnt->false_alarms, 1ull);
-            } else {
-                atomicAdd(&a.cnt->detected, n);
-                atomicAdd(a.action == GK_REC_CORRECTED ? &a.cnt->corrected : &a.cnt->uncorrectable,
-                          n);
-            }
-        }
-        __syncthreads(); /* red is the next matrix's */
+        apart = block_reduce(apart, red); /* red may be used again: the next matrix's */
+        if (threadIdx.x == 0)
+            gk_count_apart(a.cnt, a.action, (unsigned long long)apart);
     }
 }
 

@@ -20,6 +20,70 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
+/* Sums (largest values) over a warp: lane 0 holds them */
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+__device__ __forceinline__ double warp_max(double v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v = fmax(v, __shfl_down_sync(0xffffffffu, v, off));
+    return v;
+}
+/* The sum (Max: the largest) over the CUDA block; every thread gets it; `red` holds one double
+ * per warp and may be used again once this returns */
+template <bool Max = false> __device__ double block_reduce(double v, double *red)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = Max ? warp_max(v) : warp_sum(v);
+    __syncthreads();
+    if (lane == 0)
+        red[warp] = v;
+    __syncthreads();
+    double s = red[0];
+    for (int w = 1; w < nw; w++)
+        s = Max ? fmax(s, red[w]) : s + red[w];
+    __syncthreads();
+    return s;
+}
+
+/* The second tiers of the batched and the half paths (gpu_batched.cu, gpu_lowp.cu): an element
+ * found apart from its recomputation, described in the counters' records (action:
+ * GK_REC_CORRECTED or GK_REC_DETECTED) ... */
+__device__ __forceinline__ void gk_record_apart(gk_counters *cnt, int action, int64_t block_row,
+                                                int64_t block_col, int64_t row, int64_t col,
+                                                double syndrome, double bound)
+{
+    const unsigned int r = atomicAdd(&cnt->nrec, 1u);
+    if (r >= GK_MAX_RECORDS)
+        return;
+    gk_record &rec = cnt->rec[r];
+    rec.kind = action;
+    rec.block_row = block_row;
+    rec.block_col = block_col;
+    rec.row = row;
+    rec.col = col;
+    rec.syndrome = syndrome;
+    rec.threshold = bound;
+}
+/* ... and the outcome of one flagged unit with `apart` elements apart: as the engine's located
+ * elements (gpu_check.cu, gk_correct), corrected in correct mode whatever BLASFT_ON_ERROR says
+ * (each is known exactly), detected and uncorrectable in detect mode; none apart: the flag was a
+ * false alarm */
+__device__ __forceinline__ void gk_count_apart(gk_counters *cnt, int action,
+                                               unsigned long long apart)
+{
+    if (apart == 0) {
+        atomicAdd(&cnt->false_alarms, 1ull);
+        return;
+    }
+    atomicAdd(&cnt->detected, apart);
+    atomicAdd(action == GK_REC_CORRECTED ? &cnt->corrected : &cnt->uncorrectable, apart);
+}
+
 /* Programmatic dependent launch (sm_90): the kernels after the check (the fault path) are launched
  * while their predecessor still runs and wait for it here, so that where nothing flagged, and each
  * returns at once, their launch latencies overlap instead of adding up after the check. A kernel

@@ -131,33 +131,6 @@ __device__ __forceinline__ double b_at(const lp_args<TA> &a, int64_t l, int64_t 
     return to_d(a.tb ? a.B[j + l * a.ldb] : a.B[l + j * a.ldb]);
 }
 
-__device__ __forceinline__ double warp_sum(double v)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off);
-    return v;
-}
-__device__ __forceinline__ double warp_max(double v)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        v = fmax(v, __shfl_down_sync(0xffffffffu, v, off));
-    return v;
-}
-/* over the CUDA block, every thread gets it; `red` one double per warp */
-template <bool Max> __device__ double block_reduce(double v, double *red)
-{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    v = Max ? warp_max(v) : warp_sum(v);
-    __syncthreads();
-    if (lane == 0)
-        red[warp] = v;
-    __syncthreads();
-    double s = red[0];
-    for (int w = 1; w < nw; w++)
-        s = Max ? fmax(s, red[w]) : s + red[w];
-    __syncthreads();
-    return s;
-}
 
 /* Lanes that share one block column's sum (the encoding's and the check's): interleaved along
  * the contiguous rows, so that a load of a warp touches one 16-byte run per group */
@@ -570,34 +543,14 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
                 *cp = vt;
-            const unsigned int rr = atomicAdd(&a.cnt->nrec, 1u);
-            if (rr < GK_MAX_RECORDS) {
-                gk_record &rec = a.cnt->rec[rr];
-                rec.kind = a.action;
-                rec.block_row = I;
-                rec.block_col = j / a.bs;
-                rec.row = i;
-                rec.col = j;
-                rec.syndrome = fabs(c - v);
-                rec.threshold = bound;
-            }
+            gk_record_apart(a.cnt, a.action, I, j / a.bs, i, j, fabs(c - v), bound);
         }
         apart = block_reduce<false>(apart, red); /* and the corrections seen by the block */
         if (a.out)
             for (int64_t i = i0 + threadIdx.x; i < i0 + rows; i += blockDim.x)
                 narrow(a.C[i + j * a.ldc], a.out + i + j * a.ldo);
-        if (threadIdx.x == 0) {
-            const unsigned long long nap = (unsigned long long)apart;
-            /* as the batches' second tier: corrected in correct mode (each known exactly),
-             * detected and uncorrectable in detect mode */
-            if (nap == 0) {
-                atomicAdd(&a.cnt->false_alarms, 1ull);
-            } else {
-                atomicAdd(&a.cnt->detected, nap);
-                atomicAdd(a.action == GK_REC_CORRECTED ? &a.cnt->corrected : &a.cnt->uncorrectable,
-                          nap);
-            }
-        }
+        if (threadIdx.x == 0)
+            gk_count_apart(a.cnt, a.action, (unsigned long long)apart);
     }
 }
 

@@ -1,6 +1,7 @@
-/* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c): the
- * check counter, libblas_ft's counters and fault planting found in the process (it must be
- * preloaded), random data and its upload. Header-only: each program is one translation unit. */
+/* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c,
+ * test_cublas_batched.c, test_cublas_lowp.c): the check counter, libblas_ft's counters and fault
+ * planting found in the process (it must be preloaded), the block size, random data and its
+ * upload. Header-only: each program is one translation unit. */
 #ifndef BLASFT_INTERPOSE_TEST_H
 #define BLASFT_INTERPOSE_TEST_H
 
@@ -75,6 +76,44 @@ static double urand(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* BLASFT_BLOCK_SIZE as the library reads it: 256 where unset or malformed */
+static inline int env_block_size(void)
+{
+    const char *v = getenv("BLASFT_BLOCK_SIZE");
+    if (v && *v) {
+        char *end;
+        const long bs = strtol(v, &end, 10);
+        if (!*end && bs >= 2 && bs <= 1024)
+            return (int)bs;
+    }
+    return 256;
+}
+
+/* Seeded data per case (splitmix64): the batched and half tests */
+typedef struct { uint64_t s; } rng_t;
+
+static inline uint64_t next_u64(rng_t *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline double unit(rng_t *r) { return (double)(next_u64(r) >> 11) * 0x1p-53; } /* [0, 1) */
+
+static inline int below(rng_t *r, int n) { return (int)(next_u64(r) % (uint64_t)n); }
+
+/* bytes from the host to new device memory (NULL where it cannot be had) */
+static inline void *upload(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
+        return NULL;
+    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
+    return d;
 }
 
 /* n values to the device as double (dbl) or float */

@@ -77,13 +77,7 @@ static void read_env(void)
     fused_mode = !(v && strcasecmp(v, "each") == 0); /* a malformed value leaves the default */
     v = getenv("BLASFT_PROMOTE");
     promote_on = v && strcasecmp(v, "on") == 0;
-    v = getenv("BLASFT_BLOCK_SIZE");
-    if (v && *v) {
-        char *end;
-        long bs = strtol(v, &end, 10);
-        if (!*end && bs >= 2 && bs <= 1024)
-            block_size = (int)bs;
-    }
+    block_size = env_block_size();
     v = getenv("BATCHED_SEED");
     if (v && *v)
         base_seed = strtoull(v, NULL, 0);
@@ -104,19 +98,6 @@ static uint64_t fused_checks(const bcase *c)
 
 /* ---- seeded data ---- */
 
-typedef struct { uint64_t s; } rng_t;
-
-static uint64_t next_u64(rng_t *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(rng_t *r) { return (double)(next_u64(r) >> 11) * 0x1p-53; } /* [0, 1) */
-
-static int below(rng_t *r, int n) { return (int)(next_u64(r) % (uint64_t)n); }
 
 /* one value of the series, exactly representable in the case's type */
 static double value(rng_t *r, int series, int dbl)

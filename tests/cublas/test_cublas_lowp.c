@@ -44,6 +44,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "half_test.h"
 #include "interpose_test.h"
 
 #include <math.h>
@@ -71,7 +72,6 @@ static const cublasComputeType_t compute_types[] = {CUBLAS_COMPUTE_32F, CUBLAS_C
 static const char *const compute_names[] = {"32F", "32F_PEDANTIC", "16F", "16F_PEDANTIC"};
 
 /* element types: A and B half or bfloat16, C of their type or float */
-typedef enum { T_F16, T_BF16, T_F32 } etype;
 static const char *const type_names[] = {"16F", "16BF", "32F"};
 static const cudaDataType cuda_types[] = {CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F};
 
@@ -111,14 +111,8 @@ static uint64_t base_seed = 20261205;
 
 static void read_env(void)
 {
-    const char *v = getenv("BLASFT_BLOCK_SIZE");
-    if (v && *v) {
-        char *end;
-        const long bs = strtol(v, &end, 10);
-        if (!*end && bs >= 2 && bs <= 1024) /* a malformed value leaves the default */
-            block_size = (int)bs;
-    }
-    v = getenv("LOWP_SEED");
+    block_size = env_block_size();
+    const char *v = getenv("LOWP_SEED");
     if (v && *v)
         base_seed = strtoull(v, NULL, 0);
 }
@@ -137,90 +131,8 @@ static uint64_t expected_checks(const lcase *c)
     return (uint64_t)((c->m + block_size - 1) / block_size) * (uint64_t)c->n;
 }
 
-/* ---- the formats: half (5 exponent bits, 10 mantissa bits), bfloat16 (8, 7), float ---- */
-
-static int mant_bits(etype t) { return t == T_F16 ? 10 : t == T_BF16 ? 7 : 23; }
-static int exp_bits(etype t) { return t == T_F16 ? 5 : 8; }
-static size_t esize(etype t) { return t == T_F32 ? 4 : 2; }
-static double unit_out(etype t) { return t == T_F16 ? 0x1p-11 : t == T_BF16 ? 0x1p-8 : 0x1p-24; }
-static double tiny_out(etype t) { return t == T_F16 ? 0x1p-24 : 1e-38; }
-
-/* the value of the 16-bit word h of type t, exactly */
-static double dec16(uint16_t h, etype t)
-{
-    const int p = mant_bits(t), eb = exp_bits(t), bias = (1 << (eb - 1)) - 1;
-    const int ef = (h >> p) & ((1 << eb) - 1), f = h & ((1 << p) - 1);
-    double v;
-    if (ef == (1 << eb) - 1)
-        v = f ? NAN : INFINITY;
-    else if (ef == 0)
-        v = ldexp(f, 1 - bias - p); /* subnormal */
-    else
-        v = ldexp(f + (1 << p), ef - bias - p);
-    return (h & 0x8000) ? -v : v;
-}
-
-/* x rounded to the nearest value of the 16-bit type t (ties to even), as its word; NaN as the
- * positive quiet NaN */
-static uint16_t enc16(double x, etype t)
-{
-    const int p = mant_bits(t), eb = exp_bits(t), bias = (1 << (eb - 1)) - 1;
-    const unsigned inf = ((1u << eb) - 1) << p, sign = signbit(x) ? 0x8000u : 0;
-    if (isnan(x))
-        return (uint16_t)(inf | (1u << (p - 1)));
-    const double a = fabs(x);
-    if (a >= ldexp(2.0 - ldexp(1.0, -p - 1), bias)) /* rounds past the largest finite value */
-        return (uint16_t)(sign | inf);
-    if (a == 0)
-        return (uint16_t)sign;
-    int ex;
-    (void)frexp(a, &ex); /* a in [2^(ex - 1), 2^ex) */
-    const int E = ex - 1 < 1 - bias ? 1 - bias : ex - 1;
-    /* a / 2^(E - p): exact; one rounding to an integer in [0, 2^(p + 1)]; a carry out of the
-     * mantissa goes into the exponent field */
-    const unsigned q = (unsigned)nearbyint(ldexp(a, p - E));
-    return (uint16_t)(sign | (((unsigned)(E + bias - 1) << p) + q));
-}
-
-static double load(const void *buf, size_t i, etype t)
-{
-    if (t == T_F32) {
-        float f;
-        memcpy(&f, (const char *)buf + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, (const char *)buf + 2 * i, 2);
-    return dec16(h, t);
-}
-
-/* x rounded to type t into element i of buf */
-static void store(void *buf, size_t i, double x, etype t)
-{
-    if (t == T_F32) {
-        const float f = (float)x;
-        memcpy((char *)buf + 4 * i, &f, 4);
-    } else {
-        const uint16_t h = enc16(x, t);
-        memcpy((char *)buf + 2 * i, &h, 2);
-    }
-}
-
 /* ---- seeded data ---- */
 
-typedef struct { uint64_t s; } rng_t;
-
-static uint64_t next_u64(rng_t *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(rng_t *r) { return (double)(next_u64(r) >> 11) * 0x1p-53; } /* [0, 1) */
-
-static int below(rng_t *r, int n) { return (int)(next_u64(r) % (uint64_t)n); }
 
 /* one value of the series (scale: a power of two for the mixed one), not yet rounded */
 static double value(rng_t *r, int series, double scale)
@@ -397,15 +309,6 @@ static cublasStatus_t call(cublasHandle_t h, const lcase *c, const ldata *d, con
     default:
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-}
-
-static void *upload(const void *host, size_t bytes)
-{
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess)
-        return NULL;
-    cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
-    return d;
 }
 
 /* the scalars as the call takes them: float, or half where the compute type is */

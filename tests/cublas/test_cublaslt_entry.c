@@ -5,14 +5,37 @@
  * batches) and for those it passes on (counted unprotected: ReLU epilogue, TF32 compute, a bias
  * over C in place with beta != 0); the counters of protected and unprotected GEMMs; planted
  * faults detected and corrected.
+ * Half and bfloat16 (the second half of the file): A and B both CUDA_R_16F or both CUDA_R_16BF,
+ * C and D of that type or both CUDA_R_32F, CUBLAS_COMPUTE_32F with float scalars, column order,
+ * one GEMM; transposes N and T, shapes 1x1x1 to 300x200x1000, lda, ldb, ldc above the rows (NaN
+ * in A's and B's padding: a read of it shows in D), data uniform in [-1, 1], uniform in [0, 1] or
+ * small integers (nothing near half's overflow); epilogue DEFAULT or BIAS (a vector of m elements
+ * in D's type, its data type left default); C in place or apart from D (another ld, D's old
+ * content NaN); scalars in host memory and (DEFAULT only) device memory. Expected protected: +1
+ * protected GEMM, none unprotected, exactly ceil(m / BS) n checks (BS: BLASFT_BLOCK_SIZE, else
+ * 256), nothing detected. The oracle (long double on the exact 16-bit values, this file's own
+ * conversions: cuda_fp16.h is C++ only, as in test_cublas_lowp.c): v = alpha op(A) op(B) + beta C
+ * + bias (bias(i) on row i), every element within |d - v| <= u |v| + (k + 4) 2^-22 (|alpha|
+ * sum_l |a_il b_lj| + |beta c| + |bias|) + tiny, u = 2^-11 (half D), 2^-8 (bfloat16 D), 2^-24
+ * (float D), tiny = 2^-24 for a half D, else 1e-38; D's padding rows unchanged bit for bit.
+ * Counted unprotected (no checks) and within the looser bound, 32 u (|alpha| sum |ab| + |beta c| +
+ * |bias|) more (cuBLAS's own split-K sums may be rounded to D's type): CUBLAS_COMPUTE_16F on half
+ * data (scale type 16F, half scalars; also within test_cublas_lowp's half-accumulation bound,
+ * (k + 2) 2^-10 (...) + k 2^-24, where that is larger), the ReLU-bias epilogue, a bias over C in
+ * place with beta != 0, a bias with device scalars. Planted faults: the top exponent bit (14) of
+ * a half and a bfloat16 D, bit 30 of a float D after half and bfloat16 inputs, at D's element
+ * largest against its bound: injected, detected, corrected (or its block recomputed), none
+ * uncorrectable, D within the bound.
  * Every case runs on a stream of its own, created and destroyed around it, so the interposer
  * evicts contexts whose streams are gone (8 per thread are kept).
- * --expect-off: run under BLASFT_MODE=off, every GEMM must pass through unprotected.
+ * --expect-off: run under BLASFT_MODE=off, every GEMM must pass through unprotected (no checks;
+ * half and bfloat16 results within the looser bound).
  * LT_TRACE=1 names each case on stderr; a crash prints a backtrace (the device machine has no
  * debugger). Exits 77 without a GPU. No cmocka (the device machine has none). */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "half_test.h"
 #include "interpose_test.h"
 
 #include <dlfcn.h>
@@ -255,6 +278,374 @@ static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int
     release(&r);
 }
 
+/* ---- half and bfloat16 data ---- */
+
+/* element types: A and B half or bfloat16, C and D of their type or float */
+static const char *const type_names[] = {"16F", "16BF", "32F"};
+static const cudaDataType cuda_types[] = {CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F};
+
+static int block_size = 256;
+static int lowp_run;        /* half and bfloat16 cases run */
+static double lowp_worst;   /* their worst error against the bound */
+
+typedef struct hcase {
+    etype in, out; /* A's and B's type; C's and D's (in, or T_F32) */
+    int c16;       /* CUBLAS_COMPUTE_16F, scale type CUDA_R_16F, half scalars (half data) */
+    cublasOperation_t ta, tb;
+    int m, n, k, pad;
+    double alpha, beta; /* exact in half */
+    int c_apart;  /* C and D different matrices (D's ld differs from C's, its old content NaN) */
+    int device;   /* alpha and beta in device memory */
+    epi_t epi;
+    int series;   /* 0 uniform [-1, 1], 1 uniform [0, 1], 2 integers in [-3, 3] */
+    int expect;   /* protected under the default settings */
+} hcase;
+
+/* Host operands as uploaded (16-bit words or floats) and D's reference with its bound, m x n,
+ * ld m. */
+typedef struct hdata {
+    int lda, ldb, ldc, ldd;
+    size_t na, nb, nc, nd;
+    void *A, *B, *C, *bias, *D0; /* D0: D's content before the call */
+    double *ref, *bound;
+} hdata;
+
+static double hvalue(int series)
+{
+    const double u = urand(); /* [-1, 1) */
+    return series == 0 ? u : series == 1 ? (u + 1.0) / 2.0 : floor((u + 1.0) * 3.5) - 3.0;
+}
+
+/* loose: the bound of a GEMM that cuBLAS computes (passed through) */
+static void hmake(hdata *r, const hcase *g, int loose)
+{
+    const int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
+    const int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
+    r->lda = ar + g->pad;
+    r->ldb = br + g->pad;
+    r->ldc = g->m + g->pad;
+    r->ldd = g->c_apart ? g->m + g->pad + 3 : r->ldc;
+    r->na = (size_t)r->lda * (size_t)ac, r->nb = (size_t)r->ldb * (size_t)bc;
+    r->nc = (size_t)r->ldc * (size_t)g->n, r->nd = (size_t)r->ldd * (size_t)g->n;
+    const size_t ei = esize(g->in), eo = esize(g->out), m = (size_t)g->m, n = (size_t)g->n,
+                 k = (size_t)g->k;
+    r->A = malloc(ei * r->na);
+    r->B = malloc(ei * r->nb);
+    r->C = malloc(eo * r->nc);
+    r->bias = malloc(eo * m);
+    r->D0 = malloc(eo * r->nd);
+    r->ref = malloc(sizeof(double) * m * n);
+    r->bound = malloc(sizeof(double) * m * n);
+    /* NaN in A's and B's padding: a read of it shows in D */
+    for (size_t i = 0; i < r->na; i++) store(r->A, i, NAN, g->in);
+    for (size_t i = 0; i < r->nb; i++) store(r->B, i, NAN, g->in);
+    for (int j = 0; j < ac; j++)
+        for (int i = 0; i < ar; i++)
+            store(r->A, (size_t)i + (size_t)j * (size_t)r->lda, hvalue(g->series), g->in);
+    for (int j = 0; j < bc; j++)
+        for (int i = 0; i < br; i++)
+            store(r->B, (size_t)i + (size_t)j * (size_t)r->ldb, hvalue(g->series), g->in);
+    for (size_t i = 0; i < r->nc; i++) store(r->C, i, hvalue(g->series), g->out);
+    for (size_t i = 0; i < m; i++) store(r->bias, i, hvalue(g->series), g->out);
+    if (g->c_apart) /* D's old content must not matter */
+        for (size_t i = 0; i < r->nd; i++) store(r->D0, i, NAN, g->out);
+    else
+        memcpy(r->D0, r->C, eo * r->nc);
+    /* op(A) as rows of k, op(B) as columns of k: products of two 16-bit values are exact */
+    double *At = malloc(sizeof(double) * m * k), *Bt = malloc(sizeof(double) * n * k);
+    const size_t lda = (size_t)r->lda, ldb = (size_t)r->ldb;
+    for (size_t i = 0; i < m; i++)
+        for (size_t l = 0; l < k; l++)
+            At[i * k + l] = load(r->A, g->ta == CUBLAS_OP_N ? i + l * lda : l + i * lda, g->in);
+    for (size_t j = 0; j < n; j++)
+        for (size_t l = 0; l < k; l++)
+            Bt[j * k + l] = load(r->B, g->tb == CUBLAS_OP_N ? l + j * ldb : j + l * ldb, g->in);
+    const double u = unit_out(g->out), tiny = tiny_out(g->out);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < m; i++) {
+            const double *a = At + i * k, *b = Bt + j * k;
+            long double s = 0, t = 0;
+            for (size_t l = 0; l < k; l++) {
+                const double x = a[l] * b[l];
+                s += x;
+                t += fabs(x);
+            }
+            long double v = (long double)g->alpha * s, w = fabsl((long double)g->alpha) * t;
+            if (g->beta != 0) { /* beta = 0: C is not read */
+                const double c0 = load(r->C, i + j * (size_t)r->ldc, g->out);
+                v += (long double)g->beta * c0;
+                w += fabsl((long double)g->beta * c0);
+            }
+            if (g->epi != PLAIN) {
+                const double bi = load(r->bias, i, g->out);
+                v += bi;
+                w += fabs(bi);
+            }
+            const double av = fabs((double)v), mag = (double)w;
+            double bound = u * av + (double)(g->k + 4) * 0x1p-22 * mag + tiny;
+            if (loose)
+                bound += 32.0 * u * mag;
+            if (g->c16) { /* half accumulation (and its subnormals) */
+                const double hb = u * av + (double)(g->k + 2) * 0x1p-10 * mag + tiny +
+                                  (double)g->k * 0x1p-24;
+                bound = hb > bound ? hb : bound;
+            }
+            if (g->epi == RELU_BIAS && v < 0) /* max(0, .) moves nothing further apart */
+                v = 0;
+            r->ref[i + j * m] = (double)v;
+            r->bound[i + j * m] = bound;
+        }
+    free(At);
+    free(Bt);
+}
+
+static void hrelease(hdata *r)
+{
+    free(r->A); free(r->B); free(r->C); free(r->bias); free(r->D0); free(r->ref); free(r->bound);
+}
+
+/* The worst |D - ref| / bound (NaN: infinite) at (*wi, *wj) with D's value there; the elements of
+ * D's padding rows changed into *pad_bad. */
+static double hcompare(const hdata *r, const hcase *g, const void *dD, int *wi, int *wj, double *wv,
+                       size_t *pad_bad)
+{
+    const size_t eo = esize(g->out), ldd = (size_t)r->ldd, m = (size_t)g->m;
+    unsigned char *h = malloc(eo * r->nd);
+    *wi = *wj = -1;
+    *wv = NAN;
+    *pad_bad = 0;
+    if (cudaMemcpy(h, dD, eo * r->nd, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(h);
+        return INFINITY;
+    }
+    double worst = 0;
+    for (size_t j = 0; j < (size_t)g->n; j++)
+        for (size_t i = 0; i < ldd; i++) {
+            const size_t p = i + j * ldd;
+            if (i >= m) {
+                *pad_bad += memcmp(h + eo * p, (const unsigned char *)r->D0 + eo * p, eo) != 0;
+                continue;
+            }
+            const double v = load(h, p, g->out);
+            double q = fabs(v - r->ref[i + j * m]) / r->bound[i + j * m];
+            if (isnan(q))
+                q = INFINITY;
+            if (q > worst || *wi < 0) {
+                worst = q > worst ? q : worst;
+                *wi = (int)i, *wj = (int)j, *wv = v;
+            }
+        }
+    free(h);
+    return worst;
+}
+
+static const char *hname(const hcase *g)
+{
+    static char s[200];
+    snprintf(s, sizeof s, "%s->%s%s %c%c %dx%dx%d pad %d alpha %g beta %g%s%s%s series %d",
+             type_names[g->in], type_names[g->out], g->c16 ? " compute 16F" : "", "NTC"[g->ta],
+             "NTC"[g->tb], g->m, g->n, g->k, g->pad, g->alpha, g->beta,
+             g->c_apart ? " C apart" : "", g->device ? " device scalars" : "",
+             g->epi == BIAS ? " bias" : g->epi == RELU_BIAS ? " relu+bias" : "", g->series);
+    return s;
+}
+
+/* One cublasLtMatmul on half or bfloat16 data; plant_bit >= 0: a fault of that bit planted in
+ * D's element largest against its bound, which must be corrected */
+static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
+{
+    if (getenv("LT_TRACE"))
+        fprintf(stderr, "case %s\n", hname(&g));
+    const int prot = g.expect && !expect_off;
+    hdata r;
+    hmake(&r, &g, !prot);
+    int pi = 0, pj = 0;
+    if (plant_bit >= 0) {
+        double best = -1;
+        for (int j = 0; j < g.n; j++)
+            for (int i = 0; i < g.m; i++) {
+                const size_t o = (size_t)i + (size_t)j * (size_t)g.m;
+                const double q = fabs(r.ref[o]) / r.bound[o];
+                if (q > best)
+                    best = q, pi = i, pj = j;
+            }
+    }
+    const size_t ei = esize(g.in), eo = esize(g.out);
+    void *dA = upload(r.A, ei * r.na), *dB = upload(r.B, ei * r.nb);
+    void *dC = upload(r.C, eo * r.nc), *dbias = upload(r.bias, eo * (size_t)g.m);
+    void *dD = g.c_apart ? upload(r.D0, eo * r.nd) : dC;
+    const cudaDataType ti = cuda_types[g.in], to = cuda_types[g.out];
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatmulDescCreate(&desc, g.c16 ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F,
+                             g.c16 ? CUDA_R_16F : CUDA_R_32F);
+    int32_t ta = g.ta, tb = g.tb;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (g.epi != PLAIN) { /* the bias's data type left default: D's */
+        uint32_t e = g.epi == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias);
+    }
+    /* scalars in the scale type: float, or half with 16-bit compute */
+    const float sf[2] = {(float)g.alpha, (float)g.beta};
+    const uint16_t sh[2] = {enc16(g.alpha, T_F16), enc16(g.beta, T_F16)};
+    const size_t ss = g.c16 ? 2 : 4;
+    const char *hs = g.c16 ? (const char *)sh : (const char *)sf;
+    const void *alpha = hs, *beta = hs + ss;
+    void *dscal = NULL;
+    if (g.device) {
+        int32_t pm = CUBLASLT_POINTER_MODE_DEVICE;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+        dscal = upload(hs, 2 * ss);
+        alpha = dscal;
+        beta = (const char *)dscal + ss;
+    }
+    const int ar = g.ta == CUBLAS_OP_N ? g.m : g.k, ac = g.ta == CUBLAS_OP_N ? g.k : g.m;
+    const int br = g.tb == CUBLAS_OP_N ? g.k : g.n, bc = g.tb == CUBLAS_OP_N ? g.n : g.k;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatrixLayoutCreate(&la, ti, ar, ac, r.lda);
+    cublasLtMatrixLayoutCreate(&lb, ti, br, bc, r.ldb);
+    cublasLtMatrixLayoutCreate(&lc, to, g.m, g.n, r.ldc);
+    cublasLtMatrixLayoutCreate(&ld, to, g.m, g.n, r.ldd);
+    void *ws = NULL;
+    const size_t wsz = 32u << 20;
+    cudaMalloc(&ws, wsz);
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    const int ok = dA && dB && dC && dD && dbias && (!g.device || dscal);
+    if (plant_bit >= 0)
+        CHECK(plant_fault(1, pi, pj, plant_bit) == 0, "%s: plant_fault(1, %d, %d, %d)", hname(&g),
+              pi, pj, plant_bit);
+    const stats_t s0 = stats_now();
+    const cublasStatus_t rc = ok ? cublasLtMatmul(lh, desc, alpha, dA, la, dB, lb, beta, dC, lc, dD,
+                                                  ld, NULL, ws, wsz, st)
+                                 : CUBLAS_STATUS_ALLOC_FAILED;
+    cudaStreamSynchronize(st);
+    const stats_t s1 = stats_now();
+    if (plant_bit >= 0)
+        plant_fault(0, 0, 0, 0); /* what no protected GEMM took goes no further */
+    int wi = -1, wj = -1;
+    double wv = NAN;
+    size_t pad_bad = 0;
+    const double q = dD ? hcompare(&r, &g, dD, &wi, &wj, &wv, &pad_bad) : INFINITY;
+    const size_t wo = wi >= 0 ? (size_t)wi + (size_t)wj * (size_t)g.m : 0;
+    const uint64_t want_checks = prot ? (uint64_t)((g.m + block_size - 1) / block_size) * (uint64_t)g.n
+                                      : 0;
+    if (getenv("LT_TRACE"))
+        fprintf(stderr, "  error %.3g x bound, %llu protected, %llu checks, %llu detected\n", q,
+                (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+                (unsigned long long)(s1.checks - s0.checks),
+                (unsigned long long)(s1.errors_detected - s0.errors_detected));
+    lowp_run++;
+    if (!(q <= lowp_worst))
+        lowp_worst = q;
+#define HD(f) ((unsigned long long)(s1.f - s0.f))
+    CHECK(rc == CUBLAS_STATUS_SUCCESS, "%s: status %d", hname(&g), (int)rc);
+    CHECK(q <= 1.0, "%s: error %.3g x bound ((%d, %d): %.9g, reference %.9g, bound %.3g)", hname(&g),
+          q, wi, wj, wv, r.ref[wo], r.bound[wo]);
+    CHECK(dD && pad_bad == 0, "%s: %zu elements of D's padding changed", hname(&g),
+          dD ? pad_bad : 0);
+    CHECK(HD(protected_gemms) == (unsigned long long)prot &&
+              HD(unprotected_gemms) == (unsigned long long)!prot,
+          "%s: %llu protected, %llu unprotected (expected %d, %d)", hname(&g), HD(protected_gemms),
+          HD(unprotected_gemms), prot, !prot);
+    CHECK(HD(uncorrectable) == 0, "%s: %llu uncorrectable", hname(&g), HD(uncorrectable));
+    if (plant_bit >= 0 && prot) {
+        /* the call's own checks at least (a correction may check again) */
+        CHECK(HD(checks) >= want_checks, "%s: %llu checks (expected at least %llu)", hname(&g),
+              HD(checks), (unsigned long long)want_checks);
+        CHECK(HD(faults_injected) == 1, "%s: fault not planted (%llu)", hname(&g),
+              HD(faults_injected));
+        CHECK(HD(errors_detected) >= 1 && HD(errors_corrected) + HD(blocks_recomputed) >= 1,
+              "%s: planted fault (bit %d at (%d, %d)) detected %llu, corrected %llu, recomputed "
+              "%llu", hname(&g), plant_bit, pi, pj, HD(errors_detected), HD(errors_corrected),
+              HD(blocks_recomputed));
+    } else {
+        CHECK(HD(checks) == want_checks, "%s: %llu checks (expected %llu)", hname(&g), HD(checks),
+              (unsigned long long)want_checks);
+        CHECK(HD(errors_detected) == 0 && HD(errors_corrected) == 0,
+              "%s: %llu detected, %llu corrected without a fault", hname(&g), HD(errors_detected),
+              HD(errors_corrected));
+        CHECK(HD(faults_injected) == 0, "%s: %llu faults injected", hname(&g), HD(faults_injected));
+    }
+#undef HD
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(desc);
+    cudaStreamDestroy(st);
+    cudaFree(ws);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dbias); cudaFree(dscal);
+    if (dD != dC)
+        cudaFree(dD);
+    hrelease(&r);
+}
+
+/* The half and bfloat16 cases (after the float and double ones) */
+static void lowp_cases(cublasLtHandle_t lh, int expect_off)
+{
+    const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+    const etype H = T_F16, BF = T_BF16, F = T_F32;
+    /* in out c16 ta tb m n k pad alpha beta c_apart device epi series expect */
+    const hcase cases[] = {
+        /* half -> half */
+        {H, H, 0, N, N, 1, 1, 1, 0, 1.0, 0.0, 0, 0, PLAIN, 0, 1},
+        {H, H, 0, T, N, 17, 13, 31, 1, 1.5, -0.5, 0, 0, PLAIN, 0, 1},
+        {H, H, 0, N, T, 255, 257, 129, 2, -1.0, 1.0, 1, 0, PLAIN, 1, 1},
+        {H, H, 0, N, N, 17, 13, 31, 0, 1.25, 0.5, 0, 1, PLAIN, 2, 1},
+        {H, H, 0, T, T, 255, 257, 129, 1, 1.0, 0.5, 1, 1, PLAIN, 0, 1},
+        /* nn.Linear in half: D = W^T x + bias, C in place, beta 0 */
+        {H, H, 0, T, N, 300, 200, 1000, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+        {H, H, 0, N, T, 17, 13, 31, 1, 1.5, 0.0, 1, 0, BIAS, 0, 1}, /* C apart, not read */
+        {H, H, 0, N, N, 255, 257, 129, 2, -0.5, 0.75, 1, 0, BIAS, 0, 1},
+        {H, H, 0, T, N, 1, 1, 1, 0, 2.0, -1.0, 1, 0, BIAS, 2, 1},
+        /* half -> float */
+        {H, F, 0, N, N, 1, 1, 1, 0, 1.0, 0.5, 0, 0, PLAIN, 0, 1},
+        {H, F, 0, T, N, 17, 13, 31, 3, 0.75, -1.0, 1, 1, PLAIN, 0, 1},
+        {H, F, 0, N, T, 255, 257, 129, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+        {H, F, 0, T, T, 300, 200, 1000, 1, 0.5, -1.0, 1, 0, BIAS, 1, 1},
+        {H, F, 0, N, N, 300, 200, 1000, 0, -1.25, 1.0, 0, 1, PLAIN, 0, 1},
+        /* bfloat16 -> bfloat16 */
+        {BF, BF, 0, N, N, 1, 1, 1, 1, -1.0, 0.0, 0, 0, PLAIN, 1, 1},
+        {BF, BF, 0, T, N, 17, 13, 31, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+        {BF, BF, 0, N, T, 255, 257, 129, 1, 0.5, 1.0, 1, 1, PLAIN, 0, 1},
+        {BF, BF, 0, T, T, 300, 200, 1000, 2, 1.0, 0.5, 1, 0, BIAS, 0, 1},
+        {BF, BF, 0, N, N, 17, 13, 31, 0, -1.25, 0.5, 0, 1, PLAIN, 2, 1},
+        /* bfloat16 -> float */
+        {BF, F, 0, N, N, 17, 13, 31, 1, 1.0, 0.5, 0, 0, PLAIN, 0, 1},
+        {BF, F, 0, T, N, 255, 257, 129, 0, 1.0, 0.0, 0, 0, BIAS, 1, 1},
+        {BF, F, 0, N, T, 300, 200, 1000, 2, 1.5, 1.0, 1, 0, PLAIN, 1, 1},
+        {BF, F, 0, T, T, 1, 1, 1, 0, 1.0, 2.0, 1, 0, BIAS, 2, 1},
+        {BF, F, 0, T, N, 17, 13, 31, 0, -0.5, 0.25, 0, 1, PLAIN, 0, 1},
+        /* passed on, counted unprotected: half compute (half scalars, host and device) */
+        {H, H, 1, N, N, 17, 13, 31, 0, 1.0, 0.5, 0, 0, PLAIN, 2, 0},
+        {H, H, 1, T, N, 255, 257, 129, 1, 0.5, -1.0, 0, 0, PLAIN, 0, 0},
+        {H, H, 1, N, T, 64, 48, 77, 2, -1.25, 0.0, 1, 1, PLAIN, 1, 0},
+        /* the ReLU-bias epilogue */
+        {H, H, 0, T, N, 255, 257, 129, 0, 1.0, 0.0, 0, 0, RELU_BIAS, 0, 0},
+        {H, F, 0, N, N, 17, 13, 31, 1, 1.0, 0.5, 1, 0, RELU_BIAS, 0, 0},
+        /* a bias over C in place with beta != 0 */
+        {H, H, 0, N, N, 70, 60, 50, 0, 1.0, 0.5, 0, 0, BIAS, 0, 0},
+        {BF, F, 0, T, N, 70, 60, 50, 1, 1.0, -1.0, 0, 0, BIAS, 0, 0},
+        /* a bias with device scalars */
+        {H, H, 0, T, N, 64, 48, 77, 0, 1.0, 0.0, 0, 1, BIAS, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        hone(lh, cases[i], expect_off, -1);
+    /* planted faults: the top exponent bit of a 16-bit D, bit 30 of a float D */
+    const hcase pl[] = {
+        {H, H, 0, T, N, 255, 257, 129, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+        {H, F, 0, N, N, 255, 257, 129, 1, 1.0, 0.5, 1, 0, PLAIN, 0, 1},
+        {BF, BF, 0, N, T, 255, 257, 129, 1, 1.0, 0.5, 0, 1, PLAIN, 0, 1},
+        {BF, F, 0, T, N, 300, 200, 1000, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof pl / sizeof pl[0]; i++)
+        hone(lh, pl[i], expect_off, pl[i].out == T_F32 ? 30 : 14);
+    printf("half and bfloat16: %d cases (block size %d), worst error %.3g x bound\n", lowp_run,
+           block_size, lowp_worst);
+}
+
 static void on_segv(int sig)
 {
     void *fr[64];
@@ -316,6 +707,8 @@ int main(int argc, char **argv)
         one(lh, pl[i], expect_off, pl[i].dbl ? 61 : 29, 10 + (int)i, 20 + (int)i);
         one(lh, pl[i], expect_off, pl[i].dbl ? 50 : 21, 100 + (int)i, 7 * (int)i);
     }
+    block_size = env_block_size();
+    lowp_cases(lh, expect_off);
     cublasLtDestroy(lh);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
