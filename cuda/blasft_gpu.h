@@ -213,6 +213,8 @@ typedef struct blasft_gpu_lowp {
     int compute;                  /* cublasComputeType_t: CUBLAS_COMPUTE_32F or _32F_PEDANTIC,
                                      passed on to cuBLAS (this header needs no cuBLAS) */
     int algo;                     /* cublasGemmAlgo_t: the caller's, passed on */
+    int math;                     /* cublasMath_t: the handle's, CUBLAS_DEFAULT_MATH or
+                                     CUBLAS_PEDANTIC_MATH, passed on */
     /* cublasLt: the old C read from c_in (ld ldc_in, C's type) where it is not C (NULL); a bias
      * vector of m elements of C's type added to every column (NULL: none; host scalars only):
      * C = alpha op(A) op(B) + beta c_in + bias 1^T */

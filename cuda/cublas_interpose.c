@@ -416,7 +416,7 @@ static blasft_lowp_type lowp_of(cudaDataType t)
 /* A half or bfloat16 GEMM through the engine's path for them (cuda/gpu_lowp.cu); 0 where it does
  * not take it (it passes through), else 1 with *status. */
 static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft_gpu_params *p,
-                        int on_dev, cublasStatus_t *status)
+                        int on_dev, cublasMath_t math, cublasStatus_t *status)
 {
     blasft_gpu_lowp l = {
         .g = {.type = BLASFT_TYPE_S, .transa = op_letter(c->transa),
@@ -425,7 +425,8 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
               .beta = c->beta, .c = c->c, .ldc = c->ldc, .scalars_on_device = on_dev,
               .routine = c->stat->name},
         .ab = lowp_of(c->ab_type), .c = lowp_of(c->c_type), .compute = (int)c->compute,
-        .algo = (int)c->algo, .c_in = c->c_in, .ldc_in = c->ldc_in, .bias = c->bias};
+        .algo = (int)c->algo, .math = (int)math, .c_in = c->c_in, .ldc_in = c->ldc_in,
+        .bias = c->bias};
     if (!blasft_gpu_lowp_supported(&l))
         return 0;
     /* the engine checks an FP32 result: a 16-bit C's bit is flipped in its value there */
@@ -535,7 +536,7 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     blasft_gpu_params_from_cfg(&p, cfg);
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
     if (c->lowp)
-        return protect_lowp(c, ctx, &p, on_dev, status);
+        return protect_lowp(c, ctx, &p, on_dev, base, status);
     const size_t ts = (size_t)blasft_type_size(c->type);
     const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
     /* cublasLt's bias (the shim protects one only with host scalars): with beta 0 the engine

@@ -759,6 +759,7 @@ int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
     if (!ctx || !b || !p || !blasft_gpu_batch_fused(b, p) || b->nplants > b->count ||
         (b->nplants && !b->plant))
         return -1;
+    engine_entered();
     if (blasft_gpu_ctx_stale(ctx))
         return -2;
     /* a graph being captured would keep the workspace's address, which may grow later */

@@ -123,6 +123,7 @@ extern const blasft_cublas_api *cb; /* the real cuBLAS (gpu_cublas.h) */
 bool cuda_ok(cudaError_t e, const char *what);
 bool blas_ok(cublasStatus_t s, const char *what);
 bool launches_ok(); /* the engine's launches since it was entered */
+void engine_entered(); /* an entry point's first step: the error pending then is the caller's */
 cublasOperation_t op_of(char t);
 size_t type_size(blasft_type t);
 int type_parts(blasft_type t);

@@ -65,6 +65,7 @@ bool blas_ok(cublasStatus_t s, const char *what)
 /* The error pending when the engine was entered: the application's, left for it to read. The
  * engine's launches are judged by what is pending after them, against that. */
 thread_local cudaError_t err_at_entry = cudaSuccess;
+void engine_entered() { err_at_entry = blasft_err_pending(); }
 bool launches_ok()
 {
     const cudaError_t e = cudaPeekAtLastError(); /* for the log: blasft_launched_ok takes it */
@@ -1313,7 +1314,7 @@ int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const bla
 {
     if (check_args(g, p))
         return -1;
-    err_at_entry = blasft_err_pending();
+    engine_entered();
     if (refuse_stale(ctx))
         return -2;
     double2 hs[2];

@@ -16,10 +16,9 @@
  * exact value rounded once to C's type, so even a false alarm that got that far leaves C no less
  * accurate than cuBLAS's.
  *
- * The caller's GEMM runs on the engine's handle with reduced-precision reductions disallowed
- * (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION): split-K partial results are then added
- * in FP32, not in C's type, which the model needs; the caller allowed those reductions, it did
- * not ask for them. */
+ * The caller's GEMM runs on the engine's handle with its output in FP32 (C's type where C is
+ * float; else a buffer, rounded once into C after the check): split-K partial results are then
+ * added in FP32, not in a 16-bit C's type, as the model needs. */
 #include "gpu_device.cuh"
 #include "gpu_engine.h"
 extern "C" {
@@ -32,7 +31,6 @@ extern "C" {
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
-#include <type_traits>
 
 using namespace gpu_engine;
 
@@ -56,7 +54,7 @@ template <> struct lp_dt<__nv_bfloat16> {
 };
 /* The checked result is FP32: its unit roundoff, half the spacing of its subnormals (the
  * absolute rounding error there) */
-constexpr double kUc = 0x1p-24, kSubC = 0x1p-150;
+constexpr double kUc = 0x1p-24, kSubC = 0x1p-149; /* truncation: a whole subnormal step */
 
 __device__ __forceinline__ double to_d(__half x) { return (double)__half2float(x); }
 __device__ __forceinline__ double to_d(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
@@ -99,6 +97,8 @@ template <typename TA> struct lp_args {
     double *S;                   /* [I][l]: op(A)'s sum over block row I */
     double *Q, *pn, *rn;         /* [I]: the rows' squares; the scaled pieces', remainders' */
     int *e;                      /* [I]: the exponent of max_l |S(I, l)| (scale_exp) */
+    unsigned int *bmax;          /* max |op(B)| as a float's bits */
+    unsigned char *row_bad;      /* [i]: op(A)'s row i holds Inf or NaN */
     TA *pieces;                  /* (kPieces mb) x k, column-major: row p mb + I */
     float *R;                    /* (kPieces mb) x n: pieces x op(B) */
     double *bsq;                 /* [j]: ||op(B)(:, j)||^2 */
@@ -154,8 +154,8 @@ __device__ __forceinline__ double word_el(const uint32_t *w, int t, const float 
     return __uint_as_float(w[t]);
 }
 
-/* Adds op(x) of the elements [0, n) of p, lane `sub` of `lanes` taking its share: W bytes at a
- * time (p W-byte aligned, as the run's every column), then the tail. */
+/* Calls op(x, i) for the elements x = p[i], i in [0, n), lane `sub` of `lanes` taking its
+ * share: W bytes at a time (p W-byte aligned, as the run's every column), then the tail. */
 template <int W, typename T, typename Op>
 __device__ __forceinline__ int64_t run_words(const T *p, int64_t n, int sub, int lanes, Op op)
 {
@@ -176,7 +176,7 @@ __device__ __forceinline__ int64_t run_words(const T *p, int64_t n, int sub, int
         }
 #pragma unroll
         for (int t = 0; t < w; t++)
-            op(word_el(word, t, p));
+            op(word_el(word, t, p), v * w + t);
     }
     return nv * w;
 }
@@ -187,7 +187,7 @@ __device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lane
     const int64_t done = vec == 16 ? run_words<16>(p, n, sub, lanes, op)
                          : vec == 8 ? run_words<8>(p, n, sub, lanes, op) : 0;
     for (int64_t i = done + sub; i < n; i += lanes)
-        op(to_d(p[i]));
+        op(to_d(p[i]), i);
 }
 
 __device__ __forceinline__ double group_sum(double v)
@@ -227,6 +227,8 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
                         const double x = to_d(A[i * a.lda]);
                         s += x;
                         q = fma(x, x, q);
+                        if (!isfinite(x))
+                            a.row_bad[i0 + i] = 1;
                     }
                 }
                 part[threadIdx.x] = s;
@@ -244,9 +246,11 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
             const int64_t l = lb + threadIdx.x / kGroup;
             double s = 0.0;
             if (l < l1)
-                run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x) {
+                run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x, int64_t i) {
                     s += x;
                     q = fma(x, x, q);
+                    if (!isfinite(x))
+                        a.row_bad[i0 + i] = 1;
                 });
             s = group_sum(s);
             if (sub == 0 && l < l1) {
@@ -270,10 +274,23 @@ __device__ __forceinline__ double exp2i(int e)
     return __longlong_as_double((long long)(e + 1023) << 52);
 }
 
-/* the pieces' scale 2^e from the biased exponent of max |S| (0: zero, NaN or Inf: no scale) */
-__device__ __forceinline__ int scale_exp(int eb)
+/* The pieces' scale 2^e of block row I: the biased exponent of max |S| puts the pieces in range
+ * (0: zero, NaN or Inf, no scale); bfloat16's range is FP32's, so for large op(B) e grows until
+ * the reference's products and sums, at most k 2^(kPieceExp + 1) max|op(B)| (Cauchy-Schwarz),
+ * stay below 2^125. */
+template <typename TA> __device__ __forceinline__ int scale_exp(const lp_args<TA> &a, int64_t I)
 {
-    return eb > 0 && eb != INT_MAX ? eb - kExpBias - kPieceExp : 0;
+    const int eb = a.e[I];
+    if (eb <= 0 || eb == INT_MAX)
+        return 0;
+    int e = eb - kExpBias - kPieceExp;
+    const float bm = __uint_as_float(*a.bmax);
+    if (bm > 0.0f && isfinite(bm)) {
+        const int excess = kPieceExp + 1 + ilogbf(bm) + 1 + (64 - __clzll((unsigned long long)a.k)) - 125;
+        if (excess > 0)
+            e += excess;
+    }
+    return e;
 }
 
 /* The pieces of every scaled sum S(I, l) 2^-e(I), e(I) putting max_l |S(I, l)| below
@@ -284,7 +301,7 @@ __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> a)
 {
     __shared__ double red[kThreads / 32];
     const int64_t I = blockIdx.x, l = (int64_t)blockIdx.y * kChunk + threadIdx.x;
-    const int e = scale_exp(a.e[I]);
+    const int e = scale_exp(a, I);
     double pn = 0.0, rn = 0.0;
     if (l < a.k) {
         double x = a.S[I * a.k + l] * exp2i(-e);
@@ -314,6 +331,13 @@ template <typename TA> int64_t bnorm_blocks(const lp_args<TA> &a)
     return a.tb ? ((a.n + kThreads - 1) / kThreads) * ((a.k + 255) / 256)
                 : (a.n + kThreads / 32 - 1) / (kThreads / 32);
 }
+/* the largest |op(B)| so far (a non-negative float's bits order as its values) */
+template <typename TA> __device__ __forceinline__ void note_bmax(const lp_args<TA> &a, double mx)
+{
+    const unsigned int bits = __float_as_uint((float)mx);
+    if (bits > *(volatile unsigned int *)a.bmax) /* most calls see it raised already */
+        atomicMax(a.bmax, bits);
+}
 template <typename TA>
 __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
 {
@@ -323,12 +347,14 @@ __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
         if (j >= a.n)
             return;
         const int64_t l1 = l0 + 256 < a.k ? l0 + 256 : a.k;
-        double s = 0.0;
+        double s = 0.0, mx = 0.0;
         for (int64_t l = l0; l < l1; l++) {
             const double x = to_d(a.B[j + l * a.ldb]);
             s = fma(x, x, s);
+            mx = fmax(mx, fabs(x));
         }
         atomicAdd(&a.bsq[j], s);
+        note_bmax(a, mx);
         return;
     }
     const int lane = threadIdx.x & 31;
@@ -336,10 +362,17 @@ __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
     if (j >= a.n) /* the whole warp */
         return;
     double s = 0.0;
-    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x) { s = fma(x, x, s); });
+    double mx = 0.0;
+    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x, int64_t) {
+        s = fma(x, x, s);
+        mx = fmax(mx, fabs(x));
+    });
     s = warp_sum(s);
-    if (lane == 0)
+    mx = warp_max(mx);
+    if (lane == 0) {
         a.bsq[j] = s;
+        note_bmax(a, mx);
+    }
 }
 
 /* One launch for the two reads of the operands before the GEMM: op(A)'s block sums (the first
@@ -369,7 +402,7 @@ __device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64
     const double nk = (double)a.k, acc = kUa * kUa * a.norm_terms;
     const bool dbl = a.old && beta != 0.0;
     const int64_t ldr = kPieces * a.mb;
-    const double scale = exp2i(scale_exp(a.e[I]));
+    const double scale = exp2i(scale_exp(a, I));
     double rsum = 0.0, rabs = 0.0;
     for (int p = 0; p < kPieces; p++) {
         const double x = a.R[p * a.mb + I + j * ldr];
@@ -394,7 +427,8 @@ __device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64
     const double thr = a.omega * sqrt(v) + nr * kSubC +
                        aa * scale * (sqrt(a.rn[I]) * rb + 0x1p-24 * rabs) +
                        ud * (nr + 4.0) * (fabs(ref) + aa * nr * sqrt(nr) * qb + cabs + bb * oabs) +
-                       (nr + 1.0) * (nk + 4.0) * 0x1p-150 * (1.0 + aa);
+                       (nr + 1.0) * (nk + 4.0) * 0x1p-149 * (1.0 + aa) +
+                       aa * scale * kPieces * (nk + 2.0) * 0x1p-149;
     /* the roots taken apart: tiny data's products must not underflow to 0, "in range" */
     const bool range = blasft_squares_in_range(aa * qb) &&
                        (!dbl || blasft_squares_in_range(bb * sqrt(osq))) &&
@@ -472,7 +506,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
             csq = fma(c, c, csq);
         });
         if (dbl) {
-            run_sum(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o) {
+            run_sum(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o, int64_t) {
                 os += o;
                 oabs += fabs(o);
                 osq = fma(o, o, osq);
@@ -511,6 +545,11 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
         const double bj = a.bsq[j];
         double apart = 0.0;
         for (int64_t i = i0 + warp; i < i0 + rows; i += nw) {
+            /* an Inf or NaN in op(A)'s row or op(B)'s column: the value is not finite, and a
+             * value that is not finite cannot judge C (blasft_parts_agree); not computed, so that
+             * such data (a loss scaler's overflow) flagging every block costs nothing */
+            if (alpha != 0.0 && (a.row_bad[i] || !isfinite(bj)))
+                continue;
             double dot = 0.0, mass = 0.0, asq = 0.0;
             for (int64_t l = lane; l < (alpha != 0.0 ? a.k : 0); l += 32) {
                 const double x = a_at(a, i, l), y = b_at(a, l, j);
@@ -536,7 +575,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
                                (fabs(v) + (beta != 0.0 && alpha != 0.0 ? fabs(alpha * dot) : 0.0));
             const double bound = fp32 * (1.0 + uo) + out + kSubC +
                                  2.0 * (nk + 2.0) * ud * (aa * mass + bb * fabs(o)) +
-                                 (nk + 4.0) * 0x1p-150 * (1.0 + aa);
+                                 (nk + 4.0) * 0x1p-149 * (1.0 + aa);
             const float vt = (float)v;
             if (to_d(vt) == c || blasft_parts_agree(c, v, bound, (double)FLT_MAX))
                 continue;
@@ -602,6 +641,8 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t rn_at = w.take(sizeof(double) * (size_t)mb);
     const size_t e_at = w.take(sizeof(int) * (size_t)mb);
     const size_t one_at = w.take(2 * sizeof(float));
+    const size_t bmax_at = w.take(sizeof(unsigned int));
+    const size_t bad_at = w.take((size_t)m);
     /* counters, the list's length, bsq and the block rows' sums start at zero */
     const size_t zero_bytes = w.o;
     const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
@@ -668,6 +709,8 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.pn = (double *)(b + pn_at);
     a.rn = (double *)(b + rn_at);
     a.e = (int *)(b + e_at);
+    a.bmax = (unsigned int *)(b + bmax_at);
+    a.row_bad = (unsigned char *)(b + bad_at);
     a.pieces = (TA *)(b + pieces_at);
     a.R = (float *)(b + R_at);
     a.bsq = (double *)(b + bsq_at);
@@ -697,13 +740,19 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                   s1>>>(a);
     lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk)), kThreads, 0,
                    s1>>>(a);
-    if (!blas_ok(cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
-                             (int)k, rs, a.pieces, dta, (int)(kPieces * mb), g.b, dta,
-                             (int)g.ldb, rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp,
-                             CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx (reference)"))
-        return -2;
+    const bool ref_ok =
+        blas_ok(cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
+                            (int)k, rs, a.pieces, dta, (int)(kPieces * mb), g.b, dta, (int)g.ldb,
+                            rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp, CUBLAS_GEMM_DEFAULT),
+                "cublasGemmEx (reference)");
     cudaEventRecord(ctx->ev_ref, s1);
+    /* s0 waits for the helper stream on every way out from here (the next call's zeroing must
+     * not meet this call's sums), after the caller's GEMM is enqueued where it is */
+    const auto join = [&] { cudaStreamWaitEvent(s0, ctx->ev_ref, 0); };
+    if (!ref_ok) { /* nothing of the caller's has run: cuBLAS computes it, unprotected */
+        join();
+        return -1;
+    }
     /* the caller's GEMM, its result in FP32: the old C first where it enters (where it is C,
      * a float C needs no copy of its own into the result) */
     float *old = (float *)(b + old_at);
@@ -721,18 +770,23 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                           sizeof(float) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
     static const float one = 1.0f;
     const void *gemm_beta = l->bias ? (const void *)&one : g.beta;
-    if (!blas_ok(cb->set_math_mode(ctx->h0, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-                 "cublasSetMathMode"))
+    /* the caller's math mode (pedantic) on the engine's handle for this GEMM only; reductions
+     * in the output type need no switching off: the output is FP32, the compute type */
+    const cublasMath_t math = (cublasMath_t)l->math;
+    const bool own_math = math != CUBLAS_DEFAULT_MATH;
+    bool main_ok = !own_math || blas_ok(cb->set_math_mode(ctx->h0, math), "cublasSetMathMode");
+    main_ok = main_ok &&
+              blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n,
+                                  (int)k, g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb,
+                                  gemm_beta, a.C, CUDA_R_32F, (int)a.ldc, comp,
+                                  (cublasGemmAlgo_t)l->algo),
+                      "cublasGemmEx");
+    if (own_math && !blas_ok(cb->set_math_mode(ctx->h0, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"))
+        main_ok = false;
+    if (!main_ok) {
+        join();
         return -2;
-    const bool main_ok =
-        blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n, (int)k,
-                            g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb, gemm_beta, a.C,
-                            CUDA_R_32F, (int)a.ldc, comp, (cublasGemmAlgo_t)l->algo),
-                "cublasGemmEx");
-    /* the engine's other GEMMs keep the default math */
-    if (!blas_ok(cb->set_math_mode(ctx->h0, CUBLAS_DEFAULT_MATH), "cublasSetMathMode") || !main_ok)
-        return -2;
+    }
     if (l->plant) { /* tests: into the FP32 result that is checked */
         ctx->checked_c = a.C;
         ctx->checked_type = BLASFT_TYPE_S;
@@ -742,7 +796,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         ctx->part = kWholeCall;
         l->plant((void *)s0, l->plant_user);
     }
-    cudaStreamWaitEvent(s0, ctx->ev_ref, 0); /* joined back */
+    join();
     lp_check<TA><<<grid_for(kGroup * mb * n), kThreads, 0, s0>>>(a);
     /* most calls flag nothing: few blocks, each a stride over the list */
     lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
@@ -771,6 +825,8 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         return 0;
     if (l->compute != CUBLAS_COMPUTE_32F && l->compute != CUBLAS_COMPUTE_32F_PEDANTIC)
         return 0;
+    if (l->math != CUBLAS_DEFAULT_MATH && l->math != CUBLAS_PEDANTIC_MATH)
+        return 0;
     /* cuBLAS's int dimensions, the list of (I, j) in 32 bits, k in 65535 chunks (grid.y) */
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.m > INT32_MAX || g.n > INT32_MAX ||
         g.k > (int64_t)65535 * kEncL ||
@@ -793,6 +849,7 @@ int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const bl
 {
     if (!ctx || !l || !p || !blasft_gpu_lowp_supported(l))
         return -1;
+    engine_entered();
     if (blasft_gpu_ctx_stale(ctx))
         return -2;
     /* a graph being captured would keep the buffer's address, which may grow later */

@@ -380,6 +380,42 @@ def run_lowp_checks(name):
             du = s1.unprotected_gemms - s0.unprotected_gemms
             check(q <= 1.0, f"torch linear+bias {dtype}: error {q:.3g} x bound")
             check(dp == 1 and du == 0, f"torch linear+bias {dtype}: {dp} protected, {du} unprotected")
+        if name == "torch" and dtype == "bfloat16":
+            # bfloat16's range is FP32's: op(A) tiny, op(B) huge (the reference's pieces must be
+            # scaled so that its FP32 products stay finite), then no flag and the result right
+            a = cast(fw.rand((1024, 1024), "float32", 98) * 2.0 ** -100)
+            b = cast(fw.rand((1024, 1024), "float32", 99) * 2.0 ** 110)
+            s0 = stats(lib, fw)
+            c = fw.mm(a, b)
+            s1 = stats(lib, fw)
+            ok, q = within_lowp_bound(fw, a, b, c, out_u)
+            fa = s1.false_alarms - s0.false_alarms
+            check(ok and fa == 0 and s1.errors_detected == s0.errors_detected,
+                  f"torch bfloat16 2^-100 x 2^110: error {q:.3g} x bound, {fa} false alarms")
+        # Inf in the operands (a loss scaler's overflow): the blocks they reach flag; the second
+        # tier skips what cannot be judged, so the call stays cheap and C is cuBLAS's
+        a = cast(fw.rand((2048, 2048), "float32", 90))
+        a[::64, 5] = float("inf")  # cuBLAS's op(B) for a row-major product: every 64th column
+        b = cast(fw.rand((2048, 2048), "float32", 89))
+        b[7, ::512] = float("-inf")  # cuBLAS's op(A): four rows
+        lib.blasft_cublas_bypass(1)
+        plain = fw.mm(a, b)
+        fw.sync()
+        lib.blasft_cublas_bypass(0)
+        s0 = stats(lib, fw)
+        t0 = time.time()
+        c = fw.mm(a, b)
+        fw.sync()
+        dt = time.time() - t0
+        s1 = stats(lib, fw)
+        import numpy as np
+        C, P = fw.host(c.float() if name == "torch" else c), fw.host(plain.float() if name == "torch" else plain)
+        fin = np.isfinite(P)
+        same = bool(np.array_equal(np.isfinite(C), fin) and np.array_equal(np.isnan(C), np.isnan(P)) and
+                    np.all(np.abs(C[fin] - P[fin]) <= 4 * out_u * np.abs(P[fin]) + 1e-3))
+        check(same and s1.errors_detected == s0.errors_detected,
+              f"{name} {dtype} Inf in A and B: C as plain cuBLAS's, nothing corrected, "
+              f"{(s1.false_alarms - s0.false_alarms)} false alarms, {dt * 1e3:.1f} ms")
         a = cast(fw.rand((300, 200), "float32", 93))
         b = cast(fw.rand((200, 260), "float32", 94))
         s0 = stats(lib, fw)

@@ -82,43 +82,7 @@
  *   undetected; complex: |c_flipped - c| / |c| with complex moduli), "inf" for a NaN or c = 0, null with no undetected flip; false_alarms: flagged matrices the
  *   second tier found right (a flip under its rounding bound). Run with BLASFT_GPU_BATCHED=each
  *   for the engine's per-matrix checks (PEA thresholds). */
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
-#include <dlfcn.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-typedef struct {
-    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
-        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
-} stats_t;
-
-static int (*bypass)(int);
-static void (*get_stats)(stats_t *);
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_common.h"
 
 typedef struct bench {
     cublasHandle_t h;
@@ -165,34 +129,12 @@ static cublasStatus_t gemm(const bench *b, void *C)
  * to enqueue them into *host_ms; negative if a call failed */
 static double round_ms(const bench *b, int plain, int calls, double *host_ms)
 {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    bypass(plain);
-    cudaStreamSynchronize(b->s);
+    bench_round r;
     int bad = 0;
-    cudaEventRecord(e0, b->s);
-    const double t0 = now_s();
+    round_begin(&r, b->s, plain);
     for (int i = 0; i < calls; i++)
         bad += gemm(b, b->C) != CUBLAS_STATUS_SUCCESS;
-    const double t1 = now_s();
-    cudaEventRecord(e1, b->s);
-    cudaEventSynchronize(e1);
-    bypass(0);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    *host_ms = 1e3 * (t1 - t0) / calls;
-    return bad ? -1.0 : (double)ms / calls;
-}
-
-/* calls per round for a call of t seconds: 20 at most (or the --calls value), a quarter of a
- * second a round */
-static int calls_for(double t, int max_calls)
-{
-    const double c = 0.25 / (t > 1e-7 ? t : 1e-7);
-    return c >= max_calls ? max_calls : c < 1 ? 1 : (int)c;
+    return round_end(&r, b->s, calls, bad, host_ms);
 }
 
 static void fill(void *d, size_t count, int dbl, uint64_t *seed)
@@ -297,18 +239,15 @@ static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int cplx, int n,
     const int cp = calls_for(t_plain, max_calls), cq = calls_for(t_prot, max_calls);
     double *pl = malloc(sizeof(double) * (size_t)rounds), *pr = malloc(sizeof(double) * (size_t)rounds);
     double *hp = malloc(sizeof(double) * (size_t)rounds), *hq = malloc(sizeof(double) * (size_t)rounds);
-    stats_t s0, s1;
+    stats_t s0 = stats_after(), s1;
     uint64_t prot_calls = 0;
-    cudaDeviceSynchronize();
-    get_stats(&s0);
     for (int r = 0; r < rounds; r++) {
         pl[r] = round_ms(&b, 1, cp, &hp[r]);
         pr[r] = round_ms(&b, 0, cq, &hq[r]);
         bad += pl[r] < 0 || pr[r] < 0;
         prot_calls += (uint64_t)cq;
     }
-    cudaDeviceSynchronize();
-    get_stats(&s1);
+    s1 = stats_after();
     const double plain = median(pl, rounds), prot = median(pr, rounds);
     const double host_p = median(hp, rounds), host_q = median(hq, rounds);
     const uint64_t fused_checks = (uint64_t)batch * (uint64_t)((n + 255) / 256) * (uint64_t)n;
@@ -340,23 +279,9 @@ static void run_case(cublasHandle_t h, cudaStream_t s, int dbl, int cplx, int n,
 #define POOL ((size_t)1 << 25)
 #define HALF (POOL / 2)
 
-static int (*plant_fault)(int, int64_t, int64_t, int);
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t next_u64(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* random numbers from --seed (next_u64, below: bench_common.h) */
 static double u01(void) { return (double)(next_u64() >> 11) * 0x1p-53; } /* [0, 1) */
 static double sym1(void) { return 2.0 * u01() - 1.0; }                    /* [-1, 1) */
-static uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; }     /* bias < 2^-40 here */
-
-enum { SER_UNIFORM, SER_UNIFORM01, SER_NORMAL, SER_HEAVY, SER_CANCEL, NSERIES };
-static const char *const series_name[NSERIES] = {"uniform", "uniform01", "normal", "heavy",
-                                                 "cancel"};
 
 /* The pool of a series on the host, as doubles (the S pool holds the same numbers rounded).
  * cancel: A's half is positive, B's half alternates in sign by the element's index, all of
@@ -516,16 +441,6 @@ static cublasStatus_t gemm_call(cublasHandle_t h, const call *c, const void *poo
                                      c->ldb, c->sb, &beta, C, c->ldc, c->sc, c->batch);
 }
 
-/* libblas_ft's counters once this process's work is done: they arrive by a host function on
- * the interposer's report stream, which a sync of the caller's stream does not wait for */
-static stats_t stats_after(void)
-{
-    stats_t st;
-    cudaDeviceSynchronize();
-    get_stats(&st);
-    return st;
-}
-
 typedef struct env {
     cublasHandle_t h;
     cudaStream_t s;
@@ -548,22 +463,6 @@ static const double fp_ab_c[4][4] = {
     {1, 0, 0, 0}, {-0.75, 0.5, 0, 0}, {1.5, -1, 1, 0}, {0.5, 0.25, -2, 1}};
 static const char *const trans_name_c[9] = {"NN", "NT", "NC", "TN", "TT", "TC", "CN", "CT", "CC"};
 
-/* a step coprime with n, near 5 n / 8: combination (start + i step) mod n changes every part of
- * the combination from call to call */
-static uint64_t coprime_step(uint64_t n)
-{
-    uint64_t step = n * 5 / 8 + 1;
-    for (;; step++) {
-        uint64_t x = step, y = n; /* Euclid: gcd(step, n) into x */
-        while (y) {
-            const uint64_t r = x % y;
-            x = y, y = r;
-        }
-        if (x == 1)
-            return step;
-    }
-}
-
 /* matrices per call: about 1e5 of the fused path's checks (ceil(m / 256) n each), 10000 at most */
 static int fp_batch(int m, int n)
 {
@@ -572,37 +471,17 @@ static int fp_batch(int m, int n)
     return b > 10000 ? 10000 : b < 2 ? 2 : (int)b;
 }
 
-typedef struct fp_count {
-    uint64_t calls, gemms, checks, fused_checks, not_fused, failed, false_alarms, detected,
-        flagged_calls;
-} fp_count;
-
-static void fp_add(fp_count *t, const fp_count *c)
-{
-    t->calls += c->calls, t->gemms += c->gemms, t->checks += c->checks;
-    t->fused_checks += c->fused_checks, t->not_fused += c->not_fused, t->failed += c->failed;
-    t->false_alarms += c->false_alarms, t->detected += c->detected;
-    t->flagged_calls += c->flagged_calls;
-}
-
 static void fp_print(const fp_count *c, const char *type, const char *series, double seconds,
                      const env *e)
 {
-    const uint64_t flags = c->false_alarms + c->detected;
     printf("{\"mode\":\"fp\",\"type\":\"%s\",\"series\":\"%s\",\"calls\":%llu,\"gemms\":%llu,"
-           "\"checks\":%llu,\"first_tier_flags\":%llu,\"false_alarms\":%llu,"
-           "\"errors_detected\":%llu,\"flagged_calls\":%llu,",
-           type, series, (unsigned long long)c->calls,
-           (unsigned long long)c->gemms, (unsigned long long)c->checks,
-           (unsigned long long)flags, (unsigned long long)c->false_alarms,
-           (unsigned long long)c->detected, (unsigned long long)c->flagged_calls);
-    if (!flags && c->checks)
-        printf("\"upper95_per_check\":%.3g,", 3.0 / (double)c->checks);
-    else
-        printf("\"upper95_per_check\":null,");
+           "\"checks\":%llu,",
+           type, series, (unsigned long long)c->calls, (unsigned long long)c->gemms,
+           (unsigned long long)c->checks);
+    fp_print_flags(c);
     printf("\"not_fused_calls\":%llu,\"failed_calls\":%llu,\"seconds\":%.3g,"
            "\"mode_batched\":\"%s\",\"device\":\"%s\"}\n",
-           (unsigned long long)c->not_fused, (unsigned long long)c->failed, seconds, e->mode,
+           (unsigned long long)c->unexpected, (unsigned long long)c->failed, seconds, e->mode,
            e->device);
     fflush(stdout);
 }
@@ -614,19 +493,14 @@ static int run_fp(const env *e, double seconds)
 {
     /* every (m, n, k) of fp_sizes^3 with m n k <= 2^24 (the fused path's limit until 2^30 on; the
      * few larger ones of the list are left out, as in the measurements) */
-    int shapes[NSIZES * NSIZES * NSIZES][3], nshapes = 0;
-    size_t c_elems = 0;
-    for (int a = 0; a < NSIZES; a++)
-        for (int b = 0; b < NSIZES; b++)
-            for (int c = 0; c < NSIZES; c++) {
-                const int m = fp_sizes[a], n = fp_sizes[b], k = fp_sizes[c];
-                if ((double)m * n * k > 0x1p24)
-                    continue;
-                shapes[nshapes][0] = m, shapes[nshapes][1] = n, shapes[nshapes][2] = k;
-                nshapes++;
-                const size_t ce = (size_t)m * (size_t)n * (size_t)fp_batch(m, n);
-                c_elems = ce > c_elems ? ce : c_elems;
-            }
+    int shapes[NSIZES * NSIZES * NSIZES][3];
+    const int nshapes = fp_shapes(fp_sizes, NSIZES, 0x1p24, shapes);
+    size_t c_elems = 0; /* the largest batch's C */
+    for (int i = 0; i < nshapes; i++) {
+        const int m = shapes[i][0], n = shapes[i][1];
+        const size_t ce = (size_t)m * (size_t)n * (size_t)fp_batch(m, n);
+        c_elems = ce > c_elems ? ce : c_elems;
+    }
     /* the (shape, transposes, scalars) combinations in an order that changes every one of them
      * from call to call: call i takes combination (start + i step) mod ncombos, step coprime;
      * real data 4 transposes x 4 scalar pairs, complex 9 x 4 */
@@ -707,8 +581,8 @@ static int run_fp(const env *e, double seconds)
                 cnt.calls++;
                 cnt.gemms += (uint64_t)c.batch;
                 cnt.checks += chk;
-                cnt.fused_checks += fused;
-                cnt.not_fused += chk != fused; /* the fused path counts exactly this */
+                cnt.expected += fused;
+                cnt.unexpected += chk != fused; /* the fused path counts exactly this */
                 cnt.failed += (uint64_t)bad;
                 cnt.false_alarms += fa;
                 cnt.detected += det;
@@ -858,17 +732,6 @@ static int agrees(bits_ctx *b, int g, int i, int j)
     return d <= 2.0 * (n * u / (1.0 - n * u)) * mass;
 }
 
-/* a number for JSON: non-finite ones as strings */
-static void print_num(double x)
-{
-    if (isnan(x))
-        printf("\"nan\"");
-    else if (isinf(x))
-        printf("\"inf\"");
-    else
-        printf("%.3g", x);
-}
-
 /* For each requested type and each bit of its numbers: `trials` calls of a strided batch of 16
  * matrices (NN, alpha 1, beta 0, uniform [-1, 1]) with that bit of C(row, col) flipped in every
  * matrix (row, col random per call); detection by the counters, the result against plain cuBLAS
@@ -1013,26 +876,15 @@ static int run_bits(const env *e, int trials, int m, int n, int k)
 
 int main(int argc, char **argv)
 {
-    union { void *p; int (*f)(int); } bp = {.p = dlsym(RTLD_DEFAULT, "blasft_cublas_bypass")};
-    union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
-    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
-        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
-    bypass = bp.f;
-    get_stats = gs.f;
-    plant_fault = pf.f;
-    if (!bypass || !get_stats) {
-        fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD): no blasft_cublas_bypass\n");
+    if (bench_find_symbols())
         return 1;
-    }
     int rounds = 5, max_calls = 20, ncases = 0;
     const char *types = "DS";
     int cases[64][2];
     double fp_seconds = 0; /* --fp: > 0 */
     int bits_trials = 0, sm = 64, sn = 64, sk = 64; /* --bits: > 0; --shape */
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--fp") == 0 && i + 1 < argc && (fp_seconds = atof(argv[++i])) > 0)
-            continue;
-        if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc && (bits_trials = atoi(argv[++i])) > 0)
+        if (bench_mode_arg(argc, argv, &i, &fp_seconds, &bits_trials))
             continue;
         if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
             sscanf(argv[++i], "%dx%dx%d", &sm, &sn, &sk) == 3 && sm > 0 && sn > 0 && sk > 0)
@@ -1041,11 +893,9 @@ int main(int argc, char **argv)
             rng_state = strtoull(argv[++i], NULL, 0);
             continue;
         }
-        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
-            max_calls = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc)
+        if (bench_count_arg(argc, argv, &i, &rounds, &max_calls))
+            continue;
+        if (strcmp(argv[i], "--types") == 0 && i + 1 < argc)
             types = argv[++i];
         else if (ncases < 64 && sscanf(argv[i], "%d:%d", &cases[ncases][0], &cases[ncases][1]) == 2 &&
                  cases[ncases][0] > 0 && cases[ncases][1] > 0)
@@ -1060,48 +910,25 @@ int main(int argc, char **argv)
         }
     }
     const int timing = fp_seconds <= 0 && bits_trials <= 0;
-    if (!timing && ncases) {
-        fprintf(stderr, "N:BATCH cases are for the timing mode, not --fp or --bits\n");
-        return 2;
-    }
-    if (bits_trials > 0 && !plant_fault) {
-        fprintf(stderr, "--bits: libblas_ft has no blasft_cublas_plant_fault\n");
-        return 1;
-    }
-    if (rounds < 1 || max_calls < 1) {
-        fprintf(stderr, "--rounds and --calls take a positive count\n");
-        return 2;
-    }
+    int rc = bench_check_args(fp_seconds, bits_trials, ncases, "N:BATCH", rounds, max_calls);
+    if (rc)
+        return rc;
     if (!ncases) {
         static const int dflt[][2] = {{8, 10000}, {32, 1000}, {64, 1000},
                                       {128, 256}, {256, 64},  {512, 16}, {2048, 2}};
         for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++)
             cases[ncases][0] = dflt[i][0], cases[ncases][1] = dflt[i][1], ncases++;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
-        fprintf(stderr, "no GPU\n");
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
     char device[256];
-    size_t o = 0;
-    for (const char *c = prop.name; *c && o + 1 < sizeof device; c++)
-        if (*c != '"' && *c != '\\')
-            device[o++] = *c;
-    device[o] = '\0';
+    if ((rc = bench_device(device, sizeof device)))
+        return rc;
     const char *mode = getenv("BLASFT_GPU_BATCHED");
     if (!mode || !*mode)
         mode = "fused";
     cublasHandle_t h;
     cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-        cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream_v2(h, s) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cuBLAS handle or stream failed\n");
+    if (bench_handle(&h, &s))
         return 1;
-    }
-    int rc = 0;
     const env e = {h, s, types, mode, device};
     if (fp_seconds > 0)
         rc = run_fp(&e, fp_seconds);

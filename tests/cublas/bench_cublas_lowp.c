@@ -78,71 +78,13 @@
  *   "bits-total" line per type: trials, detected, corrected, restored, false_alarms over all
  *   bits, and the share detected over all bits, the exponent bits, the mantissa bits and the
  *   sign bit. */
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
+#include "bench_common.h"
 
-#include <dlfcn.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+/* ---- random numbers (sm64, rng_state, next_u64, below: bench_common.h) ---- */
 
-typedef struct {
-    uint64_t protected_gemms, unprotected_gemms, checks, errors_detected, errors_corrected,
-        blocks_recomputed, uncorrectable, encoder_faults, faults_injected, false_alarms;
-} stats_t;
-
-static int (*bypass)(int);
-static void (*get_stats)(stats_t *);
-static int (*plant_fault)(int, int64_t, int64_t, int);
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* a number for JSON: non-finite ones as strings */
-static void print_num(double x)
-{
-    if (isnan(x))
-        printf("\"nan\"");
-    else if (isinf(x))
-        printf("\"inf\"");
-    else
-        printf("%.3g", x);
-}
-
-/* ---- random numbers ---- */
-
-static uint64_t sm64(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint64_t rng_state = 0x243f6a8885a308d3ull; /* --seed */
-static uint64_t seed0 = 0x243f6a8885a308d3ull;     /* --seed as given: the pools' seeds */
-static uint64_t next_u64(void) { return sm64(&rng_state); }
+static uint64_t seed0 = 0x243f6a8885a308d3ull; /* --seed as given: the pools' seeds */
 static double u01_of(uint64_t *s) { return (double)(sm64(s) >> 11) * 0x1p-53; } /* [0, 1) */
 static double sym1_of(uint64_t *s) { return 2.0 * u01_of(s) - 1.0; }             /* [-1, 1) */
-static uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; } /* bias < 2^-30 here */
 
 /* ---- fp16 and bf16, by their bits (round to nearest, ties to even) ---- */
 
@@ -269,16 +211,6 @@ static uint64_t expected_checks(const env *e, int m, int n)
     return (uint64_t)((m + e->bs - 1) / e->bs) * (uint64_t)n;
 }
 
-/* libblas_ft's counters once this process's work is done: they arrive by a host function on
- * the interposer's report stream, which a sync of the caller's stream does not wait for */
-static stats_t stats_after(void)
-{
-    stats_t st;
-    cudaDeviceSynchronize();
-    get_stats(&st);
-    return st;
-}
-
 /* ---- one call ---- */
 
 typedef struct call {
@@ -298,10 +230,6 @@ static cublasStatus_t gemm_ex(cublasHandle_t h, const ltype *t, const call *c, c
 
 /* ---- the data series: count numbers from a seed, rounded to the input type (out16) and to float
  * (outf, where not NULL); half: where B's part of a pool begins (cancel) ---- */
-
-enum { SER_UNIFORM, SER_UNIFORM01, SER_NORMAL, SER_HEAVY, SER_CANCEL, NSERIES };
-static const char *const series_name[NSERIES] = {"uniform", "uniform01", "normal", "heavy",
-                                                 "cancel"};
 
 static void series_fill(int ser, uint64_t seed, size_t count, size_t half, int bf16,
                         uint16_t *out16, float *outf)
@@ -339,34 +267,12 @@ static void series_fill(int ser, uint64_t seed, size_t count, size_t half, int b
 static double round_ms(const env *e, const ltype *t, const call *c, const void *A, const void *B,
                        void *C, int plain, int calls, double *host_ms)
 {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    bypass(plain);
-    cudaStreamSynchronize(e->s);
+    bench_round r;
     int bad = 0;
-    cudaEventRecord(e0, e->s);
-    const double t0 = now_s();
+    round_begin(&r, e->s, plain);
     for (int i = 0; i < calls; i++)
         bad += gemm_ex(e->h, t, c, A, B, C) != CUBLAS_STATUS_SUCCESS;
-    const double t1 = now_s();
-    cudaEventRecord(e1, e->s);
-    cudaEventSynchronize(e1);
-    bypass(0);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    *host_ms = 1e3 * (t1 - t0) / calls;
-    return bad ? -1.0 : (double)ms / calls;
-}
-
-/* calls per round for a call of t seconds: 20 at most (or the --calls value), a quarter of a
- * second a round */
-static int calls_for(double t, int max_calls)
-{
-    const double c = 0.25 / (t > 1e-7 ? t : 1e-7);
-    return c >= max_calls ? max_calls : c < 1 ? 1 : (int)c;
+    return round_end(&r, e->s, calls, bad, host_ms);
 }
 
 enum { SAMPLES = 4096 };
@@ -601,22 +507,6 @@ static void place_call(call *c, int cancel, size_t half, size_t pool)
 
 static int want(const char *types, char t) { return strchr(types, t) != NULL; }
 
-/* a step coprime with n, near 5 n / 8: combination (start + i step) mod n changes every part of
- * the combination from call to call */
-static uint64_t coprime_step(uint64_t n)
-{
-    uint64_t step = n * 5 / 8 + 1;
-    for (;; step++) {
-        uint64_t x = step, y = n; /* Euclid: gcd(step, n) into x */
-        while (y) {
-            const uint64_t r = x % y;
-            x = y, y = r;
-        }
-        if (x == 1)
-            return step;
-    }
-}
-
 /* ---- --fp ---- */
 
 #define POOL ((size_t)1 << 23)
@@ -627,34 +517,14 @@ static const int fp_sizes[] = {1, 3, 17, 64, 128, 255, 256, 300, 1000, 1024};
 static const double fp_ab[4][2] = {{1, 0}, {-0.75, 0}, {1.5, 1}, {0.5, -2}};
 static const char *const trans_name[4] = {"NN", "NT", "TN", "TT"};
 
-typedef struct fp_count {
-    uint64_t calls, checks, expected, unexpected, not_protected, failed, false_alarms, detected,
-        flagged_calls;
-} fp_count;
-
-static void fp_add(fp_count *t, const fp_count *c)
-{
-    t->calls += c->calls, t->checks += c->checks, t->expected += c->expected;
-    t->unexpected += c->unexpected, t->not_protected += c->not_protected, t->failed += c->failed;
-    t->false_alarms += c->false_alarms, t->detected += c->detected;
-    t->flagged_calls += c->flagged_calls;
-}
-
 static void fp_print(const fp_count *c, const char *type, const char *series, double seconds,
                      const env *e)
 {
-    const uint64_t flags = c->false_alarms + c->detected;
     printf("{\"mode\":\"fp\",\"type\":\"%s\",\"series\":\"%s\",\"calls\":%llu,\"checks\":%llu,"
-           "\"expected_checks\":%llu,\"first_tier_flags\":%llu,\"false_alarms\":%llu,"
-           "\"errors_detected\":%llu,\"flagged_calls\":%llu,",
+           "\"expected_checks\":%llu,",
            type, series, (unsigned long long)c->calls, (unsigned long long)c->checks,
-           (unsigned long long)c->expected, (unsigned long long)flags,
-           (unsigned long long)c->false_alarms, (unsigned long long)c->detected,
-           (unsigned long long)c->flagged_calls);
-    if (!flags && c->checks)
-        printf("\"upper95_per_check\":%.3g,", 3.0 / (double)c->checks);
-    else
-        printf("\"upper95_per_check\":null,");
+           (unsigned long long)c->expected);
+    fp_print_flags(c);
     printf("\"unexpected_checks_calls\":%llu,\"not_protected_calls\":%llu,\"failed_calls\":%llu,"
            "\"seconds\":%.3g,\"device\":\"%s\"}\n",
            (unsigned long long)c->unexpected, (unsigned long long)c->not_protected,
@@ -675,16 +545,7 @@ static int run_fp(const env *e, double seconds)
 {
     /* every (m, n, k) of fp_sizes^3 with m n k <= 2^28 */
     static int shapes[NSIZES * NSIZES * NSIZES][3];
-    int nshapes = 0;
-    for (int a = 0; a < NSIZES; a++)
-        for (int b = 0; b < NSIZES; b++)
-            for (int c = 0; c < NSIZES; c++) {
-                const int m = fp_sizes[a], n = fp_sizes[b], k = fp_sizes[c];
-                if ((double)m * n * k > 0x1p28)
-                    continue;
-                shapes[nshapes][0] = m, shapes[nshapes][1] = n, shapes[nshapes][2] = k;
-                nshapes++;
-            }
+    const int nshapes = fp_shapes(fp_sizes, NSIZES, 0x1p28, shapes);
     /* the (shape, transposes, scalars) combinations in an order that changes every one of them
      * from call to call: call i takes combination (start + i step) mod ncombos, step coprime */
     const uint64_t ncombos = (uint64_t)nshapes * 16, step = coprime_step(ncombos);
@@ -926,17 +787,8 @@ static int run_bits(const env *e, int trials, int n)
 
 int main(int argc, char **argv)
 {
-    union { void *p; int (*f)(int); } bp = {.p = dlsym(RTLD_DEFAULT, "blasft_cublas_bypass")};
-    union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
-    union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
-        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
-    bypass = bp.f;
-    get_stats = gs.f;
-    plant_fault = pf.f;
-    if (!bypass || !get_stats) {
-        fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD): no blasft_cublas_bypass\n");
+    if (bench_find_symbols())
         return 1;
-    }
     int rounds = 5, max_calls = 20, ncases = 0, bits_n = 1024;
     const char *types = NULL;
     int cases[64][3];
@@ -945,9 +797,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int m, n, k;
         char tail;
-        if (strcmp(argv[i], "--fp") == 0 && i + 1 < argc && (fp_seconds = atof(argv[++i])) > 0)
-            continue;
-        if (strcmp(argv[i], "--bits") == 0 && i + 1 < argc && (bits_trials = atoi(argv[++i])) > 0)
+        if (bench_mode_arg(argc, argv, &i, &fp_seconds, &bits_trials))
             continue;
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc && (bits_n = atoi(argv[++i])) > 0)
             continue;
@@ -955,12 +805,10 @@ int main(int argc, char **argv)
             rng_state = seed0 = strtoull(argv[++i], NULL, 0);
             continue;
         }
-        if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-            rounds = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--calls") == 0 && i + 1 < argc)
-            max_calls = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc && *argv[i + 1] &&
-                 strspn(argv[i + 1], "HhBb") == strlen(argv[i + 1]))
+        if (bench_count_arg(argc, argv, &i, &rounds, &max_calls))
+            continue;
+        if (strcmp(argv[i], "--types") == 0 && i + 1 < argc && *argv[i + 1] &&
+            strspn(argv[i + 1], "HhBb") == strlen(argv[i + 1]))
             types = argv[++i];
         else if (ncases < 64 && sscanf(argv[i], "%dx%dx%d%c", &m, &n, &k, &tail) == 3 && m > 0 &&
                  n > 0 && k > 0)
@@ -979,18 +827,9 @@ int main(int argc, char **argv)
         }
     }
     const int timing = fp_seconds <= 0 && bits_trials <= 0;
-    if (!timing && ncases) {
-        fprintf(stderr, "N or MxNxK cases are for the timing mode, not --fp or --bits\n");
-        return 2;
-    }
-    if (bits_trials > 0 && !plant_fault) {
-        fprintf(stderr, "--bits: libblas_ft has no blasft_cublas_plant_fault\n");
-        return 1;
-    }
-    if (rounds < 1 || max_calls < 1) {
-        fprintf(stderr, "--rounds and --calls take a positive count\n");
-        return 2;
-    }
+    int rc = bench_check_args(fp_seconds, bits_trials, ncases, "N or MxNxK", rounds, max_calls);
+    if (rc)
+        return rc;
     if (!types)
         types = timing ? "HB" : "HhBb";
     if (!ncases) {
@@ -998,27 +837,13 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++)
             cases[ncases][0] = cases[ncases][1] = cases[ncases][2] = dflt[i], ncases++;
     }
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
-        fprintf(stderr, "no GPU\n");
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    cudaGetDeviceProperties(&prop, 0);
     char device[256];
-    size_t o = 0;
-    for (const char *c = prop.name; *c && o + 1 < sizeof device; c++)
-        if (*c != '"' && *c != '\\')
-            device[o++] = *c;
-    device[o] = '\0';
+    if ((rc = bench_device(device, sizeof device)))
+        return rc;
     cublasHandle_t h;
     cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-        cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream_v2(h, s) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cuBLAS handle or stream failed\n");
+    if (bench_handle(&h, &s))
         return 1;
-    }
-    int rc = 0;
     const env e = {h, s, types, device, block_size()};
     if (fp_seconds > 0)
         rc = run_fp(&e, fp_seconds);
