@@ -174,6 +174,34 @@ double blasft_flip_float_bit_of(double v, int bit)
     return v + ((double)g - (double)f);
 }
 
+/* half's word of f rounded to nearest even (C17 has no half type) */
+static uint16_t half_word(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf, NaN (quiet) */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+    if (ax >= 0x477ff000u) /* 65520 and more round to Inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* below 2^-14: subnormal steps of 2^-24, exact scaling */
+        float a;
+        memcpy(&a, &ax, 4);
+        return (uint16_t)(sign | (uint32_t)nearbyintf(a * 0x1p24f));
+    }
+    const uint32_t r = ax - 0x38000000u; /* the exponent's bias 127 to 15 */
+    return (uint16_t)(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+}
+
+static float half_value(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const float v = e == 0 ? ldexpf((float)m, -24)
+                    : e == 31 ? (m ? NAN : INFINITY)
+                              : ldexpf((float)(m | 0x400), e - 25);
+    return (h & 0x8000u) ? -v : v;
+}
+
 float blasft_flip_half_bit_of(float v, int bit, int bf16)
 {
     float r, g;
@@ -186,13 +214,9 @@ float blasft_flip_half_bit_of(float v, int bit, int bf16)
         memcpy(&r, &rr, 4);
         memcpy(&g, &gg, 4);
     } else {
-        _Float16 h = (_Float16)v;
-        r = (float)h;
-        uint16_t w;
-        memcpy(&w, &h, 2);
-        w ^= (uint16_t)(1u << (bit & 15));
-        memcpy(&h, &w, 2);
-        g = (float)h;
+        const uint16_t h = half_word(v);
+        r = half_value(h);
+        g = half_value((uint16_t)(h ^ (1u << (bit & 15))));
     }
     if (!isfinite(g))
         return g;
