@@ -98,7 +98,6 @@ template <typename TA> struct lp_args {
     double *Q, *pn, *rn;         /* [I]: the rows' squares; the scaled pieces', remainders' */
     int *e;                      /* [I]: the exponent of max_l |S(I, l)| (scale_exp) */
     unsigned int *bmax;          /* max |op(B)| as a float's bits */
-    unsigned char *row_bad;      /* [i]: op(A)'s row i holds Inf or NaN */
     TA *pieces;                  /* (kPieces mb) x k, column-major: row p mb + I */
     float *R;                    /* (kPieces mb) x n: pieces x op(B) */
     double *bsq;                 /* [j]: ||op(B)(:, j)||^2 */
@@ -154,8 +153,8 @@ __device__ __forceinline__ double word_el(const uint32_t *w, int t, const float 
     return __uint_as_float(w[t]);
 }
 
-/* Calls op(x, i) for the elements x = p[i], i in [0, n), lane `sub` of `lanes` taking its
- * share: W bytes at a time (p W-byte aligned, as the run's every column), then the tail. */
+/* Calls op(x) for the elements x of p[0, n), lane `sub` of `lanes` taking its share: W bytes
+ * at a time (p W-byte aligned, as the run's every column), then the tail. */
 template <int W, typename T, typename Op>
 __device__ __forceinline__ int64_t run_words(const T *p, int64_t n, int sub, int lanes, Op op)
 {
@@ -176,7 +175,7 @@ __device__ __forceinline__ int64_t run_words(const T *p, int64_t n, int sub, int
         }
 #pragma unroll
         for (int t = 0; t < w; t++)
-            op(word_el(word, t, p), v * w + t);
+            op(word_el(word, t, p));
     }
     return nv * w;
 }
@@ -187,7 +186,7 @@ __device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lane
     const int64_t done = vec == 16 ? run_words<16>(p, n, sub, lanes, op)
                          : vec == 8 ? run_words<8>(p, n, sub, lanes, op) : 0;
     for (int64_t i = done + sub; i < n; i += lanes)
-        op(to_d(p[i]), i);
+        op(to_d(p[i]));
 }
 
 __device__ __forceinline__ double group_sum(double v)
@@ -227,8 +226,6 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
                         const double x = to_d(A[i * a.lda]);
                         s += x;
                         q = fma(x, x, q);
-                        if (!isfinite(x))
-                            a.row_bad[i0 + i] = 1;
                     }
                 }
                 part[threadIdx.x] = s;
@@ -246,11 +243,9 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
             const int64_t l = lb + threadIdx.x / kGroup;
             double s = 0.0;
             if (l < l1)
-                run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x, int64_t i) {
+                run_sum(a.A + i0 + l * a.lda, rows, sub, kGroup, a.vec_a, [&](double x) {
                     s += x;
                     q = fma(x, x, q);
-                    if (!isfinite(x))
-                        a.row_bad[i0 + i] = 1;
                 });
             s = group_sum(s);
             if (sub == 0 && l < l1) {
@@ -363,7 +358,7 @@ __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
         return;
     double s = 0.0;
     double mx = 0.0;
-    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x, int64_t) {
+    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x) {
         s = fma(x, x, s);
         mx = fmax(mx, fabs(x));
     });
@@ -409,9 +404,15 @@ __device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64
         rsum += x;
         rabs += fabs(x);
     }
+    const double bj = a.bsq[j];
+    /* Inf or NaN in op(A)'s block rows or op(B)'s column (a loss scaler's overflow): the block
+     * column's values are not finite where they enter, its sums cannot be judged, and the
+     * second tier could not judge those elements either (blasft_parts_agree): not checked, so
+     * that such data costs no recomputation of every block it reaches */
+    if (alpha != 0.0 && !(isfinite(a.Q[I]) && isfinite(bj)))
+        return;
     const double ref = alpha == 0.0 ? 0.0 : alpha * scale * rsum;
     const double bo = beta * os, c = cs;
-    const double bj = a.bsq[j];
     /* The GEMM's and the reference's FP32 accumulations (NORM), the scaling and addition of
      * the old C, and the result's rounding to FP32: each element's within u |c| (Hoeffding,
      * the roundings of different elements mean-independent, as NORM's). With beta != 0,
@@ -506,7 +507,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
             csq = fma(c, c, csq);
         });
         if (dbl) {
-            run_sum(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o, int64_t) {
+            run_sum(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o) {
                 os += o;
                 oabs += fabs(o);
                 osq = fma(o, o, osq);
@@ -545,11 +546,6 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
         const double bj = a.bsq[j];
         double apart = 0.0;
         for (int64_t i = i0 + warp; i < i0 + rows; i += nw) {
-            /* an Inf or NaN in op(A)'s row or op(B)'s column: the value is not finite, and a
-             * value that is not finite cannot judge C (blasft_parts_agree); not computed, so that
-             * such data (a loss scaler's overflow) flagging every block costs nothing */
-            if (alpha != 0.0 && (a.row_bad[i] || !isfinite(bj)))
-                continue;
             double dot = 0.0, mass = 0.0, asq = 0.0;
             for (int64_t l = lane; l < (alpha != 0.0 ? a.k : 0); l += 32) {
                 const double x = a_at(a, i, l), y = b_at(a, l, j);
@@ -642,7 +638,6 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t e_at = w.take(sizeof(int) * (size_t)mb);
     const size_t one_at = w.take(2 * sizeof(float));
     const size_t bmax_at = w.take(sizeof(unsigned int));
-    const size_t bad_at = w.take((size_t)m);
     /* counters, the list's length, bsq and the block rows' sums start at zero */
     const size_t zero_bytes = w.o;
     const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
@@ -710,7 +705,6 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.rn = (double *)(b + rn_at);
     a.e = (int *)(b + e_at);
     a.bmax = (unsigned int *)(b + bmax_at);
-    a.row_bad = (unsigned char *)(b + bad_at);
     a.pieces = (TA *)(b + pieces_at);
     a.R = (float *)(b + R_at);
     a.bsq = (double *)(b + bsq_at);
