@@ -408,9 +408,18 @@ static const void **read_arrays(const blasft_cublas_call *c, cudaStream_t stream
     return p;
 }
 
+int blasft_cublas_lowp_types(cudaDataType at, cudaDataType bt, cudaDataType ct,
+                             cublasComputeType_t comp)
+{
+    return at == bt && (at == CUDA_R_16F || at == CUDA_R_16BF) && (ct == at || ct == CUDA_R_32F) &&
+           (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC);
+}
+
 static blasft_lowp_type lowp_of(cudaDataType t)
 {
-    return t == CUDA_R_16F ? BLASFT_LOWP_F16 : t == CUDA_R_16BF ? BLASFT_LOWP_BF16 : BLASFT_LOWP_F32;
+    return t == CUDA_R_16F    ? BLASFT_LOWP_F16
+           : t == CUDA_R_16BF ? BLASFT_LOWP_BF16
+                              : BLASFT_LOWP_F32;
 }
 
 /* A half or bfloat16 GEMM through the engine's path for them (cuda/gpu_lowp.cu); 0 where it does

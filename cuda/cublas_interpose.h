@@ -121,6 +121,11 @@ typedef struct blasft_cublas_call {
     uint64_t t0;
 } blasft_cublas_call;
 
+/* Half or bfloat16 A and B with FP32 accumulation, C of their type or float: the types the
+ * engine's half path takes (cuda/gpu_lowp.cu). */
+int blasft_cublas_lowp_types(cudaDataType at, cudaDataType bt, cudaDataType ct,
+                             cublasComputeType_t comp);
+
 /* Runs the call protected if it can; returns 1 and sets *status then, else 0 (the caller must
  * call the real function between blasft_cublas_pass_begin and blasft_cublas_pass_end). */
 int blasft_cublas_protect(blasft_cublas_call *c, cublasStatus_t *status);

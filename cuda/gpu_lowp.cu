@@ -62,7 +62,10 @@ __device__ __forceinline__ double to_d(float x) { return x; }
 /* a number of the type near x (through float: the hardware's conversion; the pieces need not
  * be rounded correctly, what they leave is computed exactly) */
 template <typename T> __device__ __forceinline__ T near(double x);
-template <> __device__ __forceinline__ __half near<__half>(double x) { return __float2half_rn((float)x); }
+template <> __device__ __forceinline__ __half near<__half>(double x)
+{
+    return __float2half_rn((float)x);
+}
 template <> __device__ __forceinline__ __nv_bfloat16 near<__nv_bfloat16>(double x)
 {
     return __float2bfloat16_rn((float)x);
@@ -129,7 +132,6 @@ __device__ __forceinline__ double b_at(const lp_args<TA> &a, int64_t l, int64_t 
 {
     return to_d(a.tb ? a.B[j + l * a.ldb] : a.B[l + j * a.ldb]);
 }
-
 
 /* Lanes that share one block column's sum (the encoding's and the check's): interleaved along
  * the contiguous rows, so that a load of a warp touches one 16-byte run per group */
@@ -258,7 +260,7 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
     mx = block_reduce<true>(mx, red);
     if (threadIdx.x == 0) {
         atomicAdd(&a.Q[I], q);
-        if (mx > 0.0) /* NaN and Inf: no scale (the check flags such data) */
+        if (mx > 0.0) /* NaN and Inf: no scale (the check skips such blocks) */
             atomicMax(&a.e[I], isfinite(mx) ? ilogb(mx) + kExpBias : INT_MAX);
     }
 }
@@ -281,7 +283,8 @@ template <typename TA> __device__ __forceinline__ int scale_exp(const lp_args<TA
     int e = eb - kExpBias - kPieceExp;
     const float bm = __uint_as_float(*a.bmax);
     if (bm > 0.0f && isfinite(bm)) {
-        const int excess = kPieceExp + 1 + ilogbf(bm) + 1 + (64 - __clzll((unsigned long long)a.k)) - 125;
+        const int log2k = 64 - __clzll((unsigned long long)a.k); /* 2^log2k > k */
+        const int excess = kPieceExp + 1 + ilogbf(bm) + 1 + log2k - 125;
         if (excess > 0)
             e += excess;
     }
@@ -389,7 +392,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_ar
  * the list for the second tier. */
 template <typename TA>
 __device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64_t rows, double cs,
-                           double cabs, double csq, double os, double oabs, double osq)
+                               double cabs, double csq, double os, double oabs, double osq)
 {
     const double alpha = alpha_of(a), beta = beta_of(a);
     const double aa = fabs(alpha), bb = fabs(beta);
@@ -524,7 +527,6 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
     }
 }
 
-
 /* The second tier: a CUDA block per flagged (I, j), a warp per element of the block column: the
  * element again in double and compared with C's against its own rounding (exact bound) and the
  * FP32 accumulation (NORM per element; the worst case where the squares leave the double range);
@@ -565,7 +567,8 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
             const double mag = aa * sqrt(asq) * sqrt(bj);
             const double fp32 = blasft_squares_in_range(mag) && blasft_squares_in_range(bb * o)
                                     ? omega * kUa * sqrt(acc * mag * mag + 3.0 * bb * bb * o * o)
-                                    : blasft_gamma(nk + 4.0, 2.0 * kUa) * (aa * mass + bb * fabs(o));
+                                    : blasft_gamma(nk + 4.0, 2.0 * kUa) *
+                                          (aa * mass + bb * fabs(o));
             /* C's rounding, twice where beta != 0 (lp_check) */
             const double out = uo * (1.0 + 4.0 * uo) *
                                (fabs(v) + (beta != 0.0 && alpha != 0.0 ? fabs(alpha * dot) : 0.0));
@@ -737,7 +740,8 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const bool ref_ok =
         blas_ok(cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
                             (int)k, rs, a.pieces, dta, (int)(kPieces * mb), g.b, dta, (int)g.ldb,
-                            rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp, CUBLAS_GEMM_DEFAULT),
+                            rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp,
+                            CUBLAS_GEMM_DEFAULT),
                 "cublasGemmEx (reference)");
     cudaEventRecord(ctx->ev_ref, s1);
     /* s0 waits for the helper stream on every way out from here (the next call's zeroing must

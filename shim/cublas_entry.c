@@ -145,8 +145,8 @@ GEMM_PTRS(cublasCgemm3mBatched_64, cgemm3m_batched_64, cuComplex, BLASFT_TYPE_C,
 /* ---- cublasGemmEx, cublasGemmStridedBatchedEx, cublasGemmBatchedEx and _64 ---- */
 
 /* Protected here: IEEE real or complex float / double data with a compute type of the same
- * precision (the thresholds' model); half and bfloat16 with FP32 compute: lowp_types; everything
- * else (int8, TF32, 16F or emulated compute) is not. */
+ * precision (the thresholds' model); half and bfloat16 with FP32 compute:
+ * blasft_cublas_lowp_types; everything else (int8, TF32, 16F or emulated compute) is not. */
 static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp,
                    blasft_type *t)
 {
@@ -167,14 +167,6 @@ static int ex_type(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComp
     return 1;
 }
 
-/* Half or bfloat16 A and B with FP32 accumulation, C of their type or float: the engine's path
- * for them (cuda/gpu_lowp.cu). */
-static int lowp_types(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp)
-{
-    return at == bt && (at == CUDA_R_16F || at == CUDA_R_16BF) && (ct == at || ct == CUDA_R_32F) &&
-           (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC);
-}
-
 #define GEMM_EX(sym, field, I)                                                                     \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
                                     const void *, const void *, cudaDataType, I, const void *,     \
@@ -190,7 +182,7 @@ static int lowp_types(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasC
         static blasft_call_stat stat = {.name = #sym};                                             \
         blasft_type t = BLASFT_TYPE_S;                                                             \
         int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
-        int lp = !ok && lowp_types(Atype, Btype, Ctype, computeType);                              \
+        int lp = !ok && blasft_cublas_lowp_types(Atype, Btype, Ctype, computeType);               \
         blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t,                        \
                                 .protectable = ok || lp, .transa = transa, .transb = transb,       \
                                 .m = m, .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda,        \
@@ -206,7 +198,7 @@ GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
 
 /* cublasSgemmEx / cublasCgemmEx: float (complex) compute with the data types given; protected
  * where A, B and C are all of that type (DT), as cublas{S,C}gemm_v2, and (SgemmEx) where A and B
- * are half or bfloat16 (lowp_types) */
+ * are half or bfloat16 (blasft_cublas_lowp_types) */
 #define GEMM_TYPED_EX(sym, field, S, DT, TYPE, I, PROT)                                             \
     typedef cublasStatus_t sym##_fn(cublasHandle_t, cublasOperation_t, cublasOperation_t, I, I, I, \
                                     const S *, const void *, cudaDataType, I, const void *,        \
@@ -219,7 +211,7 @@ GEMM_EX(cublasGemmEx_64, gemm_ex_64, int64_t)
     {                                                                                              \
         static blasft_call_stat stat = {.name = #sym};                                             \
         const int lp = PROT && DT == CUDA_R_32F &&                                                 \
-                       lowp_types(Atype, Btype, Ctype, CUBLAS_COMPUTE_32F);                        \
+                       blasft_cublas_lowp_types(Atype, Btype, Ctype, CUBLAS_COMPUTE_32F);         \
         blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = TYPE,                     \
                                 .protectable = lp || (PROT && Atype == DT && Btype == DT &&        \
                                                       Ctype == DT),                                \

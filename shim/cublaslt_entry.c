@@ -173,11 +173,9 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
     blasft_type t = BLASFT_TYPE_S;
     /* half or bfloat16 A and B, C and D of their type or float, FP32 compute and scales: the
      * engine's path for them (cuda/gpu_lowp.cu), one GEMM */
-    const int lp = a.type == b.type && (a.type == CUDA_R_16F || a.type == CUDA_R_16BF) &&
-                   cl.type == d.type && (d.type == a.type || d.type == CUDA_R_32F) &&
-                   scale == CUDA_R_32F &&
-                   (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC) &&
-                   d.batch == 1;
+    const int lp = blasft_cublas_lowp_types((cudaDataType)a.type, (cudaDataType)b.type,
+                                            (cudaDataType)d.type, (cublasComputeType_t)comp) &&
+                   cl.type == d.type && scale == CUDA_R_32F && d.batch == 1;
     if (lp) {
         c->lowp = 1;
         c->ab_type = (cudaDataType)a.type;
