@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,19 @@ static inline void *upload(const void *host, size_t bytes)
     cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice);
     return d;
 }
+
+/* the stress loops' draws: a dimension in 1 .. 300 (uniform or log-uniform, even odds), an
+ * index below n */
+static inline int draw_dim(void)
+{
+    const double u = (urand() + 1.0) / 2.0;
+    if (urand() < 0)
+        return 1 + (int)(u * 300.0) % 300;
+    const int d = (int)floor(exp(u * log(300.0)));
+    return d < 1 ? 1 : d > 300 ? 300 : d;
+}
+
+static inline int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
 
 /* n values to the device as double (dbl) or float */
 static void *to_device(const double *x, size_t n, int dbl)

@@ -720,18 +720,6 @@ static void captured(cublasHandle_t h, int dbl)
     printf("captured %c: done\n", dbl ? 'D' : 'S');
 }
 
-/* one dimension in 1 .. 300: uniform or log-uniform, even odds */
-static int draw_dim(void)
-{
-    const double u = (urand() + 1.0) / 2.0;
-    if (urand() < 0)
-        return 1 + (int)(u * 300.0) % 300;
-    const int d = (int)floor(exp(u * log(300.0)));
-    return d < 1 ? 1 : d > 300 ? 300 : d;
-}
-
-static int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
-
 /* Fault-free batches of random shapes, layouts, scalars and data. */
 static void stress(cublasHandle_t h, int rounds)
 {

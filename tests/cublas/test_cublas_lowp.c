@@ -822,18 +822,6 @@ static void edges(cublasHandle_t h)
     printf("edges: done\n");
 }
 
-/* one dimension in 1 .. 300: uniform or log-uniform, even odds */
-static int draw_dim(void)
-{
-    const double u = (urand() + 1.0) / 2.0;
-    if (urand() < 0)
-        return 1 + (int)(u * 300.0) % 300;
-    const int d = (int)floor(exp(u * log(300.0)));
-    return d < 1 ? 1 : d > 300 ? 300 : d;
-}
-
-static int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
-
 /* Fault-free protected GEMMs of random types, entry points, compute types, shapes, layouts,
  * scalars, data and math modes: each adds exactly its checks, nothing detected or corrected. */
 static void stress(cublasHandle_t h, int rounds)
