@@ -218,9 +218,9 @@ float blasft_flip_half_bit_of(float v, int bit, int bf16)
         r = half_value(h);
         g = half_value((uint16_t)(h ^ (1u << (bit & 15))));
     }
-    if (!isfinite(g))
+    if (!isfinite(g) || !isfinite(r))
         return g;
-    return v + (g - r);
+    return (v - r) + g; /* v - r exact; v + (g - r) would lose a g far below r */
 }
 
 static int pick_bit(const blasft_inject_spec *spec, uint64_t *st, blasft_type t)

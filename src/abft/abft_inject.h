@@ -69,8 +69,9 @@ void blasft_flip_bit(blasft_type t, void *c, int64_t idx, int part, int bit);
  * digits beyond a float's stay (Inf or NaN where the flip makes one). */
 double blasft_flip_float_bit_of(double v, int bit);
 
-/* The float v with bit `bit` of its value as a half (bf16: a bfloat16) flipped, the same way: a
- * fault in a 16-bit result that the engine checks in FP32 (cuda/gpu_lowp.cu). */
+/* The float v with bit `bit` of its value as a half (bf16: a bfloat16) flipped, the same way
+ * (v - rounded + flipped; the flipped value where it or the rounded one is not finite): a fault in
+ * a 16-bit result that the engine checks in FP32 (cuda/gpu_lowp.cu). */
 float blasft_flip_half_bit_of(float v, int bit, int bf16);
 
 #endif

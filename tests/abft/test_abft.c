@@ -1557,6 +1557,37 @@ static void test_inject_flip_patterns(void **state)
     assert_true(blasft_inject_next_stream(&s) != blasft_inject_next_stream(&s));
 }
 
+/* A fault in a 16-bit result that the GPU checks in FP32 (cuda/gpu_lowp.cu): the bit of the value
+ * as a half or bfloat16 flipped, the digits beyond it kept. Words and values worked out by hand. */
+static void test_flip_half_bit(void **state)
+{
+    (void)state;
+    /* half: 1.0 is 0x3c00 */
+    assert_true(blasft_flip_half_bit_of(1.0f, 0, 0) == 1.0f + 0x1p-10f);
+    assert_true(blasft_flip_half_bit_of(1.0f, 10, 0) == 0.5f);  /* 0x3800 */
+    assert_true(blasft_flip_half_bit_of(1.0f, 13, 0) == 0x1p-8f); /* 0x1c00: exponent 7 - 15 */
+    assert_true(isinf(blasft_flip_half_bit_of(1.0f, 14, 0)));    /* 0x7c00 */
+    assert_true(blasft_flip_half_bit_of(1.0f, 15, 0) == -1.0f);
+    assert_true(blasft_flip_half_bit_of(1.0f, 31, 0) == -1.0f);  /* the bit taken mod 16 */
+    /* what half does not hold stays: 1 + 2^-20 rounds to 1, its 2^-20 rides along */
+    assert_true(blasft_flip_half_bit_of(1.0f + 0x1p-20f, 9, 0) == 1.5f + 0x1p-20f);
+    /* rounding to nearest even at a tie: 1 + 2^-11 rounds to 1, 1 + 3 2^-11 to 1 + 2^-9 */
+    assert_true(blasft_flip_half_bit_of(1.0f + 0x1p-11f, 0, 0) == 1.0f + 0x1p-11f + 0x1p-10f);
+    assert_true(blasft_flip_half_bit_of(1.0f + 0x3p-11f, 1, 0) == 1.0f + 0x3p-11f - 0x1p-9f);
+    /* subnormal: 2^-24 is 0x0001; its bit 1 makes 3 2^-24 */
+    assert_true(blasft_flip_half_bit_of(0x1p-24f, 1, 0) == 0x3p-24f);
+    /* above half's range: 65520 rounds to Inf, whose flipped bit 0 is a NaN */
+    assert_true(isnan(blasft_flip_half_bit_of(65520.0f, 0, 0)));
+    assert_true(blasft_flip_half_bit_of(65504.0f, 15, 0) == -65504.0f);
+    /* bfloat16: 1.0 is 0x3f80 */
+    assert_true(blasft_flip_half_bit_of(1.0f, 0, 1) == 1.0f + 0x1p-7f);
+    assert_true(blasft_flip_half_bit_of(1.0f, 7, 1) == 0.5f);    /* 0x3f00 */
+    assert_true(blasft_flip_half_bit_of(1.0f, 13, 1) == 0x1p-64f); /* exponent 127 - 64 */
+    assert_true(isinf(blasft_flip_half_bit_of(1.0f, 14, 1)));      /* exponent 255 */
+    assert_true(blasft_flip_half_bit_of(-3.0f, 15, 1) == 3.0f);
+    assert_true(blasft_flip_half_bit_of(1.0f + 0x1p-12f, 6, 1) == 1.5f + 0x1p-12f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1587,6 +1618,7 @@ int main(void)
         cmocka_unit_test(test_injection_sites),
         cmocka_unit_test(test_injection_encoder),
         cmocka_unit_test(test_inject_flip_patterns),
+        cmocka_unit_test(test_flip_half_bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
