@@ -52,9 +52,9 @@ template <> struct lp_dt<__half> {
 template <> struct lp_dt<__nv_bfloat16> {
     static constexpr cudaDataType dt = CUDA_R_16BF;
 };
-/* The checked result is FP32: its unit roundoff, half the spacing of its subnormals (the
- * absolute rounding error there) */
-constexpr double kUc = 0x1p-24, kSubC = 0x1p-149; /* truncation: a whole subnormal step */
+/* The checked result is FP32: its unit roundoff, and the absolute rounding error among its
+ * subnormals (a whole step, 2^-149: accumulators that truncate) */
+constexpr double kUc = 0x1p-24, kSubC = 0x1p-149;
 
 __device__ __forceinline__ double to_d(__half x) { return (double)__half2float(x); }
 __device__ __forceinline__ double to_d(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
