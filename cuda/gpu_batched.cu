@@ -149,13 +149,6 @@ __device__ __forceinline__ blasft_csum group_csum(blasft_csum v, int L)
     return v;
 }
 
-__device__ __forceinline__ double group_sum(double v, int L)
-{
-    for (int off = L >> 1; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off, L);
-    return v;
-}
-
 /* Unit w of a pass over (matrix g, block row I, index x < len) of a chunk: its matrix, block
  * row (gI counts both), first row and rows of the block (0 where the lane has no unit), and x (l
  * in the encoding, j in the check). 32-bit division: a chunk's units are fewer than 2^31. */
@@ -759,13 +752,8 @@ int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
     if (!ctx || !b || !p || !blasft_gpu_batch_fused(b, p) || b->nplants > b->count ||
         (b->nplants && !b->plant))
         return -1;
-    engine_entered();
-    if (blasft_gpu_ctx_stale(ctx))
-        return -2;
-    /* a graph being captured would keep the workspace's address, which may grow later */
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
-        return -1;
+    if (const int rc = whole_call_entered(ctx))
+        return rc;
     const blasft_type t = b->g.type;
     if (t == BLASFT_TYPE_D)
         return run_batched<double>(ctx, b, p, t);

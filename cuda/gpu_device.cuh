@@ -27,6 +27,14 @@ __device__ __forceinline__ double warp_sum(double v)
         v += __shfl_down_sync(0xffffffffu, v, off);
     return v;
 }
+/* v summed over the L lanes of a group (L a power of two up to 32): lane 0 of the group holds
+ * the sum */
+__device__ __forceinline__ double group_sum(double v, int L)
+{
+    for (int off = L >> 1; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off, L);
+    return v;
+}
 __device__ __forceinline__ double warp_max(double v)
 {
     for (int off = 16; off > 0; off >>= 1)

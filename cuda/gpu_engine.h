@@ -124,6 +124,10 @@ bool cuda_ok(cudaError_t e, const char *what);
 bool blas_ok(cublasStatus_t s, const char *what);
 bool launches_ok(); /* the engine's launches since it was entered */
 void engine_entered(); /* an entry point's first step: the error pending then is the caller's */
+/* The first steps of the entries that check a whole call at once (batches, half GEMMs): the
+ * caller's pending error kept; -2 where ctx's device was reset, -1 where its stream is being
+ * captured (a graph would keep the buffers' addresses, which may grow later), else 0 */
+int whole_call_entered(blasft_gpu_ctx *ctx);
 cublasOperation_t op_of(char t);
 size_t type_size(blasft_type t);
 int type_parts(blasft_type t);

@@ -66,6 +66,16 @@ bool blas_ok(cublasStatus_t s, const char *what)
  * engine's launches are judged by what is pending after them, against that. */
 thread_local cudaError_t err_at_entry = cudaSuccess;
 void engine_entered() { err_at_entry = blasft_err_pending(); }
+int whole_call_entered(blasft_gpu_ctx *ctx)
+{
+    engine_entered();
+    if (blasft_gpu_ctx_stale(ctx))
+        return -2;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        return -1;
+    return 0;
+}
 bool launches_ok()
 {
     const cudaError_t e = cudaPeekAtLastError(); /* for the log: blasft_launched_ok takes it */
