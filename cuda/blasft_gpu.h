@@ -221,14 +221,25 @@ typedef struct blasft_gpu_lowp {
     const void *c_in;
     int64_t ldc_in;
     const void *bias;
-    /* tests: called after the GEMM, before the check, on the context's stream */
+    /* A batch of `count` such GEMMs (0 or 1: one) with the same shape and scalars: matrix b's
+     * A, B and C stride_a, stride_b and stride_c elements after matrix b - 1's (c_in's
+     * stride_c_in), or, where a_arr is given, at the device addresses a_arr[b], b_arr[b] and
+     * c_arr[b] (cublasGemmBatchedEx; c_in and bias unused) */
+    int64_t count, stride_a, stride_b, stride_c, stride_c_in;
+    const void *const *a_arr, *const *b_arr;
+    void *const *c_arr;
+    /* tests: called after the GEMM, before the check, on the context's stream, with
+     * plant_users[b] for each of the batch's first nplants matrices (C then the FP32 result
+     * of matrix b that is checked) */
     void (*plant)(void *stream, void *user);
-    void *plant_user;
+    void *const *plant_users;
+    int nplants;
 } blasft_gpu_lowp;
 
 /* 1 if blasft_gpu_gemm_lowp takes the GEMM: the types and compute type above, 1 <= m, n, k and
  * every dimension and leading dimension within int, alpha not a host zero, the cuBLAS found has
- * cublasGemmEx; else 0 (it passes through unprotected). */
+ * cublasGemmEx (batches: cublasGemmStridedBatchedEx or cublasGemmBatchedEx; no bias); else 0 (it
+ * passes through unprotected). */
 int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l);
 
 /* Enqueues the GEMM on the context's stream with its checks (gpu_lowp.cu's header): the GEMM's

@@ -422,8 +422,8 @@ static blasft_lowp_type lowp_of(cudaDataType t)
                               : BLASFT_LOWP_F32;
 }
 
-/* A half or bfloat16 GEMM through the engine's path for them (cuda/gpu_lowp.cu); 0 where it does
- * not take it (it passes through), else 1 with *status. */
+/* A half or bfloat16 GEMM, or a batch of them, through the engine's path for them
+ * (cuda/gpu_lowp.cu); 0 where it does not take it (it passes through), else 1 with *status. */
 static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft_gpu_params *p,
                         int on_dev, cublasMath_t math, cublasStatus_t *status)
 {
@@ -435,21 +435,33 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
               .routine = c->stat->name},
         .ab = lowp_of(c->ab_type), .c = lowp_of(c->c_type), .compute = (int)c->compute,
         .algo = (int)c->algo, .math = (int)math, .c_in = c->c_in, .ldc_in = c->ldc_in,
-        .bias = c->bias};
+        .bias = c->bias, .count = c->batch, .stride_a = c->stride_a, .stride_b = c->stride_b,
+        .stride_c = c->stride_c, .stride_c_in = c->stride_c_in};
+    if (c->arrays) {
+        l.a_arr = c->a_arr;
+        l.b_arr = c->b_arr;
+        l.c_arr = c->c_arr;
+    }
     if (!blasft_gpu_lowp_supported(&l))
         return 0;
-    /* the engine checks an FP32 result: a 16-bit C's bit is flipped in its value there */
-    plant *pl = take_plant(ctx, c->m, c->n, l.c == BLASFT_LOWP_F32 ? 4 : 2);
-    if (pl) {
+    /* planted faults (tests): one per matrix, from the first on; the engine checks an FP32
+     * result, a 16-bit C's bit is flipped in its value there */
+    void *users[PLANT_MAX];
+    int np = 0;
+    plant *pl;
+    while (np < PLANT_MAX && np < c->batch &&
+           (pl = take_plant(ctx, c->m, c->n, l.c == BLASFT_LOWP_F32 ? 4 : 2))) {
         pl->half_kind = l.c == BLASFT_LOWP_F32 ? 0 : l.c == BLASFT_LOWP_F16 ? 1 : 2;
-        l.plant = plant_hook;
-        l.plant_user = pl;
+        users[np++] = pl;
     }
+    l.plant = plant_hook;
+    l.plant_users = users;
+    l.nplants = np;
     guard++;
     const int rc = blasft_gpu_gemm_lowp(ctx, &l, p);
     guard--;
     if (rc == -1) {
-        untake_plants(pl != NULL);
+        untake_plants(np);
         return 0;
     }
     blasft_call_record(c->stat, BLASFT_WHERE_GPU, c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);
@@ -479,9 +491,9 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
         blasft_log_once(&once_type, BLASFT_LOG_WARN,
                         "cuBLAS interposer: %s passes through unprotected: no thresholds or no "
                         "protected path for its data type, compute type or variant (half and "
-                        "bfloat16 in batches or with 16-bit compute, integer, TF32 or "
-                        "reduced-precision compute, the 3M complex algorithms, cublasLt "
-                        "epilogues other than a bias); such GEMMs are counted as unprotected in "
+                        "bfloat16 with 16-bit compute, integer, TF32 or reduced-precision "
+                        "compute, the 3M complex algorithms, cublasLt epilogues other than a "
+                        "bias, a bias over a batch); such GEMMs are counted as unprotected in "
                         "the report (warned once)",
                         c->stat && c->stat->name ? c->stat->name : "a GEMM");
         return 0;

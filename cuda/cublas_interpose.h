@@ -103,15 +103,17 @@ typedef struct blasft_cublas_call {
      * handle to ask). c is D; where C is another matrix (c_in) or a bias vector is added, D is
      * prepared on the stream first (D = C, or D = bias 1^T + beta C and then beta 1), and the
      * protected GEMM runs on D in place. Those two only with batch 1 and scalars in host memory
-     * where a bias is added. */
+     * where a bias is added; for half and bfloat16 data (lowp) the engine reads C itself, at
+     * stride_c_in from matrix to matrix in a batch (no bias there). */
     int lt;
     cudaStream_t lt_stream;
     int lt_on_device;
     const void *c_in;         /* C where it is not D, else NULL */
-    int64_t ldc_in;
+    int64_t ldc_in, stride_c_in;
     const void *bias;         /* CUBLASLT_EPILOGUE_BIAS's vector of m elements, else NULL */
     /* half or bfloat16 A and B with FP32 accumulation (cuda/gpu_lowp.cu; type unused): their
-     * type, C's (theirs or float), the compute type and algorithm passed on; single GEMMs */
+     * type, C's (theirs or float), the compute type and algorithm passed on; single GEMMs and
+     * batches (strided or by arrays) */
     int lowp;
     cudaDataType ab_type, c_type;
     cublasComputeType_t compute;

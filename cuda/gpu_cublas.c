@@ -110,6 +110,8 @@ static void load(void)
     RESOLVE_OPTIONAL(cgemm_batched, "cublasCgemmBatched");
     RESOLVE_OPTIONAL(zgemm_batched, "cublasZgemmBatched");
     RESOLVE_OPTIONAL(gemm_ex, "cublasGemmEx");
+    RESOLVE_OPTIONAL(gemm_strided_ex, "cublasGemmStridedBatchedEx");
+    RESOLVE_OPTIONAL(gemm_batched_ex, "cublasGemmBatchedEx");
     RESOLVE_OPTIONAL(set_math_mode, "cublasSetMathMode");
     api_ok = &api;
 }

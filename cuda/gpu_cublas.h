@@ -68,6 +68,16 @@ typedef struct blasft_cublas_api {
                               const void *, const void *, cudaDataType, int, const void *,
                               cudaDataType, int, const void *, void *, cudaDataType, int,
                               cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_strided_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                      int, int, const void *, const void *, cudaDataType, int,
+                                      long long int, const void *, cudaDataType, int,
+                                      long long int, const void *, void *, cudaDataType, int,
+                                      long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
+    cublasStatus_t (*gemm_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                      int, int, const void *, const void *const[], cudaDataType,
+                                      int, const void *const[], cudaDataType, int, const void *,
+                                      void *const[], cudaDataType, int, int, cublasComputeType_t,
+                                      cublasGemmAlgo_t);
     cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
 } blasft_cublas_api;
 

@@ -18,7 +18,11 @@
  *
  * The caller's GEMM runs on the engine's handle with its output in FP32 (C's type where C is
  * float; else a buffer, rounded once into C after the check): split-K partial results are then
- * added in FP32, not in a 16-bit C's type, as the model needs. */
+ * added in FP32, not in a 16-bit C's type, as the model needs.
+ *
+ * A batch (cublasGemmStridedBatchedEx, cublasGemmBatchedEx) runs the same passes over all its
+ * matrices at once: every kernel takes (matrix, unit) from its index, both GEMMs are batched,
+ * and the buffers hold a chunk of the batch's matrices at a time. */
 #include "gpu_device.cuh"
 #include "gpu_engine.h"
 extern "C" {
@@ -88,13 +92,21 @@ template <typename TA> struct lp_args {
     bool ta, tb; /* op(A) = A^T, op(B) = B^T */
     /* 16 or 8 where every column of A (op(A) = A), B (op(B) = B), C and the old C starts at a
      * multiple of that many bytes and every block row too: the passes load that many bytes at
-     * a time; else 0 */
+     * a time; else 0. The host sets what the leading dimensions and the block size allow, mat
+     * what the matrix's address allows too. */
     int vec_a, vec_b, vec_c;
     bool vec_out; /* out's columns and block rows at multiples of 8 bytes (with vec_c 16) */
+    /* The chunk's matrices (count of them): A, B and the caller's C at strides sa, sb and sc
+     * (elements) from these, or, where Aa is given, at Aa[g], Ba[g] and Ca[g]. The kernels
+     * take matrix g's as these fields (mat), the buffers' too. */
+    int64_t count, sa, sb, sc;
+    const TA *const *Aa, *const *Ba;
+    void *const *Ca;
     const TA *A, *B;
+    bool wide;                   /* C is half or bfloat16: */
     float *C;                    /* the FP32 result that is checked: the caller's C, or ... */
-    TA *out;                     /* ... where C is half or bfloat16 (here, ld ldo), NULL */
-    const float *old;            /* the old C, m x n (ld m), or NULL: beta is a host zero */
+    TA *out;                     /* ... where wide, the buffer, and the caller's C here (ld ldo) */
+    float *old;                  /* the old C, m x n (ld m), or NULL: beta is a host zero */
     float alpha_v, beta_v;       /* host pointer mode */
     const float *alpha_p, *beta_p; /* device pointer mode */
     double *S;                   /* [I][l]: op(A)'s sum over block row I */
@@ -131,6 +143,49 @@ template <typename TA>
 __device__ __forceinline__ double b_at(const lp_args<TA> &a, int64_t l, int64_t j)
 {
     return to_d(a.tb ? a.B[j + l * a.ldb] : a.B[l + j * a.ldb]);
+}
+
+/* layout (16, 8 or 0: what the leading dimensions allow) where p is aligned to it, else the
+ * next that p is aligned to */
+__host__ __device__ __forceinline__ int aligned_to(const void *p, int layout)
+{
+    for (int w = layout; w >= 8; w /= 2)
+        if ((uintptr_t)p % w == 0)
+            return w;
+    return 0;
+}
+
+/* Matrix g of the chunk: a's fields as that matrix's and its buffers' (the single GEMM is
+ * matrix 0). */
+template <typename TA> __device__ __forceinline__ lp_args<TA> mat(const lp_args<TA> &a, int64_t g)
+{
+    lp_args<TA> v = a;
+    const int64_t mn = a.m * a.n, mbk = a.mb * a.k;
+    v.A = a.Aa ? a.Aa[g] : a.A + g * a.sa;
+    v.B = a.Ba ? a.Ba[g] : a.B + g * a.sb;
+    if (a.wide) { /* the result in the buffer, the caller's 16-bit C apart */
+        v.C = a.C + g * mn;
+        v.out = a.Ca ? (TA *)a.Ca[g] : a.out + g * a.sc;
+    } else {
+        v.C = a.Ca ? (float *)a.Ca[g] : a.C + g * a.sc;
+    }
+    v.old = a.old ? a.old + g * mn : nullptr;
+    v.S = a.S + g * mbk;
+    v.Q = a.Q + g * a.mb;
+    v.pn = a.pn + g * a.mb;
+    v.rn = a.rn + g * a.mb;
+    v.e = a.e + g * a.mb;
+    v.bmax = a.bmax + g;
+    v.pieces = a.pieces + g * kPieces * mbk;
+    v.R = a.R + g * kPieces * a.mb * a.n;
+    v.bsq = a.bsq + g * a.n;
+    v.vec_a = aligned_to(v.A, a.vec_a);
+    v.vec_b = aligned_to(v.B, a.vec_b);
+    v.vec_c = aligned_to(v.C, a.vec_c);
+    if (v.old)
+        v.vec_c = min(v.vec_c, aligned_to(v.old, a.vec_c));
+    v.vec_out = a.vec_out && aligned_to(v.out, 8) == 8;
+    return v;
 }
 
 /* Lanes that share one block column's sum (the encoding's and the check's): interleaved along
@@ -191,13 +246,6 @@ __device__ __forceinline__ void run_sum(const T *p, int64_t n, int sub, int lane
         op(to_d(p[i]));
 }
 
-__device__ __forceinline__ double group_sum(double v)
-{
-    for (int off = kGroup / 2; off > 0; off >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, off, kGroup);
-    return v;
-}
-
 /* S(I, l) = sum_{i in I} op(A)(i, l) in double (plain sums: exact for half data, whose partial
  * sums need at most 48 bits; for bfloat16 the threshold takes their rounding), with Q(I), the
  * block row's sum of squares, and the exponent of max_l |S(I, l)| (biased by kExpBias, 0: all
@@ -207,7 +255,7 @@ __device__ __forceinline__ double group_sum(double v)
  * added in shared memory. */
 constexpr int kExpBias = 2048;
 template <typename TA>
-__device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
+__device__ __forceinline__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
 {
     __shared__ double red[kThreads / 32];
     __shared__ double part[kThreads];
@@ -249,7 +297,7 @@ __device__ void encode_block(const lp_args<TA> &a, int64_t I, int64_t chunk)
                     s += x;
                     q = fma(x, x, q);
                 });
-            s = group_sum(s);
+            s = group_sum(s, kGroup);
             if (sub == 0 && l < l1) {
                 a.S[I * a.k + l] = s;
                 mx = fmax(mx, fabs(s));
@@ -293,11 +341,12 @@ template <typename TA> __device__ __forceinline__ int scale_exp(const lp_args<TA
 
 /* The pieces of every scaled sum S(I, l) 2^-e(I), e(I) putting max_l |S(I, l)| below
  * 2^(kPieceExp + 1), with the squares of the pieces and of what they leave, added into pn(I)
- * and rn(I): a thread per (I, l), the CUDA blocks as in the encoding. */
+ * and rn(I): a thread per (I, l), a CUDA block per I and kChunk l of matrix blockIdx.z. */
 template <typename TA>
-__global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> a)
+__global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> batch)
 {
     __shared__ double red[kThreads / 32];
+    const lp_args<TA> a = mat(batch, blockIdx.z);
     const int64_t I = blockIdx.x, l = (int64_t)blockIdx.y * kChunk + threadIdx.x;
     const int e = scale_exp(a, I);
     double pn = 0.0, rn = 0.0;
@@ -324,7 +373,7 @@ __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> a)
 /* bsq(j) = ||op(B)(:, j)||^2 for CUDA block b of bnorm_blocks. op(B) = B: a warp per column;
  * op(B) = B^T: a thread per column and chunk of 256 rows (neighbouring threads on neighbouring
  * j), added into bsq (zeroed). */
-template <typename TA> int64_t bnorm_blocks(const lp_args<TA> &a)
+template <typename TA> __host__ __device__ int64_t bnorm_blocks(const lp_args<TA> &a)
 {
     return a.tb ? ((a.n + kThreads - 1) / kThreads) * ((a.k + 255) / 256)
                 : (a.n + kThreads / 32 - 1) / (kThreads / 32);
@@ -337,7 +386,7 @@ template <typename TA> __device__ __forceinline__ void note_bmax(const lp_args<T
         atomicMax(a.bmax, bits);
 }
 template <typename TA>
-__device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
+__device__ __forceinline__ void bnorm_block(const lp_args<TA> &a, int64_t b)
 {
     if (a.tb) {
         const int64_t cols = (a.n + kThreads - 1) / kThreads;
@@ -373,26 +422,45 @@ __device__ void bnorm_block(const lp_args<TA> &a, int64_t b)
     }
 }
 
-/* One launch for the two reads of the operands before the GEMM: op(A)'s block sums (the first
- * mb ceil(k / kEncL) CUDA blocks), then op(B)'s column norms. */
-template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_args<TA> a)
+/* CUDA blocks of lp_prep per matrix */
+template <typename TA> __host__ __device__ int64_t prep_blocks(const lp_args<TA> &a)
 {
-    const int64_t enc = a.mb * ((a.k + kEncL - 1) / kEncL), b = blockIdx.x;
-    if (b == 0 && threadIdx.x == 0) {
-        a.one_zero[0] = 1.0f;
-        a.one_zero[1] = 0.0f;
-    }
+    return a.mb * ((a.k + kEncL - 1) / kEncL) + bnorm_blocks(a);
+}
+
+/* One launch for the two reads of the operands before the GEMM, prep_blocks per matrix: op(A)'s
+ * block sums (the first mb ceil(k / kEncL) CUDA blocks), then op(B)'s column norms. */
+template <typename TA>
+__device__ __forceinline__ void prep_matrix(const lp_args<TA> &a, int64_t b)
+{
+    const int64_t enc = a.mb * ((a.k + kEncL - 1) / kEncL);
     if (b < enc)
         encode_block(a, b % a.mb, b / a.mb);
     else
         bnorm_block(a, b - enc);
 }
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_args<TA> batch)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        batch.one_zero[0] = 1.0f;
+        batch.one_zero[1] = 0.0f;
+    }
+    /* one matrix from the parameters, as lp_check (Nsight Compute, H200, 4096^3: 27.9 us
+     * against 30.1 through mat) */
+    if (batch.count == 1 && !batch.Aa) {
+        prep_matrix(batch, blockIdx.x);
+    } else {
+        const int64_t per = prep_blocks(batch), g = blockIdx.x / per;
+        prep_matrix(mat(batch, g), blockIdx.x - g * per);
+    }
+}
 
-/* The check of block column (I, j) from its sums (lp_check); over its threshold, (I, j) goes on
- * the list for the second tier. */
+/* The check of block column (I, j) of matrix g from its sums (lp_check); over its threshold,
+ * (g mb + I, j) goes on the list for the second tier. */
 template <typename TA>
-__device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64_t rows, double cs,
-                               double cabs, double csq, double os, double oabs, double osq)
+__device__ __forceinline__ void over_threshold(const lp_args<TA> &a, int64_t g, int64_t I,
+                                               int64_t j, int64_t rows, double cs, double cabs,
+                                               double csq, double os, double oabs, double osq)
 {
     const double alpha = alpha_of(a), beta = beta_of(a);
     const double aa = fabs(alpha), bb = fabs(beta);
@@ -440,7 +508,7 @@ __device__ void over_threshold(const lp_args<TA> &a, int64_t I, int64_t j, int64
     if (!blasft_over(c - (ref + bo), thr) && range)
         return;
     const unsigned int f = atomicAdd(a.nflag, 1u);
-    a.flagged[f] = make_uint2((unsigned int)I, (unsigned int)j);
+    a.flagged[f] = make_uint2((unsigned int)(g * a.mb + I), (unsigned int)j);
 }
 
 /* The check's read of block column (I, j) of the FP32 result, lane `sub` of the group taking its
@@ -487,10 +555,11 @@ __device__ __forceinline__ void c_pass(const lp_args<TA> &a, int64_t i0, int64_t
     }
 }
 
-/* A group of kGroup lanes per (I, j): C's column sum over block row I against alpha 2^e(I)
- * sum_p R(p, I, j) + beta (the old C's sum); over the threshold, (I, j) goes on the list for the
- * second tier. */
-template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_args<TA> a)
+/* A group of kGroup lanes per (I, j) of matrix blockIdx.y: C's column sum over block row I
+ * against alpha 2^e(I) sum_p R(p, I, j) + beta (the old C's sum); over the threshold, it goes on
+ * the list for the second tier. */
+template <typename TA>
+__device__ __forceinline__ void check_matrix(const lp_args<TA> &a, int64_t g)
 {
     const bool dbl = a.old && beta_of(a) != 0.0; /* the old C enters */
     const int sub = threadIdx.x & (kGroup - 1);
@@ -515,35 +584,46 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_a
                 oabs += fabs(o);
                 osq = fma(o, o, osq);
             });
-            os = group_sum(os);
-            oabs = group_sum(oabs);
-            osq = group_sum(osq);
+            os = group_sum(os, kGroup);
+            oabs = group_sum(oabs, kGroup);
+            osq = group_sum(osq, kGroup);
         }
-        cs = group_sum(cs);
-        cabs = group_sum(cabs);
-        csq = group_sum(csq);
+        cs = group_sum(cs, kGroup);
+        cabs = group_sum(cabs, kGroup);
+        csq = group_sum(csq, kGroup);
         if (live && sub == 0)
-            over_threshold(a, I, j, rows, cs, cabs, csq, os, oabs, osq);
+            over_threshold(a, g, I, j, rows, cs, cabs, csq, os, oabs, osq);
     }
+}
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_args<TA> batch)
+{
+    /* one matrix: its fields as the kernel's parameters (matrix 0's alignment set by the host),
+     * as before batches came: mat's copies live in registers */
+    if (batch.count == 1 && !batch.Aa)
+        check_matrix(batch, 0);
+    else
+        check_matrix(mat(batch, blockIdx.y), blockIdx.y);
 }
 
 /* The second tier: a CUDA block per flagged (I, j), a warp per element of the block column: the
  * element again in double and compared with C's against its own rounding (exact bound) and the
  * FP32 accumulation (NORM per element; the worst case where the squares leave the double range);
  * apart, replaced by the value rounded once (correct mode) and counted. */
-template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(lp_args<TA> a)
+template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(lp_args<TA> batch)
 {
     __shared__ double red[kThreads / 32];
-    const double alpha = alpha_of(a), beta = beta_of(a);
+    const double alpha = alpha_of(batch), beta = beta_of(batch);
     const double aa = fabs(alpha), bb = fabs(beta);
     const double uo = kUc, ud = 0x1p-53;
-    const double nk = (double)a.k;
-    const double omega = a.omega, acc = a.norm_terms;
+    const double nk = (double)batch.k;
+    const double omega = batch.omega, acc = batch.norm_terms;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const unsigned int nf = *a.nflag;
+    const unsigned int nf = *batch.nflag;
     for (unsigned int f = blockIdx.x; f < nf; f += gridDim.x) {
-        const uint2 ij = a.flagged[f];
-        const int64_t I = ij.x, j = ij.y, i0 = I * a.bs;
+        const uint2 ij = batch.flagged[f];
+        const int64_t g = ij.x / batch.mb, I = ij.x - g * batch.mb, j = ij.y;
+        const lp_args<TA> a = mat(batch, g);
+        const int64_t i0 = I * a.bs;
         const int64_t rows = a.m - i0 < a.bs ? a.m - i0 : a.bs;
         const double bj = a.bsq[j];
         double apart = 0.0;
@@ -598,27 +678,74 @@ unsigned int grid_for(int64_t threads)
     return (unsigned int)(b < 65536 ? b : 65536);
 }
 
-/* The old C in FP32 twice: the copy the second tier reads (ld m) and the result the GEMM adds
- * beta C into (a.C): from src (C, or cublasLt's C apart from D; of C's type TS) times
- * src_scale, plus a bias vector of m elements (TS) where one is added. */
+/* Where the old C enters (of C's type TS): its matrices (ld lds, ss apart; or at sarr[g]) */
+template <typename TS> struct lp_src {
+    const TS *p;
+    int64_t ld, stride;
+    const TS *const *arr;
+};
+
+/* The old C in FP32 twice: the copy the second tier reads (a.old) and the result the GEMM adds
+ * beta C into (a.C): from src (C, or cublasLt's C apart from D) times src_scale, plus a bias
+ * vector of m elements (TS) where one is added; a thread per element of the chunk. */
 template <typename TA, typename TS>
 __global__ void __launch_bounds__(kThreads)
-    lp_widen(lp_args<TA> a, float *old, const TS *src, int64_t lds, float src_scale, const TS *bias)
+    lp_widen(lp_args<TA> batch, lp_src<TS> src, float src_scale, const TS *bias)
 {
-    const int64_t total = a.m * a.n;
+    const int64_t per = batch.m * batch.n, total = batch.count * per;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t j = e / a.m, i = e - j * a.m;
-        float x = src_scale == 0.0f ? 0.0f : src_scale * (float)to_d(src[i + j * lds]);
+        const int64_t g = e / per, r = e - g * per, j = r / batch.m, i = r - j * batch.m;
+        const TS *sp = src.arr ? src.arr[g] : src.p + g * src.stride;
+        float x = src_scale == 0.0f ? 0.0f : src_scale * (float)to_d(sp[i + j * src.ld]);
         if (bias)
             x += (float)to_d(bias[i]);
-        old[e] = x;
-        a.C[i + j * a.ldc] = x;
+        batch.old[e] = x;
+        float *C = batch.wide ? batch.C + g * per
+                   : batch.Ca ? (float *)batch.Ca[g] : batch.C + g * batch.sc;
+        C[i + j * batch.ldc] = x;
     }
 }
 
+/* For a batch by arrays of pointers: the addresses of the chunk's pieces, reference results
+ * and FP32 results (where those are the context's buffer), cuBLAS's arrays */
+template <typename TA>
+__global__ void lp_ptrs(lp_args<TA> a, const void **pieces, void **R, void **wide)
+{
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < a.count;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        pieces[g] = a.pieces + g * kPieces * a.mb * a.k;
+        R[g] = a.R + g * kPieces * a.mb * a.n;
+        if (wide)
+            wide[g] = a.C + g * a.m * a.n;
+    }
+}
+
+/* A chunk of a batch holds at most this many bytes of buffers (one matrix always fits: its
+ * size is the single GEMM's) */
+constexpr size_t kChunkBytes = (size_t)256 << 20;
+
+/* Matrix b's FP32 result that is checked, for a planted fault (tests): the caller's float C
+ * read back from an array of pointers (waits) */
+template <typename TA>
+float *host_checked(const lp_args<TA> &a, const blasft_gpu_lowp *l, int64_t b, int64_t g0,
+                    cudaStream_t s)
+{
+    if (a.wide)
+        return a.C + (b - g0) * a.m * a.n;
+    if (!l->c_arr)
+        return (float *)l->g.c + b * l->stride_c;
+    void *p = nullptr;
+    if (!cuda_ok(cudaMemcpyAsync(&p, l->c_arr + b, sizeof p, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync") ||
+        !cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
+        return nullptr;
+    return (float *)p;
+}
+
 /* wide: C is half or bfloat16 (the GEMM's FP32 result checked in a buffer, then rounded into C
- * once); else float (checked where it is) */
+ * once); else float (checked where it is). A batch runs chunk by chunk, each the single GEMM's
+ * steps on all its matrices. */
 template <typename TA>
 int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p, bool wide)
 {
@@ -632,23 +759,50 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const bool keep_old = on_dev || beta_h != 0.0f || l->bias;
     const int64_t m = g.m, n = g.n, k = g.k, bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs;
+    const int64_t count = l->count > 1 ? l->count : 1;
+    /* by arrays of pointers even for one matrix: the batched GEMMs take its addresses */
+    const bool arrays = l->a_arr != nullptr, batch = count > 1 || arrays;
+    lp_args<TA> a;
+    memset(&a, 0, sizeof a);
+    a.m = m;
+    a.n = n;
+    a.k = k;
+    a.lda = g.lda;
+    a.ldb = g.ldb;
+    a.mb = mb;
+    a.bs = (int)bs;
+    a.ta = op_of(g.transa) != CUBLAS_OP_N;
+    a.tb = op_of(g.transb) != CUBLAS_OP_N;
+    /* matrices per chunk: the buffers' bytes per matrix within kChunkBytes; the kernels' grids
+     * (lp_split's grid.z, lp_prep's grid.x) and the list's (g mb + I) in range */
+    const size_t mat_bytes =
+        gk_align(sizeof(double) * (size_t)(n + 3 * mb + mb * k)) + sizeof(int) * (size_t)mb +
+        sizeof(TA) * (size_t)(kPieces * mb * k) + sizeof(float) * (size_t)(kPieces * mb * n) +
+        sizeof(uint2) * (size_t)(mb * n) +
+        sizeof(float) * (size_t)(m * n) * ((keep_old ? 1 : 0) + (wide ? 1 : 0)) +
+        sizeof(unsigned int) + (arrays ? 3 * sizeof(void *) : 0);
+    int64_t chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / mat_bytes));
+    chunk = std::min({chunk, count, (int64_t)65535, (int64_t)UINT32_MAX / mb,
+                      (int64_t)INT32_MAX / prep_blocks(a)});
     gk_carve w{0};
     const size_t cnt_at = w.take(sizeof(gk_counters)), nflag_at = w.take(sizeof(unsigned int));
-    const size_t bsq_at = w.take(sizeof(double) * (size_t)n);
-    const size_t Q_at = w.take(sizeof(double) * (size_t)mb);
-    const size_t pn_at = w.take(sizeof(double) * (size_t)mb);
-    const size_t rn_at = w.take(sizeof(double) * (size_t)mb);
-    const size_t e_at = w.take(sizeof(int) * (size_t)mb);
+    const size_t bsq_at = w.take(sizeof(double) * (size_t)(chunk * n));
+    const size_t Q_at = w.take(sizeof(double) * (size_t)(chunk * mb));
+    const size_t pn_at = w.take(sizeof(double) * (size_t)(chunk * mb));
+    const size_t rn_at = w.take(sizeof(double) * (size_t)(chunk * mb));
+    const size_t e_at = w.take(sizeof(int) * (size_t)(chunk * mb));
     const size_t one_at = w.take(2 * sizeof(float));
-    const size_t bmax_at = w.take(sizeof(unsigned int));
-    /* counters, the list's length, bsq and the block rows' sums start at zero */
+    const size_t bmax_at = w.take(sizeof(unsigned int) * (size_t)chunk);
+    /* counters, the list's length, bsq and the block rows' sums start at zero (the counters
+     * once per call, the rest once per chunk) */
     const size_t zero_bytes = w.o;
-    const size_t S_at = w.take(sizeof(double) * (size_t)(mb * k));
-    const size_t pieces_at = w.take(sizeof(TA) * (size_t)(kPieces * mb * k));
-    const size_t R_at = w.take(sizeof(float) * (size_t)(kPieces * mb * n));
-    const size_t list_at = w.take(sizeof(uint2) * (size_t)(mb * n));
-    const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(m * n) : 0);
-    const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(m * n) : 0);
+    const size_t S_at = w.take(sizeof(double) * (size_t)(chunk * mb * k));
+    const size_t pieces_at = w.take(sizeof(TA) * (size_t)(chunk * kPieces * mb * k));
+    const size_t R_at = w.take(sizeof(float) * (size_t)(chunk * kPieces * mb * n));
+    const size_t list_at = w.take(sizeof(uint2) * (size_t)(chunk * mb * n));
+    const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(chunk * m * n) : 0);
+    const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(chunk * m * n) : 0);
+    const size_t ptrs_at = w.take(arrays ? 3 * sizeof(void *) * (size_t)chunk : 0);
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {
         static int once;
@@ -663,38 +817,29 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     if (!slot)
         return -2;
     char *b = (char *)ctx->lowp_ws;
-    lp_args<TA> a;
-    memset(&a, 0, sizeof a);
-    a.m = m;
-    a.n = n;
-    a.k = k;
-    a.lda = g.lda;
-    a.ldb = g.ldb;
-    a.mb = mb;
-    a.bs = (int)bs;
-    a.ta = op_of(g.transa) != CUBLAS_OP_N;
-    a.tb = op_of(g.transb) != CUBLAS_OP_N;
-    a.A = (const TA *)g.a;
-    a.B = (const TA *)g.b;
+    a.wide = wide;
     a.C = wide ? (float *)(b + wide_at) : (float *)g.c;
     a.ldc = wide ? m : g.ldc;
+    a.sc = l->stride_c;
     a.out = wide ? (TA *)g.c : nullptr;
     a.ldo = g.ldc;
-    a.old = keep_old ? (const float *)(b + old_at) : nullptr;
-    /* the buffers are compact (ld m) at 256-byte boundaries */
-    const auto vec = [&](const void *x, int64_t ld, size_t es, bool rows_too) {
-        for (int w = 16; w >= 8; w /= 2)
-            if ((uintptr_t)x % w == 0 && (ld * (int64_t)es) % w == 0 &&
-                (!rows_too || (bs * (int64_t)es) % w == 0))
-                return w;
+    a.old = keep_old ? (float *)(b + old_at) : nullptr;
+    /* what the leading dimensions (and the block size, rows_too) allow and matrix 0's address
+     * (arrays: unknown here); mat adds each matrix's own (the buffers' are compact, ld m,
+     * matrices m n apart) */
+    const auto layout = [&](int64_t ld, size_t es, bool rows_too) {
+        for (int v = 16; v >= 8; v /= 2)
+            if ((ld * (int64_t)es) % v == 0 && (!rows_too || (bs * (int64_t)es) % v == 0))
+                return v;
         return 0;
     };
-    a.vec_a = vec(g.a, g.lda, sizeof(TA), true);
-    a.vec_b = vec(g.b, g.ldb, sizeof(TA), false);
-    a.vec_c = vec(a.C, a.ldc, sizeof(float), true);
+    const void *const none = nullptr; /* aligned to anything */
+    a.vec_a = aligned_to(arrays ? none : g.a, layout(g.lda, sizeof(TA), true));
+    a.vec_b = aligned_to(arrays ? none : g.b, layout(g.ldb, sizeof(TA), false));
+    a.vec_c = aligned_to(arrays ? none : (const void *)a.C, layout(a.ldc, sizeof(float), true));
     if (keep_old)
-        a.vec_c = std::min(a.vec_c, vec(b + old_at, m, sizeof(float), true));
-    a.vec_out = wide && vec(g.c, g.ldc, sizeof(TA), true) >= 8;
+        a.vec_c = std::min(a.vec_c, aligned_to(a.old, layout(m, sizeof(float), true)));
+    a.vec_out = wide && aligned_to(arrays ? none : g.c, layout(g.ldc, sizeof(TA), true)) >= 8;
     if (on_dev) {
         a.alpha_p = (const float *)g.alpha;
         a.beta_p = (const float *)g.beta;
@@ -717,10 +862,17 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.action = p->mode == BLASFT_MODE_CORRECT ? GK_REC_CORRECTED : GK_REC_DETECTED;
     a.omega = blasft_norm_omega(BLASFT_NORM_FALSE_ALARM);
     a.norm_terms = blasft_norm_second_order((double)k, kUa) * blasft_norm_terms((double)k, 1);
+    a.sa = l->stride_a;
+    a.sb = l->stride_b;
+    /* arrays of pointers: cuBLAS's for the pieces, the reference results and the FP32 results
+     * in the buffer, the same for every chunk */
+    const void **pieces_arr = (const void **)(b + ptrs_at);
+    void **R_arr = (void **)(b + ptrs_at) + chunk, **wide_arr = R_arr + chunk;
 
     const cudaStream_t s0 = ctx->s0, s1 = ctx->s1;
     const cudaDataType dta = lp_dt<TA>::dt;
     const cublasComputeType_t comp = (cublasComputeType_t)l->compute;
+    const cublasGemmAlgo_t algo = (cublasGemmAlgo_t)l->algo;
     /* both handles in the caller's pointer mode: the reference's scalars 1 and 0 are the
      * workspace's (written by lp_prep) where it is the device's */
     a.one_zero = (float *)(b + one_at);
@@ -728,85 +880,151 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const float *rs = on_dev ? a.one_zero : one_zero;
     if (set_mode(ctx, on_dev))
         return -2;
-    cudaMemsetAsync(b, 0, zero_bytes, s0);
-    /* op(A)'s and op(B)'s reads and the reference GEMM on the helper stream, beside the
-     * caller's GEMM (bound by its arithmetic) */
-    cudaEventRecord(ctx->ev_fork, s0);
-    cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
-    lp_prep<TA><<<(unsigned int)(mb * ((k + kEncL - 1) / kEncL) + bnorm_blocks(a)), kThreads, 0,
-                  s1>>>(a);
-    lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk)), kThreads, 0,
-                   s1>>>(a);
-    const bool ref_ok =
-        blas_ok(cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), (int)(kPieces * mb), (int)n,
-                            (int)k, rs, a.pieces, dta, (int)(kPieces * mb), g.b, dta, (int)g.ldb,
-                            rs + 1, a.R, CUDA_R_32F, (int)(kPieces * mb), comp,
-                            CUBLAS_GEMM_DEFAULT),
-                "cublasGemmEx (reference)");
-    cudaEventRecord(ctx->ev_ref, s1);
-    /* s0 waits for the helper stream on every way out from here (the next call's zeroing must
-     * not meet this call's sums), after the caller's GEMM is enqueued where it is */
-    const auto join = [&] { cudaStreamWaitEvent(s0, ctx->ev_ref, 0); };
-    if (!ref_ok) { /* nothing of the caller's has run: cuBLAS computes it, unprotected */
-        join();
-        return -1;
-    }
-    /* the caller's GEMM, its result in FP32: the old C first where it enters (where it is C,
-     * a float C needs no copy of its own into the result) */
-    float *old = (float *)(b + old_at);
-    const void *src = l->c_in ? l->c_in : g.c;
-    const int64_t lds = l->c_in ? l->ldc_in : g.ldc;
-    const float src_scale = l->bias ? beta_h : 1.0f;
-    if (keep_old && wide)
-        lp_widen<TA, TA><<<grid_for(m * n), kThreads, 0, s0>>>(a, old, (const TA *)src, lds,
-                                                               src_scale, (const TA *)l->bias);
-    else if (keep_old && (l->bias || l->c_in))
-        lp_widen<TA, float><<<grid_for(m * n), kThreads, 0, s0>>>(
-            a, old, (const float *)src, lds, src_scale, (const float *)l->bias);
-    else if (keep_old)
-        cudaMemcpy2DAsync(old, sizeof(float) * (size_t)m, g.c, sizeof(float) * (size_t)g.ldc,
-                          sizeof(float) * (size_t)m, (size_t)n, cudaMemcpyDeviceToDevice, s0);
     static const float one = 1.0f;
     const void *gemm_beta = l->bias ? (const void *)&one : g.beta;
-    /* the caller's math mode (pedantic) on the engine's handle for this GEMM only; reductions
+    const int ldr = (int)(kPieces * mb);
+    /* the caller's math mode (pedantic) on the engine's handle for its GEMMs only; reductions
      * in the output type need no switching off: the output is FP32, the compute type */
     const cublasMath_t math = (cublasMath_t)l->math;
     const bool own_math = math != CUBLAS_DEFAULT_MATH;
-    bool main_ok = !own_math || blas_ok(cb->set_math_mode(ctx->h0, math), "cublasSetMathMode");
-    main_ok = main_ok &&
-              blas_ok(cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n,
-                                  (int)k, g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb,
-                                  gemm_beta, a.C, CUDA_R_32F, (int)a.ldc, comp,
-                                  (cublasGemmAlgo_t)l->algo),
-                      "cublasGemmEx");
-    if (own_math && !blas_ok(cb->set_math_mode(ctx->h0, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"))
-        main_ok = false;
-    if (!main_ok) {
+    int nplanted = 0;
+    for (int64_t g0 = 0; g0 < count; g0 += chunk) {
+        const int64_t cg = std::min(chunk, count - g0);
+        a.count = cg;
+        if (arrays) {
+            a.Aa = (const TA *const *)l->a_arr + g0;
+            a.Ba = (const TA *const *)l->b_arr + g0;
+            a.Ca = l->c_arr + g0;
+        } else {
+            a.A = (const TA *)g.a + g0 * l->stride_a;
+            a.B = (const TA *)g.b + g0 * l->stride_b;
+            if (wide)
+                a.out = (TA *)g.c + g0 * l->stride_c;
+            else
+                a.C = (float *)g.c + g0 * l->stride_c;
+        }
+        cudaMemsetAsync(g0 ? b + nflag_at : b, 0, zero_bytes - (g0 ? nflag_at : 0), s0);
+        if (arrays && g0 == 0)
+            lp_ptrs<TA><<<grid_for(chunk), kThreads, 0, s0>>>(a, pieces_arr, R_arr,
+                                                               wide ? wide_arr : nullptr);
+        /* op(A)'s and op(B)'s reads and the reference GEMM on the helper stream, beside the
+         * caller's GEMM (bound by its arithmetic) */
+        cudaEventRecord(ctx->ev_fork, s0);
+        cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
+        lp_prep<TA><<<(unsigned int)(cg * prep_blocks(a)), kThreads, 0, s1>>>(a);
+        lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk),
+                            (unsigned int)cg),
+                       kThreads, 0, s1>>>(a);
+        cublasStatus_t rst;
+        if (!batch)
+            rst = cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), ldr, (int)n, (int)k, rs,
+                              a.pieces, dta, ldr, g.b, dta, (int)g.ldb, rs + 1, a.R, CUDA_R_32F,
+                              ldr, comp, CUBLAS_GEMM_DEFAULT);
+        else if (arrays)
+            rst = cb->gemm_batched_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), ldr, (int)n, (int)k,
+                                      rs, pieces_arr, dta, ldr, (const void *const *)a.Ba, dta,
+                                      (int)g.ldb, rs + 1, R_arr, CUDA_R_32F, ldr, (int)cg, comp,
+                                      CUBLAS_GEMM_DEFAULT);
+        else
+            rst = cb->gemm_strided_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), ldr, (int)n, (int)k,
+                                      rs, a.pieces, dta, ldr, (long long)ldr * k, a.B, dta,
+                                      (int)g.ldb, l->stride_b, rs + 1, a.R, CUDA_R_32F, ldr,
+                                      (long long)ldr * n, (int)cg, comp, CUBLAS_GEMM_DEFAULT);
+        const bool ref_ok = blas_ok(rst, "cublasGemmEx (reference)");
+        cudaEventRecord(ctx->ev_ref, s1);
+        /* s0 waits for the helper stream on every way out from here (the next call's or
+         * chunk's zeroing must not meet this one's sums), after the caller's GEMM is enqueued
+         * where it is */
+        const auto join = [&] { cudaStreamWaitEvent(s0, ctx->ev_ref, 0); };
+        if (!ref_ok) {
+            join();
+            /* at the first chunk nothing of the caller's has run: cuBLAS computes it,
+             * unprotected; later, C is partly written */
+            return g0 ? -2 : -1;
+        }
+        /* the caller's GEMMs, their results in FP32: the old C first where it enters (where it
+         * is C, a float C needs no copy of its own into the result) */
+        const float src_scale = l->bias ? beta_h : 1.0f;
+        if (keep_old && !wide && !l->bias && !l->c_in && !batch) {
+            cudaMemcpy2DAsync(a.old, sizeof(float) * (size_t)m, g.c,
+                              sizeof(float) * (size_t)g.ldc, sizeof(float) * (size_t)m,
+                              (size_t)n, cudaMemcpyDeviceToDevice, s0);
+        } else if (keep_old) {
+            /* from cublasLt's C apart from D, else from C itself */
+            const void *from = l->c_in ? (const char *)l->c_in + g0 * l->stride_c_in *
+                                                                     (wide ? sizeof(TA) : sizeof(float))
+                                       : arrays ? nullptr
+                                       : (const char *)g.c + g0 * l->stride_c *
+                                                                 (wide ? sizeof(TA) : sizeof(float));
+            const int64_t lds = l->c_in ? l->ldc_in : g.ldc;
+            const int64_t ss = l->c_in ? l->stride_c_in : l->stride_c;
+            if (wide)
+                lp_widen<TA, TA><<<grid_for(cg * m * n), kThreads, 0, s0>>>(
+                    a, lp_src<TA>{(const TA *)from, lds, ss, (const TA *const *)a.Ca},
+                    src_scale, (const TA *)l->bias);
+            else
+                lp_widen<TA, float><<<grid_for(cg * m * n), kThreads, 0, s0>>>(
+                    a, lp_src<float>{(const float *)from, lds, ss, (const float *const *)a.Ca},
+                    src_scale, (const float *)l->bias);
+        }
+        bool main_ok =
+            !own_math || blas_ok(cb->set_math_mode(ctx->h0, math), "cublasSetMathMode");
+        if (main_ok) {
+            cublasStatus_t st;
+            if (!batch)
+                st = cb->gemm_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m, (int)n,
+                                 (int)k, g.alpha, g.a, dta, (int)g.lda, g.b, dta, (int)g.ldb,
+                                 gemm_beta, a.C, CUDA_R_32F, (int)a.ldc, comp, algo);
+            else if (arrays)
+                st = cb->gemm_batched_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m,
+                                         (int)n, (int)k, g.alpha, (const void *const *)a.Aa, dta,
+                                         (int)g.lda, (const void *const *)a.Ba, dta, (int)g.ldb,
+                                         gemm_beta, wide ? wide_arr : a.Ca, CUDA_R_32F,
+                                         (int)a.ldc, (int)cg, comp, algo);
+            else
+                st = cb->gemm_strided_ex(ctx->h0, op_of(g.transa), op_of(g.transb), (int)m,
+                                         (int)n, (int)k, g.alpha, a.A, dta, (int)g.lda,
+                                         l->stride_a, a.B, dta, (int)g.ldb, l->stride_b,
+                                         gemm_beta, a.C, CUDA_R_32F, (int)a.ldc,
+                                         wide ? m * n : l->stride_c, (int)cg, comp, algo);
+            main_ok = blas_ok(st, "cublasGemmEx");
+        }
+        if (own_math &&
+            !blas_ok(cb->set_math_mode(ctx->h0, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"))
+            main_ok = false;
+        if (!main_ok) {
+            join();
+            return -2;
+        }
+        /* tests: into the FP32 results that are checked, from the batch's first matrix on */
+        for (; l->plant && nplanted < l->nplants && nplanted < g0 + cg; nplanted++) {
+            float *c = host_checked(a, l, nplanted, g0, s0);
+            if (!c) {
+                join();
+                return -2;
+            }
+            ctx->checked_c = c;
+            ctx->checked_type = BLASFT_TYPE_S;
+            ctx->checked_ldc = a.ldc;
+            ctx->checked_rows = m;
+            ctx->checked_cols = n;
+            ctx->part = kWholeCall;
+            l->plant((void *)s0, l->plant_users[nplanted]);
+        }
         join();
-        return -2;
+        lp_check<TA><<<dim3(grid_for(kGroup * mb * n), (unsigned int)cg), kThreads, 0, s0>>>(a);
+        /* most calls flag nothing: few blocks, each a stride over the list */
+        lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
     }
-    if (l->plant) { /* tests: into the FP32 result that is checked */
-        ctx->checked_c = a.C;
-        ctx->checked_type = BLASFT_TYPE_S;
-        ctx->checked_ldc = a.ldc;
-        ctx->checked_rows = m;
-        ctx->checked_cols = n;
-        ctx->part = kWholeCall;
-        l->plant((void *)s0, l->plant_user);
-    }
-    join();
-    lp_check<TA><<<grid_for(kGroup * mb * n), kThreads, 0, s0>>>(a);
-    /* most calls flag nothing: few blocks, each a stride over the list */
-    lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
     report_meta rm;
-    rm.checks = (uint64_t)(mb * n);
+    rm.checks = (uint64_t)(count * mb * n);
     rm.type = l->ab == BLASFT_LOWP_F16 ? 'H' : 'B';
     rm.routine = g.routine ? g.routine : "gpu_gemm_lowp";
     rm.on_error = p->on_error;
     rm.row0 = 0;
     rm.col0 = 0;
     rm.bs = bs;
-    rm.gemms = 1;
+    rm.gemms = (int)count;
     return enqueue_report(ctx, slot, rm, a.cnt);
 }
 
@@ -833,6 +1051,12 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         return 0;
     if (l->bias && g.scalars_on_device) /* the GEMM's beta 1 is the host's */
         return 0;
+    /* batches: by strides, or by arrays of pointers (all three, no cublasLt C apart); no bias */
+    if ((l->count > 1 || l->a_arr) &&
+        (l->count > INT32_MAX || l->bias ||
+         (l->a_arr ? !l->b_arr || !l->c_arr || l->c_in || !cb->gemm_batched_ex
+                   : !cb->gemm_strided_ex)))
+        return 0;
     /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM */
     if (!g.scalars_on_device) {
         float al;
@@ -845,15 +1069,11 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
 
 int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p)
 {
-    if (!ctx || !l || !p || !blasft_gpu_lowp_supported(l))
+    if (!ctx || !l || !p || !blasft_gpu_lowp_supported(l) || l->nplants < 0 ||
+        l->nplants > (l->count > 1 ? l->count : 1) || (l->nplants && !l->plant))
         return -1;
-    engine_entered();
-    if (blasft_gpu_ctx_stale(ctx))
-        return -2;
-    /* a graph being captured would keep the buffer's address, which may grow later */
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
-        return -1;
+    if (const int rc = whole_call_entered(ctx))
+        return rc;
     const bool wide = l->c != BLASFT_LOWP_F32;
     return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide)
                                     : run_lowp<__nv_bfloat16>(ctx, l, p, wide);

@@ -248,11 +248,14 @@ GEMM_TYPED_EX(cublasCgemm3mEx_64, cgemm3m_ex_64, cuComplex, CUDA_C_32F, BLASFT_T
         static blasft_call_stat stat = {.name = #sym};                                             \
         blasft_type t = BLASFT_TYPE_S;                                                             \
         int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
-        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t, .protectable = ok,     \
-                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
-                                .alpha = alpha, .a = A, .lda = lda, .b = B, .ldb = ldb,            \
-                                .beta = beta, .c = C, .ldc = ldc, .stride_a = strideA,             \
-                                .stride_b = strideB, .stride_c = strideC, .batch = batchCount};    \
+        int lp = !ok && blasft_cublas_lowp_types(Atype, Btype, Ctype, computeType);               \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t,                        \
+                                .protectable = ok || lp, .transa = transa, .transb = transb,       \
+                                .m = m, .n = n, .k = k, .alpha = alpha, .a = A, .lda = lda,        \
+                                .b = B, .ldb = ldb, .beta = beta, .c = C, .ldc = ldc,              \
+                                .stride_a = strideA, .stride_b = strideB, .stride_c = strideC,     \
+                                .batch = batchCount, .lowp = lp, .ab_type = Atype,                 \
+                                .c_type = Ctype, .compute = computeType, .algo = algo};            \
         PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, A, Atype,   \
                         lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC,        \
                         batchCount, computeType, algo);                                            \
@@ -278,11 +281,14 @@ GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, gemm_strided_ex_64, int64_t)
         static blasft_call_stat stat = {.name = #sym};                                             \
         blasft_type t = BLASFT_TYPE_S;                                                             \
         int ok = ex_type(Atype, Btype, Ctype, computeType, &t);                                    \
-        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t, .protectable = ok,     \
-                                .transa = transa, .transb = transb, .m = m, .n = n, .k = k,        \
-                                .alpha = alpha, .lda = lda, .ldb = ldb, .beta = beta, .ldc = ldc,  \
-                                .batch = batchCount, .arrays = 1, .a_arr = Aarray,                 \
-                                .b_arr = Barray, .c_arr = Carray};                                 \
+        int lp = !ok && blasft_cublas_lowp_types(Atype, Btype, Ctype, computeType);               \
+        blasft_cublas_call c = {.stat = &stat, .handle = handle, .type = t,                        \
+                                .protectable = ok || lp, .transa = transa, .transb = transb,       \
+                                .m = m, .n = n, .k = k, .alpha = alpha, .lda = lda, .ldb = ldb,    \
+                                .beta = beta, .ldc = ldc, .batch = batchCount, .arrays = 1,        \
+                                .a_arr = Aarray, .b_arr = Barray, .c_arr = Carray, .lowp = lp,     \
+                                .ab_type = Atype, .c_type = Ctype, .compute = computeType,         \
+                                .algo = algo};                                                     \
         PROTECT_OR_PASS(sym##_fn *, field, &c, handle, transa, transb, m, n, k, alpha, Aarray,     \
                         Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount,      \
                         computeType, algo);                                                        \

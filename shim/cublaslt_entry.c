@@ -170,12 +170,13 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
     const int c_is_d = C == D && cl.ld == d.ld && cl.stride == d.stride;
     c->c_in = c_is_d ? NULL : C;
     c->ldc_in = cl.ld;
+    c->stride_c_in = cl.stride;
     blasft_type t = BLASFT_TYPE_S;
     /* half or bfloat16 A and B, C and D of their type or float, FP32 compute and scales: the
-     * engine's path for them (cuda/gpu_lowp.cu), one GEMM */
+     * engine's path for them (cuda/gpu_lowp.cu), one GEMM or a strided batch */
     const int lp = blasft_cublas_lowp_types((cudaDataType)a.type, (cudaDataType)b.type,
                                             (cudaDataType)d.type, (cublasComputeType_t)comp) &&
-                   cl.type == d.type && scale == CUDA_R_32F && d.batch == 1;
+                   cl.type == d.type && scale == CUDA_R_32F;
     if (lp) {
         c->lowp = 1;
         c->ab_type = (cudaDataType)a.type;
@@ -204,9 +205,9 @@ static void describe(blasft_cublas_call *c, cublasLtMatmulDesc_t desc, const voi
              (!c_is_d || (beta && blasft_cublas_host_zero(lp ? BLASFT_TYPE_S : t, beta)));
     else
         ok = ok && epi == CUBLASLT_EPILOGUE_DEFAULT;
-    /* a C apart from D: one GEMM, a valid ld, and not D itself in another layout (cublasLt
-     * reports what it makes of those) */
-    ok = ok && (c_is_d || (d.batch == 1 && C != D && cl.ld >= (m > 1 ? m : 1)));
+    /* a C apart from D: one GEMM (half and bfloat16: a batch too, the engine reads C), a valid
+     * ld, and not D itself in another layout (cublasLt reports what it makes of those) */
+    ok = ok && (c_is_d || ((d.batch == 1 || lp) && C != D && cl.ld >= (m > 1 ? m : 1)));
     c->bias = epi == CUBLASLT_EPILOGUE_BIAS ? (const void *)(uintptr_t)bias_p : NULL;
     c->type = t;
     c->protectable = ok;
