@@ -1,7 +1,7 @@
 /* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c,
- * test_cublas_batched.c, test_cublas_lowp.c): the check counter, libblas_ft's counters and fault
- * planting found in the process (it must be preloaded), the block size, random data and its
- * upload. Header-only: each program is one translation unit. */
+ * test_cublas_batched.c, test_cublas_lowp.c, test_cublas_lowp_batched.c): the check counter,
+ * libblas_ft's counters and fault planting found in the process (it must be preloaded), the block
+ * size, seeds, random data and its upload. Header-only: each program is one translation unit. */
 #ifndef BLASFT_INTERPOSE_TEST_H
 #define BLASFT_INTERPOSE_TEST_H
 
@@ -117,16 +117,39 @@ static inline void *upload(const void *host, size_t bytes)
     return d;
 }
 
-/* the stress loops' draws: a dimension in 1 .. 300 (uniform or log-uniform, even odds), an
- * index below n */
-static inline int draw_dim(void)
+/* A case's seed: the run's base seed (LOWP_SEED, BATCHED_SEED) mixed with three numbers that
+ * name the case */
+static inline uint64_t seed_of(uint64_t base, uint64_t a, uint64_t b, uint64_t c)
+{
+    rng_t r = {base ^ (a * 0x100000001b3ull) ^ (b << 20) ^ (c << 40)};
+    return next_u64(&r);
+}
+
+/* One value of the half and bfloat16 tests' series, not yet rounded to a 16-bit type: 0 uniform
+ * in [-1, 1], 1 uniform in [0, 1], 2 mixed magnitudes (a random sign times 2^U, U uniform in
+ * [-6, 6], times scale: a power of two) */
+static inline double lowp_value(rng_t *r, int series, double scale)
+{
+    if (series == 0)
+        return 2.0 * unit(r) - 1.0;
+    if (series == 1)
+        return unit(r);
+    const double x = exp2(12.0 * unit(r) - 6.0) * scale;
+    return (next_u64(r) & 1) ? -x : x;
+}
+
+/* the stress loops' draws: a dimension in 1 .. max (uniform or log-uniform, even odds), and in
+ * 1 .. 300; an index below n */
+static inline int draw_dim_to(int max)
 {
     const double u = (urand() + 1.0) / 2.0;
     if (urand() < 0)
-        return 1 + (int)(u * 300.0) % 300;
-    const int d = (int)floor(exp(u * log(300.0)));
-    return d < 1 ? 1 : d > 300 ? 300 : d;
+        return 1 + (int)(u * max) % max;
+    const int d = (int)floor(exp(u * log((double)max)));
+    return d < 1 ? 1 : d > max ? max : d;
 }
+
+static inline int draw_dim(void) { return draw_dim_to(300); }
 
 static inline int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
 

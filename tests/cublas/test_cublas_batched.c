@@ -560,8 +560,7 @@ static const double scal[4][3] = {{1.0, 0.0, 0}, {0.5, -2.0, 0}, {-1.25, 1.0, 0}
 
 static uint64_t case_seed(uint64_t a, uint64_t b, uint64_t c)
 {
-    rng_t r = {base_seed ^ (a * 0x100000001b3ull) ^ (b << 20) ^ (c << 40)};
-    return next_u64(&r);
+    return seed_of(base_seed, a, b, c);
 }
 
 /* Every (type, entry point, shape); the other parameters rotate so that each entry point of

@@ -65,15 +65,9 @@ typedef enum { E_GEMMEX, E_GEMMEX_64, E_SGEMMEX, E_SGEMMEX_64, E_HGEMM, E_COUNT,
 static const char *const entry_names[] = {"GemmEx", "GemmEx_64", "SgemmEx", "SgemmEx_64",
                                           "Hgemm"};
 
-/* GemmEx's compute type (SgemmEx: 32F implied; Hgemm: 16F) */
-typedef enum { CT_32F, CT_32F_PEDANTIC, CT_16F, CT_16F_PEDANTIC } compute;
-static const cublasComputeType_t compute_types[] = {CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC,
-                                                    CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_16F_PEDANTIC};
-static const char *const compute_names[] = {"32F", "32F_PEDANTIC", "16F", "16F_PEDANTIC"};
-
-/* element types: A and B half or bfloat16, C of their type or float */
-static const char *const type_names[] = {"16F", "16BF", "32F"};
-static const cudaDataType cuda_types[] = {CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F};
+/* GemmEx's compute type (half_test.h's compute: SgemmEx 32F implied, Hgemm 16F); the element
+ * types (half_test.h's type_names, cuda_types): A and B half or bfloat16, C of their type or
+ * float */
 
 /* A case: entry point, types, shape, layout, scalars and data. */
 typedef struct lcase {
@@ -117,7 +111,7 @@ static void read_env(void)
         base_seed = strtoull(v, NULL, 0);
 }
 
-static int half_compute(const lcase *c) { return c->ct == CT_16F || c->ct == CT_16F_PEDANTIC; }
+static int half_compute(const lcase *c) { return is_half_compute(c->ct); }
 
 /* 1 where case c must be protected (uncaptured, m n k >= 1) */
 static int protected_expected(const lcase *c)
@@ -131,29 +125,14 @@ static uint64_t expected_checks(const lcase *c)
     return (uint64_t)((c->m + block_size - 1) / block_size) * (uint64_t)c->n;
 }
 
-/* ---- seeded data ---- */
-
-
-/* one value of the series (scale: a power of two for the mixed one), not yet rounded */
-static double value(rng_t *r, int series, double scale)
-{
-    if (series == 0)
-        return 2.0 * unit(r) - 1.0;
-    if (series == 1)
-        return unit(r);
-    const double x = exp2(12.0 * unit(r) - 6.0) * scale;
-    return (next_u64(r) & 1) ? -x : x;
-}
+/* ---- seeded data (interpose_test.h's lowp_value) ---- */
 
 static uint64_t case_seed(uint64_t a, uint64_t b, uint64_t c)
 {
-    rng_t r = {base_seed ^ (a * 0x100000001b3ull) ^ (b << 20) ^ (c << 40)};
-    return next_u64(&r);
+    return seed_of(base_seed, a, b, c);
 }
 
-/* ---- layout, data and the oracle ---- */
-
-enum { ORACLE_FULL = 1 << 27, SAMPLES = 2000, GRID = 5 };
+/* ---- layout, data and the oracle (its sample: half_test.h's ORACLE_FULL, SAMPLES, GRID) ---- */
 
 typedef struct ldata {
     int ar, ac, br, bc; /* stored rows and columns of A and B */
@@ -186,10 +165,8 @@ static void layout(ldata *d, const lcase *c)
 static void fill(ldata *d, const lcase *c)
 {
     rng_t r = {c->seed};
-    int s = 0;
-    if (c->series == 2 && c->out == T_F16)
-        s = imax(0, (int)ceil(log2(1.25 * c->k + 2.0)) - 2);
-    const double scale_a = ldexp(1.0, -(s + 1) / 2), scale_b = ldexp(1.0, -s / 2);
+    double scale_a, scale_b;
+    lowp_scales(c->series, c->out, c->k, &scale_a, &scale_b);
     const size_t ei = esize(c->in), eo = esize(c->out);
     d->A = malloc(ei * d->la);
     d->B = malloc(ei * d->lb);
@@ -198,11 +175,14 @@ static void fill(ldata *d, const lcase *c)
     for (size_t i = 0; i < d->lb; i++) store(d->B, i, NAN, c->in);
     for (int j = 0; j < d->ac; j++)
         for (int i = 0; i < d->ar; i++)
-            store(d->A, (size_t)i + (size_t)j * (size_t)d->lda, value(&r, c->series, scale_a), c->in);
+            store(d->A, (size_t)i + (size_t)j * (size_t)d->lda, lowp_value(&r, c->series, scale_a),
+                  c->in);
     for (int j = 0; j < d->bc; j++)
         for (int i = 0; i < d->br; i++)
-            store(d->B, (size_t)i + (size_t)j * (size_t)d->ldb, value(&r, c->series, scale_b), c->in);
-    for (size_t i = 0; i < d->lc; i++) store(d->C0, i, c->nan_c ? NAN : value(&r, 0, 1.0), c->out);
+            store(d->B, (size_t)i + (size_t)j * (size_t)d->ldb, lowp_value(&r, c->series, scale_b),
+                  c->in);
+    for (size_t i = 0; i < d->lc; i++)
+        store(d->C0, i, c->nan_c ? NAN : lowp_value(&r, 0, 1.0), c->out);
 }
 
 /* The reference and bound of element (i, j) from op(A) as rows of k (At) and op(B) as columns of
@@ -226,23 +206,14 @@ static void oracle_at(ldata *d, const lcase *c, const double *At, const double *
         v += (long double)c->beta * c0;
         w += fabsl((long double)c->beta * c0);
     }
-    const double u = unit_out(c->out), av = fabs((double)v), mag = (double)w;
-    double bound;
-    if (half_compute(c)) /* half accumulation (and its subnormals) */
-        bound = u * av + (double)(c->k + 2) * 0x1p-10 * mag + tiny_out(c->out) +
-                (double)c->k * 0x1p-24;
-    else {
-        bound = u * av + (double)(c->k + 4) * 0x1p-22 * mag + tiny_out(c->out);
-        if (passthrough && c->out != T_F32 && !c->math)
-            bound += 32.0 * u * mag;
-    }
     d->ref[o] = (double)v;
-    d->bound[o] = bound;
+    d->bound[o] = lowp_bound(c->out, c->k, fabs((double)v), (double)w, half_compute(c),
+                             passthrough && !c->math);
 }
 
 /* The grid's element (gi, gj) of GRID x GRID over C */
-static int grid_i(const lcase *c, int g) { return (int)((int64_t)(c->m - 1) * g / (GRID - 1)); }
-static int grid_j(const lcase *c, int g) { return (int)((int64_t)(c->n - 1) * g / (GRID - 1)); }
+static int grid_i(const lcase *c, int g) { return grid_pos(c->m, g); }
+static int grid_j(const lcase *c, int g) { return grid_pos(c->n, g); }
 
 /* Every element, or (above ORACLE_FULL multiply-adds) the grid and SAMPLES random ones. */
 static void oracle(ldata *d, const lcase *c, int passthrough)
@@ -311,34 +282,8 @@ static cublasStatus_t call(cublasHandle_t h, const lcase *c, const ldata *d, con
     }
 }
 
-/* the scalars as the call takes them: float, or half where the compute type is */
-typedef struct scalars {
-    float f[2];
-    uint16_t h[2];
-    void *dev;
-    const void *alpha, *beta;
-} scalars;
-
-static void set_scalars(scalars *s, cublasHandle_t h, const lcase *c)
-{
-    s->f[0] = (float)c->alpha, s->f[1] = (float)c->beta;
-    s->h[0] = enc16(c->alpha, T_F16), s->h[1] = enc16(c->beta, T_F16);
-    const size_t es = half_compute(c) ? 2 : 4;
-    const char *host = half_compute(c) ? (const char *)s->h : (const char *)s->f;
-    s->dev = NULL;
-    s->alpha = host, s->beta = host + es;
-    if (c->dev_scalars && (s->dev = upload(host, 2 * es))) {
-        s->alpha = s->dev, s->beta = (const char *)s->dev + es;
-        cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
-    }
-}
-
-static void set_math(cublasHandle_t h, int math)
-{
-    cublasSetMathMode(h, math ? (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                              : CUBLAS_DEFAULT_MATH);
-}
+/* the scalars (half_test.h's scalars: float, or half where the compute type is) and the math
+ * mode (set_math) */
 
 /* ---- one case ---- */
 
@@ -430,7 +375,7 @@ static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
     const size_t ei = esize(c->in), eo = esize(c->out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
     scalars sc;
-    set_scalars(&sc, h, c);
+    set_scalars(&sc, h, c->alpha, c->beta, half_compute(c), c->dev_scalars);
     set_math(h, c->math);
     o->s0 = stats_now();
     if (bit >= 0)

@@ -7,25 +7,31 @@
  * faults detected and corrected.
  * Half and bfloat16 (the second half of the file): A and B both CUDA_R_16F or both CUDA_R_16BF,
  * C and D of that type or both CUDA_R_32F, CUBLAS_COMPUTE_32F with float scalars, column order,
- * one GEMM; transposes N and T, shapes 1x1x1 to 300x200x1000, lda, ldb, ldc above the rows (NaN
- * in A's and B's padding: a read of it shows in D), data uniform in [-1, 1], uniform in [0, 1] or
- * small integers (nothing near half's overflow); epilogue DEFAULT or BIAS (a vector of m elements
- * in D's type, its data type left default); C in place or apart from D (another ld, D's old
- * content NaN); scalars in host memory and (DEFAULT only) device memory. Expected protected: +1
- * protected GEMM, none unprotected, exactly ceil(m / BS) n checks (BS: BLASFT_BLOCK_SIZE, else
- * 256), nothing detected. The oracle (long double on the exact 16-bit values, this file's own
- * conversions: cuda_fp16.h is C++ only, as in test_cublas_lowp.c): v = alpha op(A) op(B) + beta C
- * + bias (bias(i) on row i), every element within |d - v| <= u |v| + (k + 4) 2^-22 (|alpha|
- * sum_l |a_il b_lj| + |beta c| + |bias|) + tiny, u = 2^-11 (half D), 2^-8 (bfloat16 D), 2^-24
- * (float D), tiny = 2^-24 for a half D, else 1e-38; D's padding rows unchanged bit for bit.
- * Counted unprotected (no checks) and within the looser bound, 32 u (|alpha| sum |ab| + |beta c| +
- * |bias|) more (cuBLAS's own split-K sums may be rounded to D's type): CUBLAS_COMPUTE_16F on half
- * data (scale type 16F, half scalars; also within test_cublas_lowp's half-accumulation bound,
- * (k + 2) 2^-10 (...) + k 2^-24, where that is larger), the ReLU-bias epilogue, a bias over C in
- * place with beta != 0, a bias with device scalars. Planted faults: the top exponent bit (14) of
- * a half and a bfloat16 D, bit 30 of a float D after half and bfloat16 inputs, at D's element
- * largest against its bound: injected, detected, corrected (or its block recomputed), none
- * uncorrectable, D within the bound.
+ * one GEMM or a strided batch (CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT 2 to 40 on all four layouts,
+ * CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET one matrix's storage, or with a gap after each
+ * matrix, NaN in A's and B's, or 0 for A: one A for the batch); transposes N and T, shapes 1x1x1
+ * to 300x200x1000, lda, ldb, ldc above the rows (NaN in A's and B's padding: a read of it shows in
+ * D), data uniform in [-1, 1], uniform in [0, 1] or small integers (nothing near half's overflow);
+ * epilogue DEFAULT or BIAS (a vector of m elements in D's type, its data type left default, the
+ * same for every matrix of a batch); C in place or apart from D (another ld and stride, D's old
+ * content NaN); scalars in host memory and (DEFAULT only) device memory. Expected protected: +batch
+ * protected GEMMs (1 for one GEMM), none unprotected, exactly batch ceil(m / BS) n checks (BS:
+ * BLASFT_BLOCK_SIZE, else 256), nothing detected. The oracle (long double on the exact 16-bit
+ * values, half_test.h's conversions: cuda_fp16.h is C++ only, as in test_cublas_lowp.c), matrix
+ * by matrix: v = alpha op(A) op(B) + beta C + bias (bias(i) on row i), every element within
+ * |d - v| <= u |v| + (k + 4) 2^-22 (|alpha| sum_l |a_il b_lj| + |beta c| + |bias|) + tiny, u =
+ * 2^-11 (half D), 2^-8 (bfloat16 D), 2^-24 (float D), tiny = 2^-24 for a half D, else 1e-38; D's
+ * padding rows and the gaps between its matrices unchanged bit for bit.
+ * Counted unprotected (batch GEMMs, no checks) and within the looser bound, 32 u (|alpha| sum |ab|
+ * + |beta c| + |bias|) more (cuBLAS's own split-K sums may be rounded to D's type):
+ * CUBLAS_COMPUTE_16F on half data (scale type 16F, half scalars; also within test_cublas_lowp's
+ * half-accumulation bound, (k + 2) 2^-10 (...) + k 2^-24, where that is larger; one GEMM and a
+ * batch), the ReLU-bias epilogue, a bias over C in place with beta != 0, a bias with device
+ * scalars, a batch with a bias. Planted faults: the top exponent bit (14) of a half and a bfloat16
+ * D, bit 30 of a float D after half and bfloat16 inputs, at D's element whose results in the
+ * planted matrices are largest against their bound, in one GEMM or in the first 3 of 5, 4 of 4
+ * and 16 of 20 matrices of a batch: injected once per planted matrix, detected and corrected (or
+ * its block recomputed) at least as many times, none uncorrectable, D within the bound.
  * Every case runs on a stream of its own, created and destroyed around it, so the interposer
  * evicts contexts whose streams are gone (8 per thread are kept).
  * --expect-off: run under BLASFT_MODE=off, every GEMM must pass through unprotected (no checks;
@@ -280,9 +286,8 @@ static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int
 
 /* ---- half and bfloat16 data ---- */
 
-/* element types: A and B half or bfloat16, C and D of their type or float */
-static const char *const type_names[] = {"16F", "16BF", "32F"};
-static const cudaDataType cuda_types[] = {CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F};
+/* element types: A and B half or bfloat16, C and D of their type or float (half_test.h's
+ * type_names, cuda_types) */
 
 static int block_size = 256;
 static int lowp_run;        /* half and bfloat16 cases run */
@@ -301,11 +306,24 @@ typedef struct hcase {
     int expect;   /* protected under the default settings */
 } hcase;
 
-/* Host operands as uploaded (16-bit words or floats) and D's reference with its bound, m x n,
- * ld m. */
+/* A strided batch of hcase's GEMM: `batch` matrices (0 or 1: one GEMM, no batch attributes set);
+ * strides: 0 one matrix's storage apart, 1 a gap after each matrix (A 5, B 3, C 7, D apart 2
+ * elements: NaN in A's and B's, C's and D's left as they were), 2 as 0 but A's stride 0 (one A for
+ * every matrix). The bias (one vector, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE left 0) is added to
+ * every matrix. */
+typedef struct hbatch {
+    int batch, strides;
+} hbatch;
+static const hbatch one_gemm = {1, 0};
+
+/* Host operands as uploaded (16-bit words or floats) and D's reference with its bound, matrix b's
+ * m x n (ld m) from b m n on. */
 typedef struct hdata {
+    int batch; /* matrices */
     int lda, ldb, ldc, ldd;
-    size_t na, nb, nc, nd;
+    size_t na, nb, nc, nd;     /* elements of one matrix's storage */
+    size_t sa, sb, sc, sd;     /* strides (elements) */
+    size_t la, lb, lc, ldlen;  /* elements of each buffer */
     void *A, *B, *C, *bias, *D0; /* D0: D's content before the call */
     double *ref, *bound;
 } hdata;
@@ -317,84 +335,106 @@ static double hvalue(int series)
 }
 
 /* loose: the bound of a GEMM that cuBLAS computes (passed through) */
-static void hmake(hdata *r, const hcase *g, int loose)
+static void hmake(hdata *r, const hcase *g, const hbatch *bt, int loose)
 {
     const int ar = g->ta == CUBLAS_OP_N ? g->m : g->k, ac = g->ta == CUBLAS_OP_N ? g->k : g->m;
     const int br = g->tb == CUBLAS_OP_N ? g->k : g->n, bc = g->tb == CUBLAS_OP_N ? g->n : g->k;
+    const int gap = bt->strides == 1;
+    r->batch = bt->batch > 1 ? bt->batch : 1;
     r->lda = ar + g->pad;
     r->ldb = br + g->pad;
     r->ldc = g->m + g->pad;
     r->ldd = g->c_apart ? g->m + g->pad + 3 : r->ldc;
+    /* cublasLt itself (13.x, H200, BLASFT_MODE=off) faulted on a batch with A's stride 0 and D
+     * apart at an odd ld (compute-sanitizer: a misaligned 4-byte store of D in an align2
+     * kernel): those D get 16-byte columns */
+    if (g->c_apart && bt->strides == 2)
+        r->ldd = (r->ldd + 7) / 8 * 8;
     r->na = (size_t)r->lda * (size_t)ac, r->nb = (size_t)r->ldb * (size_t)bc;
     r->nc = (size_t)r->ldc * (size_t)g->n, r->nd = (size_t)r->ldd * (size_t)g->n;
+    r->sa = bt->strides == 2 ? 0 : r->na + (gap ? 5 : 0);
+    r->sb = r->nb + (gap ? 3 : 0);
+    r->sc = r->nc + (gap ? 7 : 0);
+    r->sd = g->c_apart ? r->nd + (gap ? 2 : 0) : r->sc;
+    const size_t B1 = (size_t)r->batch - 1;
+    r->la = B1 * r->sa + r->na, r->lb = B1 * r->sb + r->nb;
+    r->lc = B1 * r->sc + r->nc, r->ldlen = B1 * r->sd + r->nd;
     const size_t ei = esize(g->in), eo = esize(g->out), m = (size_t)g->m, n = (size_t)g->n,
-                 k = (size_t)g->k;
-    r->A = malloc(ei * r->na);
-    r->B = malloc(ei * r->nb);
-    r->C = malloc(eo * r->nc);
+                 k = (size_t)g->k, mn = m * n;
+    r->A = malloc(ei * r->la);
+    r->B = malloc(ei * r->lb);
+    r->C = malloc(eo * r->lc);
     r->bias = malloc(eo * m);
-    r->D0 = malloc(eo * r->nd);
-    r->ref = malloc(sizeof(double) * m * n);
-    r->bound = malloc(sizeof(double) * m * n);
-    /* NaN in A's and B's padding: a read of it shows in D */
-    for (size_t i = 0; i < r->na; i++) store(r->A, i, NAN, g->in);
-    for (size_t i = 0; i < r->nb; i++) store(r->B, i, NAN, g->in);
-    for (int j = 0; j < ac; j++)
-        for (int i = 0; i < ar; i++)
-            store(r->A, (size_t)i + (size_t)j * (size_t)r->lda, hvalue(g->series), g->in);
-    for (int j = 0; j < bc; j++)
-        for (int i = 0; i < br; i++)
-            store(r->B, (size_t)i + (size_t)j * (size_t)r->ldb, hvalue(g->series), g->in);
-    for (size_t i = 0; i < r->nc; i++) store(r->C, i, hvalue(g->series), g->out);
+    r->D0 = malloc(eo * r->ldlen);
+    r->ref = malloc(sizeof(double) * mn * (size_t)r->batch);
+    r->bound = malloc(sizeof(double) * mn * (size_t)r->batch);
+    /* NaN in A's and B's padding and gaps: a read of it shows in D */
+    for (size_t i = 0; i < r->la; i++) store(r->A, i, NAN, g->in);
+    for (size_t i = 0; i < r->lb; i++) store(r->B, i, NAN, g->in);
+    for (size_t b = 0; b < (r->sa ? (size_t)r->batch : 1); b++)
+        for (int j = 0; j < ac; j++)
+            for (int i = 0; i < ar; i++)
+                store(r->A, b * r->sa + (size_t)i + (size_t)j * (size_t)r->lda, hvalue(g->series),
+                      g->in);
+    for (size_t b = 0; b < (size_t)r->batch; b++)
+        for (int j = 0; j < bc; j++)
+            for (int i = 0; i < br; i++)
+                store(r->B, b * r->sb + (size_t)i + (size_t)j * (size_t)r->ldb, hvalue(g->series),
+                      g->in);
+    for (size_t i = 0; i < r->lc; i++) store(r->C, i, hvalue(g->series), g->out);
     for (size_t i = 0; i < m; i++) store(r->bias, i, hvalue(g->series), g->out);
     if (g->c_apart) /* D's old content must not matter */
-        for (size_t i = 0; i < r->nd; i++) store(r->D0, i, NAN, g->out);
+        for (size_t i = 0; i < r->ldlen; i++) store(r->D0, i, NAN, g->out);
     else
-        memcpy(r->D0, r->C, eo * r->nc);
+        memcpy(r->D0, r->C, eo * r->lc);
     /* op(A) as rows of k, op(B) as columns of k: products of two 16-bit values are exact */
     double *At = malloc(sizeof(double) * m * k), *Bt = malloc(sizeof(double) * n * k);
     const size_t lda = (size_t)r->lda, ldb = (size_t)r->ldb;
-    for (size_t i = 0; i < m; i++)
-        for (size_t l = 0; l < k; l++)
-            At[i * k + l] = load(r->A, g->ta == CUBLAS_OP_N ? i + l * lda : l + i * lda, g->in);
-    for (size_t j = 0; j < n; j++)
-        for (size_t l = 0; l < k; l++)
-            Bt[j * k + l] = load(r->B, g->tb == CUBLAS_OP_N ? l + j * ldb : j + l * ldb, g->in);
     const double u = unit_out(g->out), tiny = tiny_out(g->out);
-    for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < m; i++) {
-            const double *a = At + i * k, *b = Bt + j * k;
-            long double s = 0, t = 0;
-            for (size_t l = 0; l < k; l++) {
-                const double x = a[l] * b[l];
-                s += x;
-                t += fabs(x);
+    for (size_t b = 0; b < (size_t)r->batch; b++) {
+        for (size_t i = 0; i < m; i++)
+            for (size_t l = 0; l < k; l++)
+                At[i * k + l] = load(r->A, b * r->sa + (g->ta == CUBLAS_OP_N ? i + l * lda
+                                                                             : l + i * lda), g->in);
+        for (size_t j = 0; j < n; j++)
+            for (size_t l = 0; l < k; l++)
+                Bt[j * k + l] = load(r->B, b * r->sb + (g->tb == CUBLAS_OP_N ? l + j * ldb
+                                                                             : j + l * ldb), g->in);
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < m; i++) {
+                const double *a = At + i * k, *x = Bt + j * k;
+                long double s = 0, t = 0;
+                for (size_t l = 0; l < k; l++) {
+                    const double p = a[l] * x[l];
+                    s += p;
+                    t += fabs(p);
+                }
+                long double v = (long double)g->alpha * s, w = fabsl((long double)g->alpha) * t;
+                if (g->beta != 0) { /* beta = 0: C is not read */
+                    const double c0 = load(r->C, b * r->sc + i + j * (size_t)r->ldc, g->out);
+                    v += (long double)g->beta * c0;
+                    w += fabsl((long double)g->beta * c0);
+                }
+                if (g->epi != PLAIN) {
+                    const double bi = load(r->bias, i, g->out);
+                    v += bi;
+                    w += fabs(bi);
+                }
+                const double av = fabs((double)v), mag = (double)w;
+                double bound = u * av + (double)(g->k + 4) * 0x1p-22 * mag + tiny;
+                if (loose)
+                    bound += 32.0 * u * mag;
+                if (g->c16) { /* half accumulation (and its subnormals) */
+                    const double hb = u * av + (double)(g->k + 2) * 0x1p-10 * mag + tiny +
+                                      (double)g->k * 0x1p-24;
+                    bound = hb > bound ? hb : bound;
+                }
+                if (g->epi == RELU_BIAS && v < 0) /* max(0, .) moves nothing further apart */
+                    v = 0;
+                r->ref[b * mn + i + j * m] = (double)v;
+                r->bound[b * mn + i + j * m] = bound;
             }
-            long double v = (long double)g->alpha * s, w = fabsl((long double)g->alpha) * t;
-            if (g->beta != 0) { /* beta = 0: C is not read */
-                const double c0 = load(r->C, i + j * (size_t)r->ldc, g->out);
-                v += (long double)g->beta * c0;
-                w += fabsl((long double)g->beta * c0);
-            }
-            if (g->epi != PLAIN) {
-                const double bi = load(r->bias, i, g->out);
-                v += bi;
-                w += fabs(bi);
-            }
-            const double av = fabs((double)v), mag = (double)w;
-            double bound = u * av + (double)(g->k + 4) * 0x1p-22 * mag + tiny;
-            if (loose)
-                bound += 32.0 * u * mag;
-            if (g->c16) { /* half accumulation (and its subnormals) */
-                const double hb = u * av + (double)(g->k + 2) * 0x1p-10 * mag + tiny +
-                                  (double)g->k * 0x1p-24;
-                bound = hb > bound ? hb : bound;
-            }
-            if (g->epi == RELU_BIAS && v < 0) /* max(0, .) moves nothing further apart */
-                v = 0;
-            r->ref[i + j * m] = (double)v;
-            r->bound[i + j * m] = bound;
-        }
+    }
     free(At);
     free(Bt);
 }
@@ -404,76 +444,90 @@ static void hrelease(hdata *r)
     free(r->A); free(r->B); free(r->C); free(r->bias); free(r->D0); free(r->ref); free(r->bound);
 }
 
-/* The worst |D - ref| / bound (NaN: infinite) at (*wi, *wj) with D's value there; the elements of
- * D's padding rows changed into *pad_bad. */
-static double hcompare(const hdata *r, const hcase *g, const void *dD, int *wi, int *wj, double *wv,
-                       size_t *pad_bad)
+/* The worst |D - ref| / bound over the batch (NaN: infinite) at matrix *wb's (*wi, *wj) with D's
+ * value there; the elements of D's padding rows and gaps changed into *pad_bad. */
+static double hcompare(const hdata *r, const hcase *g, const void *dD, int *wb, int *wi, int *wj,
+                       double *wv, size_t *pad_bad)
 {
-    const size_t eo = esize(g->out), ldd = (size_t)r->ldd, m = (size_t)g->m;
-    unsigned char *h = malloc(eo * r->nd);
-    *wi = *wj = -1;
+    const size_t eo = esize(g->out), ldd = (size_t)r->ldd, m = (size_t)g->m, mn = m * (size_t)g->n;
+    unsigned char *h = malloc(eo * r->ldlen);
+    *wb = *wi = *wj = -1;
     *wv = NAN;
     *pad_bad = 0;
-    if (cudaMemcpy(h, dD, eo * r->nd, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    if (cudaMemcpy(h, dD, eo * r->ldlen, cudaMemcpyDeviceToHost) != cudaSuccess) {
         free(h);
         return INFINITY;
     }
     double worst = 0;
-    for (size_t j = 0; j < (size_t)g->n; j++)
-        for (size_t i = 0; i < ldd; i++) {
-            const size_t p = i + j * ldd;
-            if (i >= m) {
-                *pad_bad += memcmp(h + eo * p, (const unsigned char *)r->D0 + eo * p, eo) != 0;
-                continue;
-            }
-            const double v = load(h, p, g->out);
-            double q = fabs(v - r->ref[i + j * m]) / r->bound[i + j * m];
-            if (isnan(q))
-                q = INFINITY;
-            if (q > worst || *wi < 0) {
-                worst = q > worst ? q : worst;
-                *wi = (int)i, *wj = (int)j, *wv = v;
-            }
+    for (size_t p = 0; p < r->ldlen; p++) {
+        const size_t b = p / r->sd, off = p % r->sd, i = off % ldd, j = off / ldd;
+        if (b >= (size_t)r->batch || off >= r->nd || i >= m) {
+            *pad_bad += memcmp(h + eo * p, (const unsigned char *)r->D0 + eo * p, eo) != 0;
+            continue;
         }
+        const double v = load(h, p, g->out);
+        const size_t o = b * mn + i + j * m;
+        double q = fabs(v - r->ref[o]) / r->bound[o];
+        if (isnan(q))
+            q = INFINITY;
+        if (q > worst || *wi < 0) {
+            worst = q > worst ? q : worst;
+            *wb = (int)b, *wi = (int)i, *wj = (int)j, *wv = v;
+        }
+    }
     free(h);
     return worst;
 }
 
-static const char *hname(const hcase *g)
+static const char *hname(const hcase *g, const hbatch *bt)
 {
-    static char s[200];
+    static char s[240];
+    static const char *const strides[] = {"", " gaps", " A stride 0"};
     snprintf(s, sizeof s, "%s->%s%s %c%c %dx%dx%d pad %d alpha %g beta %g%s%s%s series %d",
              type_names[g->in], type_names[g->out], g->c16 ? " compute 16F" : "", "NTC"[g->ta],
              "NTC"[g->tb], g->m, g->n, g->k, g->pad, g->alpha, g->beta,
              g->c_apart ? " C apart" : "", g->device ? " device scalars" : "",
              g->epi == BIAS ? " bias" : g->epi == RELU_BIAS ? " relu+bias" : "", g->series);
+    if (bt->batch > 1) {
+        const size_t len = strlen(s);
+        snprintf(s + len, sizeof s - len, " batch %d%s", bt->batch, strides[bt->strides]);
+    }
     return s;
 }
 
-/* One cublasLtMatmul on half or bfloat16 data; plant_bit >= 0: a fault of that bit planted in
- * D's element largest against its bound, which must be corrected */
-static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
+/* One cublasLtMatmul on half or bfloat16 data (a strided batch where bt says); plant_bit >= 0: a
+ * fault of that bit planted in each of the first plant_count matrices, at the element of D whose
+ * results there are largest against their bound; each must be corrected */
+static void hone(cublasLtHandle_t lh, hcase g, hbatch bt, int expect_off, int plant_bit,
+                 int plant_count)
 {
+    const char *what = hname(&g, &bt);
     if (getenv("LT_TRACE"))
-        fprintf(stderr, "case %s\n", hname(&g));
+        fprintf(stderr, "case %s\n", what);
     const int prot = g.expect && !expect_off;
     hdata r;
-    hmake(&r, &g, !prot);
+    hmake(&r, &g, &bt, !prot);
+    const int B = r.batch;
+    const size_t mn = (size_t)g.m * (size_t)g.n;
     int pi = 0, pj = 0;
     if (plant_bit >= 0) {
         double best = -1;
         for (int j = 0; j < g.n; j++)
             for (int i = 0; i < g.m; i++) {
-                const size_t o = (size_t)i + (size_t)j * (size_t)g.m;
-                const double q = fabs(r.ref[o]) / r.bound[o];
+                double q = INFINITY;
+                for (int b = 0; b < plant_count && b < B; b++) {
+                    const size_t o = (size_t)b * mn + (size_t)i + (size_t)j * (size_t)g.m;
+                    const double qb = fabs(r.ref[o]) / r.bound[o];
+                    q = qb < q ? qb : q;
+                }
                 if (q > best)
                     best = q, pi = i, pj = j;
             }
     }
     const size_t ei = esize(g.in), eo = esize(g.out);
-    void *dA = upload(r.A, ei * r.na), *dB = upload(r.B, ei * r.nb);
-    void *dC = upload(r.C, eo * r.nc), *dbias = upload(r.bias, eo * (size_t)g.m);
-    void *dD = g.c_apart ? upload(r.D0, eo * r.nd) : dC;
+    void *dA = upload(r.A, ei * r.la), *dB = upload(r.B, ei * r.lb);
+    void *dC = upload(r.C, eo * r.lc), *dbias = upload(r.bias, eo * (size_t)g.m);
+    void *dD = g.c_apart ? upload(r.D0, eo * r.ldlen) : dC;
     const cudaDataType ti = cuda_types[g.in], to = cuda_types[g.out];
     cublasLtMatmulDesc_t desc;
     cublasLtMatmulDescCreate(&desc, g.c16 ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F,
@@ -507,6 +561,17 @@ static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
     cublasLtMatrixLayoutCreate(&lb, ti, br, bc, r.ldb);
     cublasLtMatrixLayoutCreate(&lc, to, g.m, g.n, r.ldc);
     cublasLtMatrixLayoutCreate(&ld, to, g.m, g.n, r.ldd);
+    if (B > 1) {
+        const int32_t count = B;
+        const int64_t s[4] = {(int64_t)r.sa, (int64_t)r.sb, (int64_t)r.sc, (int64_t)r.sd};
+        cublasLtMatrixLayout_t L[4] = {la, lb, lc, ld};
+        for (int q = 0; q < 4; q++) {
+            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                             sizeof count);
+            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &s[q], sizeof s[q]);
+        }
+    }
     void *ws = NULL;
     const size_t wsz = 32u << 20;
     cudaMalloc(&ws, wsz);
@@ -514,8 +579,8 @@ static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
     cudaStreamCreate(&st);
     const int ok = dA && dB && dC && dD && dbias && (!g.device || dscal);
     if (plant_bit >= 0)
-        CHECK(plant_fault(1, pi, pj, plant_bit) == 0, "%s: plant_fault(1, %d, %d, %d)", hname(&g),
-              pi, pj, plant_bit);
+        CHECK(plant_fault(plant_count, pi, pj, plant_bit) == 0, "%s: plant_fault(%d, %d, %d, %d)",
+              what, plant_count, pi, pj, plant_bit);
     const stats_t s0 = stats_now();
     const cublasStatus_t rc = ok ? cublasLtMatmul(lh, desc, alpha, dA, la, dB, lb, beta, dC, lc, dD,
                                                   ld, NULL, ws, wsz, st)
@@ -524,13 +589,14 @@ static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
     const stats_t s1 = stats_now();
     if (plant_bit >= 0)
         plant_fault(0, 0, 0, 0); /* what no protected GEMM took goes no further */
-    int wi = -1, wj = -1;
+    int wb = -1, wi = -1, wj = -1;
     double wv = NAN;
     size_t pad_bad = 0;
-    const double q = dD ? hcompare(&r, &g, dD, &wi, &wj, &wv, &pad_bad) : INFINITY;
-    const size_t wo = wi >= 0 ? (size_t)wi + (size_t)wj * (size_t)g.m : 0;
-    const uint64_t want_checks = prot ? (uint64_t)((g.m + block_size - 1) / block_size) * (uint64_t)g.n
-                                      : 0;
+    const double q = dD ? hcompare(&r, &g, dD, &wb, &wi, &wj, &wv, &pad_bad) : INFINITY;
+    const size_t wo = wi >= 0 ? (size_t)wb * mn + (size_t)wi + (size_t)wj * (size_t)g.m : 0;
+    const uint64_t want_prot = prot ? (uint64_t)B : 0, want_unprot = prot ? 0 : (uint64_t)B;
+    const uint64_t want_checks =
+        prot ? (uint64_t)B * (uint64_t)((g.m + block_size - 1) / block_size) * (uint64_t)g.n : 0;
     if (getenv("LT_TRACE"))
         fprintf(stderr, "  error %.3g x bound, %llu protected, %llu checks, %llu detected\n", q,
                 (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
@@ -540,33 +606,34 @@ static void hone(cublasLtHandle_t lh, hcase g, int expect_off, int plant_bit)
     if (!(q <= lowp_worst))
         lowp_worst = q;
 #define HD(f) ((unsigned long long)(s1.f - s0.f))
-    CHECK(rc == CUBLAS_STATUS_SUCCESS, "%s: status %d", hname(&g), (int)rc);
-    CHECK(q <= 1.0, "%s: error %.3g x bound ((%d, %d): %.9g, reference %.9g, bound %.3g)", hname(&g),
-          q, wi, wj, wv, r.ref[wo], r.bound[wo]);
-    CHECK(dD && pad_bad == 0, "%s: %zu elements of D's padding changed", hname(&g),
+    CHECK(rc == CUBLAS_STATUS_SUCCESS, "%s: status %d", what, (int)rc);
+    CHECK(q <= 1.0,
+          "%s: error %.3g x bound (matrix %d (%d, %d): %.9g, reference %.9g, bound %.3g)", what, q,
+          wb, wi, wj, wv, r.ref[wo], r.bound[wo]);
+    CHECK(dD && pad_bad == 0, "%s: %zu elements of D's padding or gaps changed", what,
           dD ? pad_bad : 0);
-    CHECK(HD(protected_gemms) == (unsigned long long)prot &&
-              HD(unprotected_gemms) == (unsigned long long)!prot,
-          "%s: %llu protected, %llu unprotected (expected %d, %d)", hname(&g), HD(protected_gemms),
-          HD(unprotected_gemms), prot, !prot);
-    CHECK(HD(uncorrectable) == 0, "%s: %llu uncorrectable", hname(&g), HD(uncorrectable));
+    CHECK(HD(protected_gemms) == want_prot && HD(unprotected_gemms) == want_unprot,
+          "%s: %llu protected, %llu unprotected (expected %llu, %llu)", what, HD(protected_gemms),
+          HD(unprotected_gemms), (unsigned long long)want_prot, (unsigned long long)want_unprot);
+    CHECK(HD(uncorrectable) == 0, "%s: %llu uncorrectable", what, HD(uncorrectable));
     if (plant_bit >= 0 && prot) {
         /* the call's own checks at least (a correction may check again) */
-        CHECK(HD(checks) >= want_checks, "%s: %llu checks (expected at least %llu)", hname(&g),
+        CHECK(HD(checks) >= want_checks, "%s: %llu checks (expected at least %llu)", what,
               HD(checks), (unsigned long long)want_checks);
-        CHECK(HD(faults_injected) == 1, "%s: fault not planted (%llu)", hname(&g),
-              HD(faults_injected));
-        CHECK(HD(errors_detected) >= 1 && HD(errors_corrected) + HD(blocks_recomputed) >= 1,
-              "%s: planted fault (bit %d at (%d, %d)) detected %llu, corrected %llu, recomputed "
-              "%llu", hname(&g), plant_bit, pi, pj, HD(errors_detected), HD(errors_corrected),
-              HD(blocks_recomputed));
+        CHECK(HD(faults_injected) == (unsigned long long)plant_count,
+              "%s: %llu faults planted (expected %d)", what, HD(faults_injected), plant_count);
+        CHECK(HD(errors_detected) >= (unsigned long long)plant_count &&
+                  HD(errors_corrected) + HD(blocks_recomputed) >= (unsigned long long)plant_count,
+              "%s: %d planted faults (bit %d at (%d, %d)) detected %llu, corrected %llu, "
+              "recomputed %llu", what, plant_count, plant_bit, pi, pj, HD(errors_detected),
+              HD(errors_corrected), HD(blocks_recomputed));
     } else {
-        CHECK(HD(checks) == want_checks, "%s: %llu checks (expected %llu)", hname(&g), HD(checks),
+        CHECK(HD(checks) == want_checks, "%s: %llu checks (expected %llu)", what, HD(checks),
               (unsigned long long)want_checks);
         CHECK(HD(errors_detected) == 0 && HD(errors_corrected) == 0,
-              "%s: %llu detected, %llu corrected without a fault", hname(&g), HD(errors_detected),
+              "%s: %llu detected, %llu corrected without a fault", what, HD(errors_detected),
               HD(errors_corrected));
-        CHECK(HD(faults_injected) == 0, "%s: %llu faults injected", hname(&g), HD(faults_injected));
+        CHECK(HD(faults_injected) == 0, "%s: %llu faults injected", what, HD(faults_injected));
     }
 #undef HD
     cublasLtMatrixLayoutDestroy(la);
@@ -632,7 +699,7 @@ static void lowp_cases(cublasLtHandle_t lh, int expect_off)
         {H, H, 0, T, N, 64, 48, 77, 0, 1.0, 0.0, 0, 1, BIAS, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        hone(lh, cases[i], expect_off, -1);
+        hone(lh, cases[i], one_gemm, expect_off, -1, 0);
     /* planted faults: the top exponent bit of a 16-bit D, bit 30 of a float D */
     const hcase pl[] = {
         {H, H, 0, T, N, 255, 257, 129, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
@@ -641,7 +708,33 @@ static void lowp_cases(cublasLtHandle_t lh, int expect_off)
         {BF, F, 0, T, N, 300, 200, 1000, 0, 1.0, 0.0, 0, 0, BIAS, 0, 1},
     };
     for (size_t i = 0; i < sizeof pl / sizeof pl[0]; i++)
-        hone(lh, pl[i], expect_off, pl[i].out == T_F32 ? 30 : 14);
+        hone(lh, pl[i], one_gemm, expect_off, pl[i].out == T_F32 ? 30 : 14, 1);
+    /* strided batches (batch, strides: 0 packed, 1 gaps, 2 A's stride 0): DEFAULT epilogue, C in
+     * place or apart from D (its own ld and stride), protected as batch GEMMs; with a bias or
+     * half compute, passed on (batch GEMMs unprotected) */
+    const struct { hcase g; hbatch b; } bc[] = {
+        {{H, H, 0, N, N, 17, 13, 31, 1, 1.0, 0.5, 0, 0, PLAIN, 0, 1}, {3, 0}},
+        {{H, F, 0, T, N, 64, 48, 77, 0, -1.25, 1.0, 1, 0, PLAIN, 1, 1}, {5, 1}},
+        {{BF, BF, 0, N, T, 255, 257, 129, 2, 0.5, 0.0, 0, 1, PLAIN, 0, 1}, {2, 1}},
+        {{BF, F, 0, T, T, 37, 41, 43, 1, 1.0, -1.0, 1, 1, PLAIN, 2, 1}, {17, 0}},
+        {{H, H, 0, T, N, 300, 200, 100, 0, 1.0, 0.0, 1, 0, PLAIN, 0, 1}, {4, 2}},
+        {{BF, BF, 0, N, N, 16, 16, 16, 0, 1.5, -0.5, 0, 0, PLAIN, 1, 1}, {40, 0}},
+        {{H, F, 0, N, T, 1, 1, 1, 0, 1.0, 0.5, 1, 0, PLAIN, 0, 1}, {2, 0}},
+        {{H, H, 0, N, N, 257, 33, 40, 1, -0.5, 2.0, 1, 0, PLAIN, 2, 1}, {3, 2}},
+        {{H, H, 0, T, N, 64, 48, 77, 0, 1.0, 0.0, 0, 0, BIAS, 0, 0}, {3, 0}},
+        {{BF, F, 0, N, N, 37, 41, 43, 1, 1.0, 0.0, 1, 0, BIAS, 0, 0}, {2, 1}},
+        {{H, H, 1, N, N, 17, 13, 31, 0, 1.0, 0.5, 0, 0, PLAIN, 2, 0}, {3, 0}},
+    };
+    for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++)
+        hone(lh, bc[i].g, bc[i].b, expect_off, -1, 0);
+    /* planted faults in the first `count` matrices of a batch (top exponent bit) */
+    const struct { hcase g; hbatch b; int count; } bpl[] = {
+        {{H, H, 0, T, N, 255, 257, 129, 0, 1.0, 0.5, 0, 0, PLAIN, 0, 1}, {5, 0}, 3},
+        {{BF, F, 0, N, N, 64, 48, 77, 1, 1.0, 0.0, 1, 0, PLAIN, 0, 1}, {4, 1}, 4},
+        {{BF, BF, 0, N, T, 37, 41, 43, 0, 1.0, 0.5, 1, 1, PLAIN, 1, 1}, {20, 2}, 16},
+    };
+    for (size_t i = 0; i < sizeof bpl / sizeof bpl[0]; i++)
+        hone(lh, bpl[i].g, bpl[i].b, expect_off, bpl[i].g.out == T_F32 ? 30 : 14, bpl[i].count);
     printf("half and bfloat16: %d cases (block size %d), worst error %.3g x bound\n", lowp_run,
            block_size, lowp_worst);
 }
