@@ -5,9 +5,12 @@
                                      complex64/128) vs a host reference within the rounding bound,
                                      protected counts, a planted fault corrected, (torch) CUDA graph
                                      capture + replay; float16 / bfloat16 products:
-                                     right, protected, a planted fault corrected; a batch of
-                                     float16 products: right; torch's strided batch (no
-                                     protected path) counted unprotected, warned of once
+                                     right, protected, a planted fault corrected; batches of
+                                     them (torch.bmm / matmul on 3-D and 4-D tensors, CuPy's
+                                     stacked matmul): right, one protected GEMM per matrix,
+                                     planted faults corrected, not warned of; (torch) a
+                                     float16 batch with 16-bit accumulation counted
+                                     unprotected, warned of once
   bench_cublas.py bench torch|cupy   run under LD_PRELOAD: plain (interposer bypassed through
                                      blasft_cublas_bypass: the application's own cuBLAS call on its
                                      handle and stream) and protected bursts of products,
@@ -327,14 +330,15 @@ def run_checks(name):
               "context given back")
 
 
-def within_lowp_bound(fw, a, b, c, out_u):
-    """|c - a b| <= u_o |a b| + (k + 4) 2^-22 |a||b| + 2^-24 elementwise (C rounded once to its
-    type, FP32 accumulation with truncation, half's subnormals), reference in float64."""
+def within_lowp_bound(fw, a, b, c, out_u, acc_u=2.0 ** -24):
+    """|c - a b| <= u_o |a b| + (k + 4) 4 acc_u |a||b| + 2^-24 elementwise (C rounded once to its
+    type, accumulation in FP32 (acc_u 2^-24; float16's 2^-11 for 16-bit compute) with truncation,
+    half's subnormals), reference in float64; a and b stacked alike (batches: every matrix)."""
     import numpy as np
     A, B = fw.host(a.float() if fw.name == "torch" else a), fw.host(b.float() if fw.name == "torch" else b)
     C = fw.host(c.float() if fw.name == "torch" else c)
     ref, mag = np.matmul(A, B), np.matmul(np.abs(A), np.abs(B))
-    bound = out_u * np.abs(ref) + (A.shape[-1] + 4) * 2.0 ** -22 * mag + 2.0 ** -24
+    bound = out_u * np.abs(ref) + (A.shape[-1] + 4) * 4 * acc_u * mag + 2.0 ** -24
     q = float(np.max(np.abs(C - ref) / bound)) if C.size else 0.0
     return q <= 1.0, q
 
@@ -342,7 +346,8 @@ def within_lowp_bound(fw, a, b, c, out_u):
 def run_lowp_checks(name):
     """float16 (and, with torch, bfloat16) products: cublasGemmEx with FP32 compute, protected
     (cuda/gpu_lowp.cu): right within the bound, counted protected, a planted fault in an exponent
-    bit of C corrected; with torch also F.linear with a bias (cublasLtMatmul's bias epilogue)."""
+    bit of C corrected; with torch also F.linear with a bias (cublasLtMatmul's bias epilogue);
+    and batches of them (run_lowp_batch_checks)."""
     lib = blasft()
     fw = Framework(name)
     types = [("float16", 2.0 ** -11)] + ([("bfloat16", 2.0 ** -8)] if name == "torch" else [])
@@ -428,55 +433,214 @@ def run_lowp_checks(name):
         check(s1.errors_detected > s0.errors_detected and s1.errors_corrected > s0.errors_corrected,
               f"{what}: detected and corrected")
         check(ok, f"{what}: result error {q:.3g} x bound")
+        run_lowp_batch_checks(lib, fw, dtype, out_u, cast)
+
+
+def swap_last(fw, x):
+    """x with its last two axes swapped, a view: cuBLAS gets the batch's operand transposed."""
+    return x.transpose(-1, -2) if fw.name == "torch" else x.swapaxes(-1, -2)
+
+
+def lowp_batch(lib, fw, what, f, a, b, out_u, matrices, acc_u=2.0 ** -24, protected=True):
+    """One batched product c = f(a, b) of `matrices` float16 / bfloat16 matrices: c right within
+    the bound (acc_u: the accumulation's unit), the counters moved by `matrices` protected GEMMs
+    and no unprotected one (protected=False: the other way round), nothing detected. c."""
+    s0 = stats(lib, fw)
+    c = f(a, b)
+    s1 = stats(lib, fw)
+    ok, q = within_lowp_bound(fw, a, b, c, out_u, acc_u)
+    dp = s1.protected_gemms - s0.protected_gemms
+    du = s1.unprotected_gemms - s0.unprotected_gemms
+    want_p, want_u = (matrices, 0) if protected else (0, matrices)
+    check(ok, f"{what}: error {q:.3g} x bound")
+    check(dp == want_p and du == want_u, f"{what}: {dp} protected, {du} unprotected (want "
+          f"{want_p}, {want_u})")
+    check(s1.errors_detected == s0.errors_detected and s1.false_alarms == s0.false_alarms,
+          f"{what}: nothing detected, {s1.false_alarms - s0.false_alarms} false alarms")
+    return c
+
+
+def run_lowp_batch_checks(lib, fw, dtype, out_u, cast):
+    """Batches of float16 (and, with torch, bfloat16) products, one protected GEMM per matrix:
+    torch.bmm and torch.matmul on 3-D tensors and torch.matmul on 4-D ones (attention's
+    (B, H, S, D) @ (B, H, D, S), and q @ k^T: a transposed operand) call one
+    cublasGemmStridedBatchedEx (or a cublasLtMatmul batch where cublasLt is torch's preferred
+    library); CuPy's matmul of stacked arrays calls that or cublasGemmEx per matrix: either way
+    as many protected GEMMs as matrices, right within the bound, nothing unprotected, nothing
+    detected. Planted faults (exponent bit 14 of C in two matrices of a batch, op(B) plain and
+    transposed) detected and corrected. With torch also a float C (torch.bmm's out_dtype, where
+    this torch has it) protected, and float16 with 16-bit accumulation
+    (torch.backends.cuda.matmul.allow_fp16_accumulation, where it has it) passed through:
+    counted unprotected, one per matrix."""
+    name = fw.name
+    ops = [("bmm", fw.bmm)] + ([("matmul", fw.mm)] if name == "torch" else [])
+    seed = 110
+    for (bt, m, k, n) in ((4, 128, 96, 64), (3, 257, 129, 333), (16, 64, 64, 64)):
+        seed += 2
+        a = cast(fw.rand((bt, m, k), "float32", seed))
+        b = cast(fw.rand((bt, k, n), "float32", seed + 1))
+        for op, f in ops:
+            lowp_batch(lib, fw, f"{name} {op} {dtype} {bt}x{m}x{n}x{k}", f, a, b, out_u, bt)
+        b_nk = cast(fw.rand((bt, n, k), "float32", seed + 50))
+        lowp_batch(lib, fw, f"{name} bmm {dtype} {bt}x{m}x{n}x{k} op(B) transposed", fw.bmm, a,
+                   swap_last(fw, b_nk), out_u, bt)
+    # attention-like products of 4-D tensors (B, H, S, D): B H matrices each
+    for (B, H, S, D) in ((2, 4, 128, 64), (1, 8, 200, 80)):
+        seed += 3
+        q = cast(fw.rand((B, H, S, D), "float32", seed))
+        kk = cast(fw.rand((B, H, S, D), "float32", seed + 1))
+        v = cast(fw.rand((B, H, S, D), "float32", seed + 2))
+        kt = cast(fw.rand((B, H, D, S), "float32", seed + 3))
+        shape = f"({B},{H},{S},{D})"
+        lowp_batch(lib, fw, f"{name} {dtype} {shape} @ ({B},{H},{D},{S})", fw.mm, q, kt, out_u,
+                   B * H)
+        scores = lowp_batch(lib, fw, f"{name} {dtype} q @ k^T {shape}", fw.mm, q,
+                            swap_last(fw, kk), out_u, B * H)
+        p = cast(scores * (1.0 / S))  # softmax-sized weights
+        lowp_batch(lib, fw, f"{name} {dtype} scores @ v {shape}", fw.mm, p, v, out_u, B * H)
+    # planted faults: two flips (matrices 0 and 1 of the batch, or the first two of CuPy's
+    # cublasGemmEx per matrix), each corrected
+    for label, tr in (("", False), (" op(B) transposed", True)):
+        bt = 4
+        a = cast(fw.rand((bt, 300, 200), "float32", 131))
+        b = swap_last(fw, cast(fw.rand((bt, 260, 200), "float32", 132))) if tr else \
+            cast(fw.rand((bt, 200, 260), "float32", 132))
+        s0 = stats(lib, fw)
+        lib.blasft_cublas_plant_fault(2, 10, 20, 14)  # the highest exponent bit of half and bf16
+        c = fw.bmm(a, b)
+        s1 = stats(lib, fw)
+        lib.blasft_cublas_plant_fault(0, 0, 0, 0)  # disarm what the call did not take
+        ok, q = within_lowp_bound(fw, a, b, c, out_u)
+        what = f"{name} bmm {dtype} 4x300x260x200{label} planted faults"
+        dp = s1.protected_gemms - s0.protected_gemms
+        check(s1.faults_injected - s0.faults_injected == 2,
+              f"{what}: {s1.faults_injected - s0.faults_injected} planted (want 2)")
+        check(dp == bt, f"{what}: {dp} protected (want {bt})")
+        check(s1.errors_detected - s0.errors_detected >= 2 and
+              s1.errors_corrected - s0.errors_corrected >= 2,
+              f"{what}: {s1.errors_detected - s0.errors_detected} detected, "
+              f"{s1.errors_corrected - s0.errors_corrected} corrected (want 2 each)")
+        check(ok, f"{what}: result error {q:.3g} x bound")
+    if name != "torch":
+        return
+    torch = fw.m
+    a = cast(fw.rand((4, 128, 96), "float32", 141))
+    b = cast(fw.rand((4, 96, 64), "float32", 142))
+    # a float C: cublasGemmStridedBatchedEx with C in CUDA_R_32F (torch.bmm's out_dtype, 2.8 on)
+    has_out_dtype = False
+    try:
+        torch.bmm(a, b, out_dtype=torch.float32)
+        has_out_dtype = True
+    except TypeError as e:  # no such argument
+        print(f"note torch.bmm {dtype} with out_dtype=float32 skipped: {str(e)[:120]}", flush=True)
+    except RuntimeError as e:  # this torch's limits: a note; cuBLAS's (or ours) failing: a failure
+        check("CUBLAS" not in str(e).upper(), f"torch bmm {dtype} out_dtype=float32: {str(e)[:200]}")
+        print(f"note torch.bmm {dtype} with out_dtype=float32 skipped: {str(e)[:120]}", flush=True)
+    if has_out_dtype:
+        lowp_batch(lib, fw, f"torch bmm {dtype} 4x128x64x96 into float32",
+                   lambda x, y: torch.bmm(x, y, out_dtype=torch.float32), a, b, 2.0 ** -24, 4)
+    # 16-bit accumulation (float16 only; torch uses it from compute capability 7 on):
+    # CUBLAS_COMPUTE_16F, no protected path
+    flags = torch.backends.cuda.matmul
+    if dtype == "float16" and hasattr(flags, "allow_fp16_accumulation") and \
+            torch.cuda.get_device_capability()[0] >= 7:
+        old = flags.allow_fp16_accumulation
+        flags.allow_fp16_accumulation = True
+        try:
+            lowp_batch(lib, fw, "torch bmm float16 4x128x64x96 with 16-bit accumulation", fw.bmm,
+                       a, b, out_u, 4, acc_u=2.0 ** -11, protected=False)
+        finally:
+            flags.allow_fp16_accumulation = old
+    elif dtype == "float16":
+        print("note torch bmm float16 with 16-bit accumulation skipped: this torch has no "
+              "torch.backends.cuda.matmul.allow_fp16_accumulation (or the GPU is older than "
+              "compute capability 7)", flush=True)
 
 
 HALF_PROGRAM = """
 import sys
-fw = __import__(sys.argv[1])
-if sys.argv[1] == "torch":
+name = sys.argv[1]
+fw = __import__(name)
+if name == "torch":
     g = fw.Generator(device="cuda").manual_seed(7)
-    a = fw.randn(4, 128, 96, device="cuda", generator=g).half()
-    b = fw.randn(4, 96, 64, device="cuda", generator=g).half()
+    pairs = [(fw.randn(4, 128, 96, device="cuda", generator=g).to(t),
+              fw.randn(4, 96, 64, device="cuda", generator=g).to(t)) for t in (fw.float16, fw.bfloat16)]
 else:
     r = fw.random.default_rng(7)
-    a = r.standard_normal((4, 128, 96), dtype=fw.float32).astype(fw.float16)
-    b = r.standard_normal((4, 96, 64), dtype=fw.float32).astype(fw.float16)
-for _ in range(3):
-    c = a @ b
-ref = a.astype(fw.float64) @ b.astype(fw.float64) if sys.argv[1] == "cupy" else a.double() @ b.double()
-c = c.astype(fw.float64) if sys.argv[1] == "cupy" else c.double()
-print(float(abs(c - ref).max() / abs(ref).max()))
+    pairs = [(r.standard_normal((4, 128, 96), dtype=fw.float32).astype(fw.float16),
+              r.standard_normal((4, 96, 64), dtype=fw.float32).astype(fw.float16))]
+err = 0.0
+for a, b in pairs:
+    for _ in range(3):
+        c = a @ b
+    if name == "torch":
+        ref, c = a.double() @ b.double(), c.double()
+    else:
+        ref, c = a.astype(fw.float64) @ b.astype(fw.float64), c.astype(fw.float64)
+    err = max(err, float(abs(c - ref).max() / abs(ref).max()))
+print("error", err, "matrices", 3 * 4 * len(pairs))
+# then a batch with 16-bit accumulation (torch's allow_fp16_accumulation, where it has it): it
+# passes through unprotected; its warning comes after this line
+sys.stderr.write("--- 16-bit accumulation ---\\n")
+sys.stderr.flush()
+n16 = 0
+if name == "torch" and hasattr(fw.backends.cuda.matmul, "allow_fp16_accumulation") and \\
+        fw.cuda.get_device_capability()[0] >= 7:
+    fw.backends.cuda.matmul.allow_fp16_accumulation = True
+    c = pairs[0][0] @ pairs[0][1]
+    fw.cuda.synchronize()
+    n16 = 4
+print("fp16_accumulation", n16)
 """
 
 
 def check_half(name):
-    """A batch of half-precision products, in a process of its own (the warning is once per
-    process): right either way. PyTorch computes it by one cublasGemmStridedBatchedEx, which has
-    no protected path for half data: counted unprotected and warned of once on stderr. CuPy
-    computes it matrix by matrix with cublasGemmEx: each one protected, no warning."""
+    """Batches of half-precision products (and, with torch, bfloat16), in a process of its own
+    (the warning is once per process): right, protected and not warned of. PyTorch computes each
+    by one cublasGemmStridedBatchedEx, protected since the half batches' path (one protected GEMM
+    per matrix); CuPy by that or by cublasGemmEx per matrix: protected either way. Then (torch,
+    where it has torch.backends.cuda.matmul.allow_fp16_accumulation) a float16 batch with 16-bit
+    accumulation: counted unprotected, one per matrix, warned of once."""
     import subprocess
     import tempfile
+    marker = "--- 16-bit accumulation ---"
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
         env = {k: v for k, v in os.environ.items() if k not in ("BLASFT_LOG", "BLASFT_LOG_FILE")}
         env["BLASFT_REPORT"] = report
         p = subprocess.run([sys.executable, "-c", HALF_PROGRAM, name], env=env,
                            capture_output=True, text=True, timeout=300)
-        warned = p.stderr.count("passes through unprotected: no thresholds")
-        err = float(p.stdout.split()[-1]) if p.returncode == 0 and p.stdout.split() else 1.0
-        what = f"{name} float16 batched matmul"
-        check(p.returncode == 0 and err < 1e-2, f"{what}: relative error {err:.3g} "
-              f"(status {p.returncode})")
-        want = 1 if name == "torch" else 0
-        check(warned == want, f"{what}: warned {warned} times (want {want})" +
-              ("" if warned == want else f"; stderr: {p.stderr[-400:]!r}"))
+        out = {}
+        for line in p.stdout.splitlines():
+            f = line.split()
+            if len(f) >= 2 and f[0] in ("error", "fp16_accumulation"):
+                out[f[0]] = float(f[1])
+                if len(f) >= 4 and f[2] == "matrices":
+                    out["matrices"] = int(f[3])
+        err = out.get("error", 1.0) if p.returncode == 0 else 1.0
+        matrices, n16 = out.get("matrices", 0), int(out.get("fp16_accumulation", 0))
+        what = f"{name} {'float16 and bfloat16' if name == 'torch' else 'float16'} batched matmul"
+        check(p.returncode == 0 and err < 1e-2 and matrices > 0,
+              f"{what}: relative error {err:.3g} (status {p.returncode})" +
+              ("" if p.returncode == 0 else f"; stderr: {p.stderr[-400:]!r}"))
+        before, _, after = p.stderr.partition(marker)
+        warned = before.count("passes through unprotected")
+        check(warned == 0, f"{what}: warned {warned} times (want 0)" +
+              ("" if warned == 0 else f"; stderr: {before[-400:]!r}"))
         abft = json.load(open(report))["abft"] if os.path.exists(report) else {}
-        if name == "torch":
-            ok = abft.get("unprotected_gemms", 0) >= 3
-        else:  # 3 products of 4 matrices
-            ok = abft.get("protected_gemms", 0) >= 12 and abft.get("unprotected_gemms", 1) == 0
+        # the products' matrices and their float64 references' (protected too)
+        ok = abft.get("protected_gemms", 0) >= matrices and abft.get("unprotected_gemms", -1) == n16
         check(ok and abft.get("errors_detected", 1) == 0,
-              f"{what}: counted {'unprotected' if name == 'torch' else 'protected'}: {abft}")
+              f"{what}: {matrices} matrices protected, {n16} unprotected: {abft}")
+        if n16:
+            warned16 = after.count("passes through unprotected")
+            check(warned16 == 1, f"{name} float16 batch with 16-bit accumulation: warned "
+                  f"{warned16} times (want 1)" +
+                  ("" if warned16 == 1 else f"; stderr: {after[-400:]!r}"))
+        elif name == "torch":
+            print("note torch float16 batch with 16-bit accumulation skipped: no "
+                  "torch.backends.cuda.matmul.allow_fp16_accumulation (or compute capability "
+                  "below 7)", flush=True)
 
 
 def timed(fw, f, burst):

@@ -153,11 +153,13 @@ static inline uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; }
 /* the fault-free counts of an (type, series) slot or of all; each bench prints its own fields */
 typedef struct fp_count {
     uint64_t calls;
-    uint64_t gemms;         /* bench_cublas_batched: matrices */
+    uint64_t gemms;         /* the calls' matrices (bench_cublas_lowp: 1 per cublasGemmEx) */
     uint64_t checks;        /* the counters' checks */
     uint64_t expected;      /* the checks expected (bench_cublas_batched: the fused path's) */
     uint64_t unexpected;    /* calls whose checks were not those expected (batched: not fused) */
-    uint64_t not_protected; /* bench_cublas_lowp: calls that did not add one protected GEMM */
+    uint64_t not_protected; /* bench_cublas_lowp: calls that did not add one protected GEMM
+                             * per matrix */
+    uint64_t batched;       /* bench_cublas_lowp: calls that were strided batches */
     uint64_t failed, false_alarms, detected, flagged_calls;
 } fp_count;
 
@@ -165,7 +167,7 @@ static inline void fp_add(fp_count *t, const fp_count *c)
 {
     t->calls += c->calls, t->gemms += c->gemms, t->checks += c->checks;
     t->expected += c->expected, t->unexpected += c->unexpected;
-    t->not_protected += c->not_protected, t->failed += c->failed;
+    t->not_protected += c->not_protected, t->batched += c->batched, t->failed += c->failed;
     t->false_alarms += c->false_alarms, t->detected += c->detected;
     t->flagged_calls += c->flagged_calls;
 }
