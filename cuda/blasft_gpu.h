@@ -224,7 +224,7 @@ typedef struct blasft_gpu_lowp {
     /* A batch of `count` such GEMMs (0 or 1: one) with the same shape and scalars: matrix b's
      * A, B and C stride_a, stride_b and stride_c elements after matrix b - 1's (c_in's
      * stride_c_in), or, where a_arr is given, at the device addresses a_arr[b], b_arr[b] and
-     * c_arr[b] (cublasGemmBatchedEx; c_in and bias unused) */
+     * c_arr[b] (cublasGemmBatchedEx; with c_in or a bias such a call is not taken) */
     int64_t count, stride_a, stride_b, stride_c, stride_c_in;
     const void *const *a_arr, *const *b_arr;
     void *const *c_arr;

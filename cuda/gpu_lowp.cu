@@ -92,8 +92,8 @@ template <typename TA> struct lp_args {
     bool ta, tb; /* op(A) = A^T, op(B) = B^T */
     /* 16 or 8 where every column of A (op(A) = A), B (op(B) = B), C and the old C starts at a
      * multiple of that many bytes and every block row too: the passes load that many bytes at
-     * a time; else 0. The host sets what the leading dimensions and the block size allow, mat
-     * what the matrix's address allows too. */
+     * a time; else 0. The host sets what the leading dimensions and the block size allow and,
+     * for one matrix (one), what its addresses allow; mat what each matrix's addresses allow. */
     int vec_a, vec_b, vec_c;
     bool vec_out; /* out's columns and block rows at multiples of 8 bytes (with vec_c 16) */
     /* The chunk's matrices (count of them): A, B and the caller's C at strides sa, sb and sc
@@ -102,6 +102,10 @@ template <typename TA> struct lp_args {
     int64_t count, sa, sb, sc;
     const TA *const *Aa, *const *Ba;
     void *const *Ca;
+    bool one; /* the call is one matrix (not a chunk of one): the kernels' fast paths */
+    /* elements from matrix to matrix in the buffers: the pieces, R, the FP32 result and the
+     * old C (multiples of 16 bytes: cuBLAS's arrays of pointers to them) */
+    int64_t sp, sr, sw;
     const TA *A, *B;
     bool wide;                   /* C is half or bfloat16: */
     float *C;                    /* the FP32 result that is checked: the caller's C, or ... */
@@ -160,24 +164,23 @@ __host__ __device__ __forceinline__ int aligned_to(const void *p, int layout)
 template <typename TA> __device__ __forceinline__ lp_args<TA> mat(const lp_args<TA> &a, int64_t g)
 {
     lp_args<TA> v = a;
-    const int64_t mn = a.m * a.n, mbk = a.mb * a.k;
     v.A = a.Aa ? a.Aa[g] : a.A + g * a.sa;
     v.B = a.Ba ? a.Ba[g] : a.B + g * a.sb;
     if (a.wide) { /* the result in the buffer, the caller's 16-bit C apart */
-        v.C = a.C + g * mn;
+        v.C = a.C + g * a.sw;
         v.out = a.Ca ? (TA *)a.Ca[g] : a.out + g * a.sc;
     } else {
         v.C = a.Ca ? (float *)a.Ca[g] : a.C + g * a.sc;
     }
-    v.old = a.old ? a.old + g * mn : nullptr;
-    v.S = a.S + g * mbk;
+    v.old = a.old ? a.old + g * a.sw : nullptr;
+    v.S = a.S + g * a.mb * a.k;
     v.Q = a.Q + g * a.mb;
     v.pn = a.pn + g * a.mb;
     v.rn = a.rn + g * a.mb;
     v.e = a.e + g * a.mb;
     v.bmax = a.bmax + g;
-    v.pieces = a.pieces + g * kPieces * mbk;
-    v.R = a.R + g * kPieces * a.mb * a.n;
+    v.pieces = a.pieces + g * a.sp;
+    v.R = a.R + g * a.sr;
     v.bsq = a.bsq + g * a.n;
     v.vec_a = aligned_to(v.A, a.vec_a);
     v.vec_b = aligned_to(v.B, a.vec_b);
@@ -447,7 +450,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_ar
     }
     /* one matrix from the parameters, as lp_check (Nsight Compute, H200, 4096^3: 27.9 us
      * against 30.1 through mat) */
-    if (batch.count == 1 && !batch.Aa) {
+    if (batch.one) {
         prep_matrix(batch, blockIdx.x);
     } else {
         const int64_t per = prep_blocks(batch), g = blockIdx.x / per;
@@ -597,9 +600,9 @@ __device__ __forceinline__ void check_matrix(const lp_args<TA> &a, int64_t g)
 }
 template <typename TA> __global__ void __launch_bounds__(kThreads) lp_check(lp_args<TA> batch)
 {
-    /* one matrix: its fields as the kernel's parameters (matrix 0's alignment set by the host),
-     * as before batches came: mat's copies live in registers */
-    if (batch.count == 1 && !batch.Aa)
+    /* one matrix: its fields as the kernel's parameters (its alignment set by the host), as
+     * before batches came: mat's copies live in registers */
+    if (batch.one)
         check_matrix(batch, 0);
     else
         check_matrix(mat(batch, blockIdx.y), blockIdx.y);
@@ -700,8 +703,8 @@ __global__ void __launch_bounds__(kThreads)
         float x = src_scale == 0.0f ? 0.0f : src_scale * (float)to_d(sp[i + j * src.ld]);
         if (bias)
             x += (float)to_d(bias[i]);
-        batch.old[e] = x;
-        float *C = batch.wide ? batch.C + g * per
+        batch.old[g * batch.sw + r] = x;
+        float *C = batch.wide ? batch.C + g * batch.sw
                    : batch.Ca ? (float *)batch.Ca[g] : batch.C + g * batch.sc;
         C[i + j * batch.ldc] = x;
     }
@@ -714,10 +717,10 @@ __global__ void lp_ptrs(lp_args<TA> a, const void **pieces, void **R, void **wid
 {
     for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < a.count;
          g += (int64_t)gridDim.x * blockDim.x) {
-        pieces[g] = a.pieces + g * kPieces * a.mb * a.k;
-        R[g] = a.R + g * kPieces * a.mb * a.n;
+        pieces[g] = a.pieces + g * a.sp;
+        R[g] = a.R + g * a.sr;
         if (wide)
-            wide[g] = a.C + g * a.m * a.n;
+            wide[g] = a.C + g * a.sw;
     }
 }
 
@@ -732,7 +735,7 @@ float *host_checked(const lp_args<TA> &a, const blasft_gpu_lowp *l, int64_t b, i
                     cudaStream_t s)
 {
     if (a.wide)
-        return a.C + (b - g0) * a.m * a.n;
+        return a.C + (b - g0) * a.sw;
     if (!l->c_arr)
         return (float *)l->g.c + b * l->stride_c;
     void *p = nullptr;
@@ -773,13 +776,21 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.bs = (int)bs;
     a.ta = op_of(g.transa) != CUBLAS_OP_N;
     a.tb = op_of(g.transb) != CUBLAS_OP_N;
+    a.one = !batch;
+    const auto round16 = [](int64_t elems, size_t es) {
+        const int64_t per = 16 / (int64_t)es;
+        return (elems + per - 1) / per * per;
+    };
+    a.sp = round16(kPieces * mb * k, sizeof(TA));
+    a.sr = round16(kPieces * mb * n, sizeof(float));
+    a.sw = round16(m * n, sizeof(float));
     /* matrices per chunk: the buffers' bytes per matrix within kChunkBytes; the kernels' grids
      * (lp_split's grid.z, lp_prep's grid.x) and the list's (g mb + I) in range */
     const size_t mat_bytes =
         gk_align(sizeof(double) * (size_t)(n + 3 * mb + mb * k)) + sizeof(int) * (size_t)mb +
-        sizeof(TA) * (size_t)(kPieces * mb * k) + sizeof(float) * (size_t)(kPieces * mb * n) +
+        sizeof(TA) * (size_t)a.sp + sizeof(float) * (size_t)a.sr +
         sizeof(uint2) * (size_t)(mb * n) +
-        sizeof(float) * (size_t)(m * n) * ((keep_old ? 1 : 0) + (wide ? 1 : 0)) +
+        sizeof(float) * (size_t)a.sw * ((keep_old ? 1 : 0) + (wide ? 1 : 0)) +
         sizeof(unsigned int) + (arrays ? 3 * sizeof(void *) : 0);
     int64_t chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / mat_bytes));
     chunk = std::min({chunk, count, (int64_t)65535, (int64_t)UINT32_MAX / mb,
@@ -797,11 +808,11 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
      * once per call, the rest once per chunk) */
     const size_t zero_bytes = w.o;
     const size_t S_at = w.take(sizeof(double) * (size_t)(chunk * mb * k));
-    const size_t pieces_at = w.take(sizeof(TA) * (size_t)(chunk * kPieces * mb * k));
-    const size_t R_at = w.take(sizeof(float) * (size_t)(chunk * kPieces * mb * n));
+    const size_t pieces_at = w.take(sizeof(TA) * (size_t)(chunk * a.sp));
+    const size_t R_at = w.take(sizeof(float) * (size_t)(chunk * a.sr));
     const size_t list_at = w.take(sizeof(uint2) * (size_t)(chunk * mb * n));
-    const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(chunk * m * n) : 0);
-    const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(chunk * m * n) : 0);
+    const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
+    const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
     const size_t ptrs_at = w.take(arrays ? 3 * sizeof(void *) * (size_t)chunk : 0);
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {
@@ -887,6 +898,25 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
      * in the output type need no switching off: the output is FP32, the compute type */
     const cublasMath_t math = (cublasMath_t)l->math;
     const bool own_math = math != CUBLAS_DEFAULT_MATH;
+    /* the report of the first `done` matrices: all of them, or those a failure mid-batch left
+     * checked (their detections and corrections are not lost; the call still fails) */
+    const auto report = [&](int64_t done) {
+        report_meta rm;
+        rm.checks = (uint64_t)(done * mb * n);
+        rm.type = l->ab == BLASFT_LOWP_F16 ? 'H' : 'B';
+        rm.routine = g.routine ? g.routine : "gpu_gemm_lowp";
+        rm.on_error = p->on_error;
+        rm.row0 = 0;
+        rm.col0 = 0;
+        rm.bs = bs;
+        rm.gemms = (int)done;
+        return enqueue_report(ctx, slot, rm, a.cnt);
+    };
+    const auto failed = [&](int64_t g0) {
+        if (g0)
+            report(g0);
+        return -2;
+    };
     int nplanted = 0;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
         const int64_t cg = std::min(chunk, count - g0);
@@ -927,9 +957,9 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                                       CUBLAS_GEMM_DEFAULT);
         else
             rst = cb->gemm_strided_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), ldr, (int)n, (int)k,
-                                      rs, a.pieces, dta, ldr, (long long)ldr * k, a.B, dta,
-                                      (int)g.ldb, l->stride_b, rs + 1, a.R, CUDA_R_32F, ldr,
-                                      (long long)ldr * n, (int)cg, comp, CUBLAS_GEMM_DEFAULT);
+                                      rs, a.pieces, dta, ldr, a.sp, a.B, dta, (int)g.ldb,
+                                      l->stride_b, rs + 1, a.R, CUDA_R_32F, ldr, a.sr, (int)cg,
+                                      comp, CUBLAS_GEMM_DEFAULT);
         const bool ref_ok = blas_ok(rst, "cublasGemmEx (reference)");
         cudaEventRecord(ctx->ev_ref, s1);
         /* s0 waits for the helper stream on every way out from here (the next call's or
@@ -940,7 +970,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
             join();
             /* at the first chunk nothing of the caller's has run: cuBLAS computes it,
              * unprotected; later, C is partly written */
-            return g0 ? -2 : -1;
+            return g0 ? failed(g0) : -1;
         }
         /* the caller's GEMMs, their results in FP32: the old C first where it enters (where it
          * is C, a float C needs no copy of its own into the result) */
@@ -986,7 +1016,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                                          (int)n, (int)k, g.alpha, a.A, dta, (int)g.lda,
                                          l->stride_a, a.B, dta, (int)g.ldb, l->stride_b,
                                          gemm_beta, a.C, CUDA_R_32F, (int)a.ldc,
-                                         wide ? m * n : l->stride_c, (int)cg, comp, algo);
+                                         wide ? a.sw : l->stride_c, (int)cg, comp, algo);
             main_ok = blas_ok(st, "cublasGemmEx");
         }
         if (own_math &&
@@ -994,14 +1024,14 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
             main_ok = false;
         if (!main_ok) {
             join();
-            return -2;
+            return failed(g0);
         }
         /* tests: into the FP32 results that are checked, from the batch's first matrix on */
         for (; l->plant && nplanted < l->nplants && nplanted < g0 + cg; nplanted++) {
             float *c = host_checked(a, l, nplanted, g0, s0);
             if (!c) {
                 join();
-                return -2;
+                return failed(g0);
             }
             ctx->checked_c = c;
             ctx->checked_type = BLASFT_TYPE_S;
@@ -1016,16 +1046,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         /* most calls flag nothing: few blocks, each a stride over the list */
         lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
     }
-    report_meta rm;
-    rm.checks = (uint64_t)(count * mb * n);
-    rm.type = l->ab == BLASFT_LOWP_F16 ? 'H' : 'B';
-    rm.routine = g.routine ? g.routine : "gpu_gemm_lowp";
-    rm.on_error = p->on_error;
-    rm.row0 = 0;
-    rm.col0 = 0;
-    rm.bs = bs;
-    rm.gemms = (int)count;
-    return enqueue_report(ctx, slot, rm, a.cnt);
+    return report(count);
 }
 
 } // namespace
@@ -1056,6 +1077,11 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         (l->count > INT32_MAX || l->bias ||
          (l->a_arr ? !l->b_arr || !l->c_arr || l->c_in || !cb->gemm_batched_ex
                    : !cb->gemm_strided_ex)))
+        return 0;
+    /* strided C matrices that overlap (cuBLAS leaves the result undefined): each check would
+     * see another matrix's elements and "correct" them; they pass through */
+    if (l->count > 1 && !l->a_arr &&
+        (l->stride_c < 0 ? -l->stride_c : l->stride_c) < g.ldc * (g.n - 1) + g.m)
         return 0;
     /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM */
     if (!g.scalars_on_device) {

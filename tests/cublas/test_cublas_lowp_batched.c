@@ -5,7 +5,8 @@
  * data per case (test_cublas_lowp.c's series: uniform in [-1, 1], uniform in [0, 1], mixed
  * magnitudes 2^-6 .. 2^6 scaled down where C is half so that no sum can overflow it): batches of
  * 1, 2, 3, 5, 17, 40 and 300 matrices, awkward shapes (1x1x1, 1x7x3, 7x1x5, primes 37x41x43,
- * m not a multiple of the block size, k = 1), one larger batch (4 x 512x384x640), every transpose
+ * m not a multiple of the block size, k = 1), larger batches (4 x 512x384x640; 3 x 4096x4096x64
+ * with odd gaps, which the engine takes one matrix at a time), every transpose
  * pair (C as T for real data), leading dimensions above the rows with NaN in A's and B's padding (a
  * read of it shows in C), scalars (1, 0), (0.5, -2), (-1.25, 1) and beta = 0 over a C of NaN (C
  * must not be read), scalars in device memory, the handle's math mode CUBLAS_DEFAULT_MATH or with
@@ -716,6 +717,17 @@ static void large(cublasHandle_t h)
                    .alpha = scal[t][0], .beta = scal[t][1], .nan_c = (int)scal[t][2],
                    .series = t % 3, .dev_scalars = t == 2, .math = t == 3,
                    .seed = case_seed(2, (uint64_t)t, 0)};
+        normalize(&c);
+        one(h, &c);
+    }
+    /* matrices large enough that the engine's buffers hold one at a time (a chunk of one), a
+     * gap of an odd number of elements after each: matrix 1's A, B and C are not 16-byte
+     * aligned where matrix 0's are */
+    for (int t = 0; t < 2; t++) {
+        bcase c = {.e = t ? E_STRIDED_64 : E_STRIDED, .in = (etype)t, .out = (etype)t,
+                   .ct = CT_32F, .ta = CUBLAS_OP_N, .tb = CUBLAS_OP_N, .m = 4096, .n = 4096,
+                   .k = 64, .batch = 3, .mode_a = M_GAP, .mode_b = M_GAP, .gap_c = 1,
+                   .alpha = 1.0, .beta = 0.5, .seed = case_seed(2, 4 + (uint64_t)t, 0)};
         normalize(&c);
         one(h, &c);
     }
