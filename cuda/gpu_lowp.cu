@@ -90,6 +90,7 @@ template <typename TA> struct lp_args {
     int64_t mb; /* block rows */
     int bs;
     bool ta, tb; /* op(A) = A^T, op(B) = B^T */
+    int bl;      /* lanes per column of op(B) = B in its norms' pass (bnorm_block) */
     /* 16 or 8 where every column of A (op(A) = A), B (op(B) = B), C and the old C starts at a
      * multiple of that many bytes and every block row too: the passes load that many bytes at
      * a time; else 0. The host sets what the leading dimensions and the block size allow and,
@@ -198,6 +199,8 @@ constexpr int kGroup = 8;
  * each) */
 constexpr int kEncL = 4 * (kThreads / kGroup);
 constexpr int kChunk = kThreads;
+/* op(B)'s columns up to this long are read by 8 lanes each, longer ones by a warp (bnorm_block) */
+constexpr int64_t kShortK = 512;
 
 /* Element t of the words w[0..] (32 bits each) as the type's number: in registers, no copies */
 __device__ __forceinline__ double word_el(const uint32_t *w, int t, const __half *)
@@ -373,13 +376,15 @@ __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> batch)
     }
 }
 
-/* bsq(j) = ||op(B)(:, j)||^2 for CUDA block b of bnorm_blocks. op(B) = B: a warp per column;
- * op(B) = B^T: a thread per column and chunk of 256 rows (neighbouring threads on neighbouring
- * j), added into bsq (zeroed). */
+/* bsq(j) = ||op(B)(:, j)||^2 for CUDA block b of bnorm_blocks. op(B) = B: a group of bl lanes
+ * per column (a warp for long columns; 8 lanes for short ones, k <= kShortK, so that the many
+ * blocks of a batch of small matrices each do more than a warp's worth of latency); op(B) = B^T:
+ * a thread per column and chunk of 256 rows (neighbouring threads on neighbouring j), added into
+ * bsq (zeroed). */
 template <typename TA> __host__ __device__ int64_t bnorm_blocks(const lp_args<TA> &a)
 {
     return a.tb ? ((a.n + kThreads - 1) / kThreads) * ((a.k + 255) / 256)
-                : (a.n + kThreads / 32 - 1) / (kThreads / 32);
+                : (a.n + kThreads / a.bl - 1) / (kThreads / a.bl);
 }
 /* the largest |op(B)| so far (a non-negative float's bits order as its values) */
 template <typename TA> __device__ __forceinline__ void note_bmax(const lp_args<TA> &a, double mx)
@@ -407,19 +412,20 @@ __device__ __forceinline__ void bnorm_block(const lp_args<TA> &a, int64_t b)
         note_bmax(a, mx);
         return;
     }
-    const int lane = threadIdx.x & 31;
-    const int64_t j = b * (kThreads / 32) + (threadIdx.x >> 5);
-    if (j >= a.n) /* the whole warp */
-        return;
+    const int L = a.bl, sub = threadIdx.x & (L - 1);
+    const int64_t j = b * (kThreads / L) + threadIdx.x / L;
+    const bool live = j < a.n; /* the groups of a warp shuffle together */
     double s = 0.0;
     double mx = 0.0;
-    run_sum(a.B + j * a.ldb, a.k, lane, 32, a.vec_b, [&](double x) {
-        s = fma(x, x, s);
-        mx = fmax(mx, fabs(x));
-    });
-    s = warp_sum(s);
-    mx = warp_max(mx);
-    if (lane == 0) {
+    if (live)
+        run_sum(a.B + j * a.ldb, a.k, sub, L, a.vec_b, [&](double x) {
+            s = fma(x, x, s);
+            mx = fmax(mx, fabs(x));
+        });
+    s = group_sum(s, L);
+    for (int off = L >> 1; off > 0; off >>= 1)
+        mx = fmax(mx, __shfl_down_sync(0xffffffffu, mx, off, L));
+    if (live && sub == 0) {
         a.bsq[j] = s;
         note_bmax(a, mx);
     }
@@ -777,6 +783,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     a.ta = op_of(g.transa) != CUBLAS_OP_N;
     a.tb = op_of(g.transb) != CUBLAS_OP_N;
     a.one = !batch;
+    a.bl = k <= kShortK ? 8 : 32;
     const auto round16 = [](int64_t elems, size_t es) {
         const int64_t per = 16 / (int64_t)es;
         return (elems + per - 1) / per * per;
