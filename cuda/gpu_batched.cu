@@ -419,12 +419,7 @@ template <typename T> T *host_mat_c(const blasft_gpu_batch *b, int64_t g, cudaSt
 {
     if (!b->c_arr)
         return (T *)b->g.c + g * b->stride_c;
-    void *p = nullptr;
-    if (!cuda_ok(cudaMemcpyAsync(&p, b->c_arr + g, sizeof p, cudaMemcpyDeviceToHost, s),
-                 "cudaMemcpyAsync") ||
-        !cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
-        return nullptr;
-    return (T *)p;
+    return (T *)device_ptr_at(b->c_arr, g, s);
 }
 
 /* The batch's shape, layout and scalars as the kernels take them (T: the caller's data) */

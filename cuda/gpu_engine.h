@@ -128,6 +128,9 @@ void engine_entered(); /* an entry point's first step: the error pending then is
  * caller's pending error kept; -2 where ctx's device was reset, -1 where its stream is being
  * captured (a graph would keep the buffers' addresses, which may grow later), else 0 */
 int whole_call_entered(blasft_gpu_ctx *ctx);
+/* Element i of a device array of pointers (a batch's matrices), read back on s (waits for it);
+ * NULL on failure. For planted faults (tests). */
+void *device_ptr_at(const void *const *arr, int64_t i, cudaStream_t s);
 cublasOperation_t op_of(char t);
 size_t type_size(blasft_type t);
 int type_parts(blasft_type t);

@@ -76,6 +76,15 @@ int whole_call_entered(blasft_gpu_ctx *ctx)
         return -1;
     return 0;
 }
+void *device_ptr_at(const void *const *arr, int64_t i, cudaStream_t s)
+{
+    const void *p = nullptr;
+    if (!cuda_ok(cudaMemcpyAsync(&p, arr + i, sizeof p, cudaMemcpyDeviceToHost, s),
+                 "cudaMemcpyAsync") ||
+        !cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
+        return nullptr;
+    return const_cast<void *>(p);
+}
 bool launches_ok()
 {
     const cudaError_t e = cudaPeekAtLastError(); /* for the log: blasft_launched_ok takes it */

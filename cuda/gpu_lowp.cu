@@ -744,12 +744,7 @@ float *host_checked(const lp_args<TA> &a, const blasft_gpu_lowp *l, int64_t b, i
         return a.C + (b - g0) * a.sw;
     if (!l->c_arr)
         return (float *)l->g.c + b * l->stride_c;
-    void *p = nullptr;
-    if (!cuda_ok(cudaMemcpyAsync(&p, l->c_arr + b, sizeof p, cudaMemcpyDeviceToHost, s),
-                 "cudaMemcpyAsync") ||
-        !cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"))
-        return nullptr;
-    return (float *)p;
+    return (float *)device_ptr_at(l->c_arr, b, s);
 }
 
 /* wide: C is half or bfloat16 (the GEMM's FP32 result checked in a buffer, then rounded into C
