@@ -982,12 +982,11 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
                               sizeof(float) * (size_t)g.ldc, sizeof(float) * (size_t)m,
                               (size_t)n, cudaMemcpyDeviceToDevice, s0);
         } else if (keep_old) {
-            /* from cublasLt's C apart from D, else from C itself */
-            const void *from = l->c_in ? (const char *)l->c_in + g0 * l->stride_c_in *
-                                                                     (wide ? sizeof(TA) : sizeof(float))
-                                       : arrays ? nullptr
-                                       : (const char *)g.c + g0 * l->stride_c *
-                                                                 (wide ? sizeof(TA) : sizeof(float));
+            /* from cublasLt's C apart from D, else from C itself (arrays: a.Ca) */
+            const int64_t es = wide ? (int64_t)sizeof(TA) : (int64_t)sizeof(float);
+            const void *from = l->c_in ? (const char *)l->c_in + g0 * l->stride_c_in * es
+                               : arrays ? nullptr
+                                        : (const char *)g.c + g0 * l->stride_c * es;
             const int64_t lds = l->c_in ? l->ldc_in : g.ldc;
             const int64_t ss = l->c_in ? l->stride_c_in : l->stride_c;
             if (wide)
