@@ -94,7 +94,8 @@ template <typename TA> struct lp_args {
     /* 16 or 8 where every column of A (op(A) = A), B (op(B) = B), C and the old C starts at a
      * multiple of that many bytes and every block row too: the passes load that many bytes at
      * a time; else 0. The host sets what the leading dimensions and the block size allow and,
-     * for one matrix (one), what its addresses allow; mat what each matrix's addresses allow. */
+     * (calls not by arrays of pointers) what matrix 0's addresses allow; mat what each
+     * matrix's addresses allow within that. */
     int vec_a, vec_b, vec_c;
     bool vec_out; /* out's columns and block rows at multiples of 8 bytes (with vec_c 16) */
     /* The chunk's matrices (count of them): A, B and the caller's C at strides sa, sb and sc
@@ -454,8 +455,8 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_prep(lp_ar
         batch.one_zero[0] = 1.0f;
         batch.one_zero[1] = 0.0f;
     }
-    /* one matrix from the parameters, as lp_check (Nsight Compute, H200, 4096^3: 27.9 us
-     * against 30.1 through mat) */
+    /* one matrix from the parameters, as lp_check (Nsight Compute, H200, 4096^3: 27.1 us, as
+     * before batches; 30.1 through mat) */
     if (batch.one) {
         prep_matrix(batch, blockIdx.x);
     } else {
