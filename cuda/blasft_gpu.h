@@ -189,8 +189,8 @@ typedef struct blasft_gpu_batch {
 } blasft_gpu_batch;
 
 /* 1 if blasft_gpu_gemm_batched takes the batch with parameters p: p->batched, at least two
- * matrices of type S, D, C or Z, each of m n k <= 2^30 with k <= 4096, alpha not a host zero;
- * else 0 (run the matrices one by one). */
+ * matrices of type S, D, C or Z, each of m n k <= 2^30 with k <= 4096, alpha not a host zero,
+ * strided C matrices apart; else 0 (run the matrices one by one). */
 int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p);
 
 /* Enqueues the batch on the context's stream: one cuBLAS batched GEMM, the column checksums of

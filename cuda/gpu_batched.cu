@@ -717,6 +717,11 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
         return 0;
     if (b->a_arr && (!b->b_arr || !b->c_arr))
         return 0;
+    /* strided C matrices that overlap (cuBLAS leaves the result undefined): checked together,
+     * each matrix's check would see another's elements and "correct" them; matrix by matrix,
+     * each is checked before the next writes */
+    if (!b->a_arr && (b->stride_c < 0 ? -b->stride_c : b->stride_c) < g.ldc * (g.n - 1) + g.m)
+        return 0;
     /* one matrix's copies (old C; promoted S: A, B and C in double) within four chunks' budget:
      * thin shapes of many elements (2^30 x 1 x 1) go matrix by matrix */
     if (8.0 * ((double)g.m * g.k + (double)g.k * g.n + (double)g.m * g.n) > 4.0 * kChunkBytes)

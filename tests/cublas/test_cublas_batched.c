@@ -20,8 +20,9 @@
  * high exponent or a high mantissa bit) must be corrected: C as the oracle's, each one injected,
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
  * Then a boundary list (k = 4096 / 4097, m n k = 2^30 / just above), a captured strided batch
- * replayed twice, exact data (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0
- * over NaN in A: C = beta C, passed through), and a fault-free stress of random batches.
+ * replayed twice, strided batches whose C matrices overlap (computed in order), exact data
+ * (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0 over NaN in A: C = beta C,
+ * passed through), and a fault-free stress of random batches.
  * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected, and
  * no fault is planted.
  * BATCHED_SEED=<n> changes the data (the default is fixed). Exits 77 without a GPU. */
@@ -848,6 +849,105 @@ out:
     free(hc);
 }
 
+/* A strided batch whose C matrices overlap (stride_c below ldc (n - 1) + m; 0 included), with
+ * beta 0.5: cuBLAS leaves such a result undefined; protected, the matrices are computed and
+ * checked one after the other, so C is what computing them in order gives (the oracle: the same
+ * order in long double, each element's bound carried over into the next matrix's beta C), and
+ * nothing is detected or taken for a false alarm. Checked together, a matrix's check would see
+ * its successors' elements. Under --expect-off only the counts. */
+static void overlapping_c(cublasHandle_t h, int dbl, long long stride_cols)
+{
+    const int m = 37, n = 20, k = 29, batch = 4, ldc = 40;
+    const int lda = m + 1, ldb = k;
+    const long long sa = (long long)lda * k, sb = (long long)ldb * n, sc = stride_cols * ldc;
+    const size_t la = (size_t)sa * batch, lb = (size_t)sb * batch;
+    const size_t lc = (size_t)sc * (batch - 1) + (size_t)ldc * n;
+    const double alpha = dbl ? 1.25 : 0.75, beta = 0.5, u = dbl ? 0x1p-53 : 0x1p-24;
+    rng_t r = {case_seed(9, (uint64_t)dbl, (uint64_t)stride_cols)};
+    double *A = malloc(sizeof(double) * la), *B = malloc(sizeof(double) * lb);
+    double *C0 = malloc(sizeof(double) * lc), *bound = calloc(lc, sizeof(double));
+    long double *ref = malloc(sizeof(long double) * lc);
+    for (size_t i = 0; i < la; i++) A[i] = value(&r, 0, dbl);
+    for (size_t i = 0; i < lb; i++) B[i] = value(&r, 0, dbl);
+    for (size_t i = 0; i < lc; i++) C0[i] = value(&r, 0, dbl), ref[i] = C0[i];
+    for (int b = 0; b < batch; b++)
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                long double s = 0, t = 0;
+                for (int l = 0; l < k; l++) {
+                    const long double x = (long double)A[(size_t)b * sa + i + (size_t)l * lda] *
+                                          B[(size_t)b * sb + l + (size_t)j * ldb];
+                    s += x;
+                    t += fabsl(x);
+                }
+                const size_t e = (size_t)b * (size_t)sc + (size_t)i + (size_t)j * ldc;
+                const long double v = (long double)alpha * s + (long double)beta * ref[e];
+                bound[e] = 2.0 * (k + 2) * u * fabs(alpha) * (double)t +
+                           2.0 * u * fabs(beta * (double)ref[e]) + fabs(beta) * bound[e] +
+                           (dbl ? 1e-300 : 1e-37);
+                ref[e] = v;
+            }
+    void *dA = to_device(A, la, dbl), *dB = to_device(B, lb, dbl), *dC = to_device(C0, lc, dbl);
+    const double sd[2] = {alpha, beta};
+    const float sf[2] = {(float)alpha, (float)beta};
+    const void *al = dbl ? (const void *)&sd[0] : (const void *)&sf[0];
+    const void *be = dbl ? (const void *)&sd[1] : (const void *)&sf[1];
+    const stats_t s0 = stats_now();
+    const cublasStatus_t st =
+        dbl ? cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, dA, lda, sa, dB,
+                                        ldb, sb, be, dC, ldc, sc, batch)
+            : cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, al, dA, lda, sa, dB,
+                                        ldb, sb, be, dC, ldc, sc, batch);
+    const size_t es = dbl ? 8 : 4;
+    unsigned char *hc = malloc(es * lc);
+    const int got = st == CUBLAS_STATUS_SUCCESS &&
+                    cudaMemcpy(hc, dC, es * lc, cudaMemcpyDeviceToHost) == cudaSuccess;
+    const stats_t s1 = stats_now();
+    CHECK(got, "overlapping C %c (stride %lld columns): status %d", dbl ? 'D' : 'S', stride_cols,
+          (int)st);
+    if (got && !expect_off) {
+        double worst = 0;
+        size_t wi = 0, outside = 0;
+        for (size_t e = 0; e < lc; e++) {
+            const double v = dbl ? ((double *)hc)[e] : (double)((float *)hc)[e];
+            if ((int)(e % (size_t)ldc) >= m) { /* padding rows: never written */
+                outside += dbl ? memcmp(&C0[e], hc + 8 * e, 8) != 0
+                               : ((float *)hc)[e] != (float)C0[e];
+                continue;
+            }
+            double q = bound[e] > 0 ? fabs(v - (double)ref[e]) / bound[e]
+                                    : (v == (double)ref[e] ? 0.0 : INFINITY);
+            if (isnan(q))
+                q = INFINITY;
+            if (q > worst)
+                worst = q, wi = e;
+        }
+        CHECK(worst <= 1.0 && outside == 0,
+              "overlapping C %c (stride %lld columns): element %zu off by %.3g x bound (%.9g, "
+              "in order %.9Lg), %zu padding elements changed", dbl ? 'D' : 'S', stride_cols, wi,
+              worst, dbl ? ((double *)hc)[wi] : (double)((float *)hc)[wi], ref[wi], outside);
+        CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)batch &&
+                  s1.unprotected_gemms == s0.unprotected_gemms &&
+                  s1.errors_detected == s0.errors_detected && s1.false_alarms == s0.false_alarms &&
+                  s1.checks > s0.checks,
+              "overlapping C %c (stride %lld columns): %llu protected (expected %d), %llu "
+              "unprotected, %llu detected, %llu false alarms", dbl ? 'D' : 'S', stride_cols,
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms), batch,
+              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s1.errors_detected - s0.errors_detected),
+              (unsigned long long)(s1.false_alarms - s0.false_alarms));
+    } else if (got) {
+        CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)batch &&
+                  s1.protected_gemms == s0.protected_gemms,
+              "overlapping C %c (stride %lld columns): not passed through", dbl ? 'D' : 'S',
+              stride_cols);
+    }
+    cases_run++;
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    free(A); free(B); free(C0); free(bound); free(ref); free(hc);
+    printf("overlapping C %c (stride %lld columns): done\n", dbl ? 'D' : 'S', stride_cols);
+}
+
 int main(int argc, char **argv)
 {
     const int start = test_start(argc, argv, &expect_off);
@@ -871,6 +971,9 @@ int main(int argc, char **argv)
         planted(h);
     captured(h, 0);
     captured(h, 1);
+    for (int dbl = 0; dbl < 2; dbl++)
+        for (long long cols = 0; cols <= 13; cols += 13)
+            overlapping_c(h, dbl, cols);
     exact_cases(h, 0);
     exact_cases(h, 1);
     stress(h, 200);
