@@ -371,8 +371,8 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
                 C[i + j * a.ldc] = make_el<T>(v.x, v.y);
-            gk_record_apart(a.cnt, a.action, i / a.bs, j / a.bs, i, j,
-                            modulus(make_double2(c.x - v.x, c.y - v.y)), bound);
+            gk_add_record(a.cnt, a.action, i / a.bs, j / a.bs, i, j,
+                          modulus(make_double2(c.x - v.x, c.y - v.y)), bound);
         }
         apart = block_reduce(apart, red); /* red may be used again: the next matrix's */
         if (threadIdx.x == 0)
@@ -405,13 +405,6 @@ int batch_lanes(int64_t len)
     while (L < 32 && (int64_t)L * 16 < len)
         L <<= 1;
     return L;
-}
-
-/* CUDA blocks of kThreads for `threads` threads, at most 65536 (the kernels stride over the rest) */
-unsigned int grid_for(int64_t threads)
-{
-    const int64_t b = (threads + kThreads - 1) / kThreads;
-    return (unsigned int)(b < 65536 ? b : 65536);
 }
 
 /* C of matrix g, for a planted fault (tests): with arrays of pointers read back (waits) */

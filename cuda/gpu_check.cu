@@ -317,22 +317,6 @@ __device__ bool within_rounding(const gk_gemm<T> &g, int64_t i, int64_t j, T c, 
     return same;
 }
 
-__device__ void add_record(gk_counters *cnt, int kind, int64_t I, int64_t J, int64_t i, int64_t j,
-                           double s, double eps)
-{
-    unsigned int at = atomicAdd(&cnt->nrec, 1u);
-    if (at < GK_MAX_RECORDS) {
-        gk_record *r = &cnt->rec[at];
-        r->kind = kind;
-        r->block_row = I;
-        r->block_col = J;
-        r->row = i;
-        r->col = j;
-        r->syndrome = s;
-        r->threshold = eps;
-    }
-}
-
 /* Flagged checks of one block: rows (side 1) and columns (side 0) with their unweighted and
  * weighted syndromes and unweighted threshold. */
 struct flagged {
@@ -505,8 +489,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             } else if (!g.correct) {
                 atomicAdd(&g.cnt->detected, n_det);
                 atomicAdd(&g.cnt->uncorrectable, n_det);
-                add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
-                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+                gk_add_record(g.cnt, GK_REC_DETECTED, I, J, -1, -1,
+                              n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             } else if (ok) {
                 /* the located elements: every flagged row's, then those of the columns no row
                  * accounted for */
@@ -537,7 +521,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         const int64_t j = j0 + (fix_side[q] ? f.loc : f.idx);
                         correct_element(g, i, j, f);
                         atomicAdd(&g.cnt->corrected, 1ull);
-                        add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
+                        gk_add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
                     }
                 }
             } else if (will_recompute) {
@@ -547,8 +531,8 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
             } else {
                 atomicAdd(&g.cnt->detected, n_det);
                 atomicAdd(&g.cnt->uncorrectable, n_det);
-                add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
-                           n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
+                gk_add_record(g.cnt, GK_REC_UNCORRECTABLE, I, J, -1, -1,
+                              n_r ? rows[0].syn() : cols[0].syn(), n_r ? rows[0].eps : cols[0].eps);
             }
             g.tile_flag[tile] = 0; /* clean for the next GEMM */
         }
@@ -566,7 +550,7 @@ __global__ void __launch_bounds__(kThreads) correct_kernel(gk_gemm<T> g)
                         *c = v;
                         fixed++;
                         atomicAdd(&g.cnt->corrected, 1ull);
-                        add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
+                        gk_add_record(g.cnt, GK_REC_CORRECTED, I, J, i, j, f.syn(), f.eps);
                     }
                 }
             }
@@ -655,12 +639,12 @@ __global__ void __launch_bounds__(kThreads) recompute_blocks(gk_gemm<T> g)
         } else if (rc->action == 1) {
             atomicAdd(&g.cnt->detected, rc->n_det);
             atomicAdd(&g.cnt->recomputed, 1ull);
-            add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1, rc->syndrome, rc->threshold);
+            gk_add_record(g.cnt, GK_REC_RECOMPUTED, I, J, -1, -1, rc->syndrome, rc->threshold);
         } else {
             atomicAdd(&g.cnt->detected, rc->n_det);
             atomicAdd(&g.cnt->uncorrectable, rc->n_det);
-            add_record(g.cnt, rc->action == 2 ? GK_REC_DETECTED : GK_REC_UNCORRECTABLE, I, J, -1, -1,
-                       rc->syndrome, rc->threshold);
+            gk_add_record(g.cnt, rc->action == 2 ? GK_REC_DETECTED : GK_REC_UNCORRECTABLE, I, J,
+                          -1, -1, rc->syndrome, rc->threshold);
         }
     }
 }

@@ -20,6 +20,13 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kSlice = 16; /* columns (or indices l) per slice of the sliced passes */
 
+/* CUDA blocks of kThreads for `threads` threads, at most 65536 (kernels stride over the rest) */
+inline unsigned int grid_for(int64_t threads)
+{
+    const int64_t b = (threads + kThreads - 1) / kThreads;
+    return (unsigned int)(b < 65536 ? b : 65536);
+}
+
 /* Sums (largest values) over a warp: lane 0 holds them */
 __device__ __forceinline__ double warp_sum(double v)
 {
@@ -58,10 +65,11 @@ template <bool Max = false> __device__ double block_reduce(double v, double *red
     return s;
 }
 
-/* The second tiers of the batched and the half paths (gpu_batched.cu, gpu_lowp.cu): an element
- * found apart from its recomputation, described in the counters' records (action:
- * GK_REC_CORRECTED or GK_REC_DETECTED) ... */
-__device__ __forceinline__ void gk_record_apart(gk_counters *cnt, int action, int64_t block_row,
+/* An event described in the counters' records (the first GK_MAX_RECORDS of a call): kind
+ * GK_REC_*; block and element -1 where not known. The second tiers of the batched and the half
+ * paths (gpu_batched.cu, gpu_lowp.cu) record an element found apart from its recomputation
+ * (action: GK_REC_CORRECTED or GK_REC_DETECTED) ... */
+__device__ __forceinline__ void gk_add_record(gk_counters *cnt, int action, int64_t block_row,
                                                 int64_t block_col, int64_t row, int64_t col,
                                                 double syndrome, double bound)
 {

@@ -671,7 +671,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
                 *cp = vt;
-            gk_record_apart(a.cnt, a.action, I, j / a.bs, i, j, fabs(c - v), bound);
+            gk_add_record(a.cnt, a.action, I, j / a.bs, i, j, fabs(c - v), bound);
         }
         apart = block_reduce<false>(apart, red); /* and the corrections seen by the block */
         if (a.out)
@@ -680,12 +680,6 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
         if (threadIdx.x == 0)
             gk_count_apart(a.cnt, a.action, (unsigned long long)apart);
     }
-}
-
-unsigned int grid_for(int64_t threads)
-{
-    const int64_t b = (threads + kThreads - 1) / kThreads;
-    return (unsigned int)(b < 65536 ? b : 65536);
 }
 
 /* Where the old C enters (of C's type TS): its matrices (ld lds, ss apart; or at sarr[g]) */
