@@ -246,9 +246,12 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l);
  * FP32 result (in a buffer of the context's where C is 16-bit, rounded once into C after the
  * checks), op(A)'s block sums multiplied by op(B) in one reference GEMM on the helper stream,
  * the result's block column sums compared with them, flagged block columns computed again
- * element by element and corrected. Returns 0; -1 where it
- * does not take the GEMM (blasft_gpu_lowp_supported, a stream being captured, no device memory
- * for the checks' buffer: nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
+ * element by element and corrected. Under graph capture it is captured so (the graph replays the
+ * checks and reports each replay) where the context's buffer need not grow (an empty one is
+ * allocated) and its next report slot is free. Returns 0; -1 where it does not take the GEMM
+ * (blasft_gpu_lowp_supported; captured, a buffer to grow, a slot in flight or a planted fault in
+ * a float C by arrays; no device memory for the checks' buffer: nothing enqueued), -2 if a
+ * CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p);
 
 /* The plain cuBLAS GEMM through the context's handle (the benchmark's baseline). */

@@ -370,7 +370,7 @@ int blasft_cublas_host_zero(blasft_type t, const void *beta)
 /* Logs once per reason why calls pass through unprotected (info level: they are counted). */
 #define PASS_ONCE(flag, ...) blasft_log_once(&(flag), BLASFT_LOG_INFO, __VA_ARGS__)
 static int once_math, once_capture_ctx, once_capture_ws, once_capture_hold, once_reserve, once_large,
-    once_arrays, once_lowp;
+    once_arrays;
 /* A type (or variant) without a protected path is no passing condition but can be all of a
  * workload's GEMMs (PyTorch's mixed precision): a warning, once */
 static int once_type;
@@ -424,9 +424,24 @@ static blasft_lowp_type lowp_of(cudaDataType t)
 
 /* A half or bfloat16 GEMM, or a batch of them, through the engine's path for them
  * (cuda/gpu_lowp.cu); 0 where it does not take it (it passes through), else 1 with *status. */
-static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft_gpu_params *p,
-                        int on_dev, cublasMath_t math, cublasStatus_t *status)
+/* Under graph capture: the graph keeps slot's context (and its workspace) for as long as it may
+ * be replayed. 0, or nonzero where it cannot (the GEMM then passes through). */
+static int hold_for_capture(ctx_slot *slot, int device, cudaStream_t stream)
 {
+    if ((!slot->hold && !(slot->hold = graph_hold_new(slot->ctx, device))) ||
+        graph_hold_capture(slot->hold, stream)) {
+        PASS_ONCE(once_capture_hold, "cuBLAS interposer: a GEMM captured on a stream whose "
+                  "graph cannot hold its workspace passes through unprotected");
+        return -1;
+    }
+    return 0;
+}
+
+static int protect_lowp(blasft_cublas_call *c, ctx_slot *slot, int device, cudaStream_t stream,
+                        int capturing, const blasft_gpu_params *p, int on_dev, cublasMath_t math,
+                        cublasStatus_t *status)
+{
+    blasft_gpu_ctx *ctx = slot->ctx;
     blasft_gpu_lowp l = {
         .g = {.type = BLASFT_TYPE_S, .transa = op_letter(c->transa),
               .transb = op_letter(c->transb), .m = c->m, .n = c->n, .k = c->k,
@@ -442,7 +457,7 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
         l.b_arr = c->b_arr;
         l.c_arr = c->c_arr;
     }
-    if (!blasft_gpu_lowp_supported(&l))
+    if (!blasft_gpu_lowp_supported(&l) || (capturing && hold_for_capture(slot, device, stream)))
         return 0;
     /* planted faults (tests): one per matrix, from the first on; the engine checks an FP32
      * result, a 16-bit C's bit is flipped in its value there */
@@ -462,6 +477,9 @@ static int protect_lowp(blasft_cublas_call *c, blasft_gpu_ctx *ctx, const blasft
     guard--;
     if (rc == -1) {
         untake_plants(np);
+        if (capturing)
+            PASS_ONCE(once_capture_ws, "cuBLAS interposer: a GEMM captured on a stream whose "
+                      "workspace is too small passes through unprotected (run it once before)");
         return 0;
     }
     blasft_call_record(c->stat, BLASFT_WHERE_GPU, c->t0 ? blasft_now_ns() - c->t0 + 1 : 0);
@@ -532,16 +550,12 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (cudaGetDevice(&device) != cudaSuccess || cudaStreamIsCapturing(stream, &cs) != cudaSuccess)
         return 0;
     const int capturing = cs != cudaStreamCaptureStatusNone;
-    /* arrays of pointers: their addresses must be read back, which a capture cannot do */
-    if (c->arrays && (capturing || !c->a_arr || !c->b_arr || !c->c_arr)) {
-        if (capturing)
+    /* arrays of pointers: S, D, C and Z read their addresses back, which a capture cannot do
+     * (the half path reads them on the device) */
+    if (c->arrays && ((capturing && !c->lowp) || !c->a_arr || !c->b_arr || !c->c_arr)) {
+        if (capturing && !c->lowp)
             PASS_ONCE(once_arrays, "cuBLAS interposer: batched GEMMs by arrays of pointers pass "
                       "through unprotected while a stream is captured");
-        return 0;
-    }
-    if (c->lowp && capturing) {
-        PASS_ONCE(once_lowp, "cuBLAS interposer: half and bfloat16 GEMMs pass through "
-                  "unprotected while a stream is captured");
         return 0;
     }
     ctx_slot *slot = context_for(device, stream, capturing);
@@ -557,7 +571,7 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     blasft_gpu_params_from_cfg(&p, cfg);
     const int on_dev = pm == CUBLAS_POINTER_MODE_DEVICE;
     if (c->lowp)
-        return protect_lowp(c, ctx, &p, on_dev, base, status);
+        return protect_lowp(c, slot, device, stream, capturing, &p, on_dev, base, status);
     const size_t ts = (size_t)blasft_type_size(c->type);
     const int part = blasft_type_is_complex(c->type) ? (int)ts / 2 : (int)ts;
     /* cublasLt's bias (the shim protects one only with host scalars): with beta 0 the engine
@@ -621,13 +635,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                       "workspace is too small passes through unprotected (run it once before)");
             return 0;
         }
-        /* the graph keeps the context (and its workspace) for as long as it may be replayed */
-        if ((!slot->hold && !(slot->hold = graph_hold_new(ctx, device))) ||
-            graph_hold_capture(slot->hold, stream)) {
-            PASS_ONCE(once_capture_hold, "cuBLAS interposer: a GEMM captured on a stream whose "
-                      "graph cannot hold its workspace passes through unprotected");
+        if (hold_for_capture(slot, device, stream))
             return 0;
-        }
     } else {
         /* grown here rather than inside the engine so that a failed allocation still lets the
          * call run plain; skipped when this shape was reserved last (the usual loop) */

@@ -125,9 +125,10 @@ bool blas_ok(cublasStatus_t s, const char *what);
 bool launches_ok(); /* the engine's launches since it was entered */
 void engine_entered(); /* an entry point's first step: the error pending then is the caller's */
 /* The first steps of the entries that check a whole call at once (batches, half GEMMs): the
- * caller's pending error kept; -2 where ctx's device was reset, -1 where its stream is being
- * captured (a graph would keep the buffers' addresses, which may grow later), else 0 */
-int whole_call_entered(blasft_gpu_ctx *ctx);
+ * caller's pending error kept; -2 where ctx's device was reset, else 0. Without `capturing`, -1
+ * where its stream is being captured (a graph would keep the buffers' addresses, which may grow
+ * later); with it, whether it is (the caller then must neither grow a buffer nor wait). */
+int whole_call_entered(blasft_gpu_ctx *ctx, bool *capturing = nullptr);
 /* Element i of a device array of pointers (a batch's matrices), read back on s (waits for it);
  * NULL on failure. For planted faults (tests). */
 void *device_ptr_at(const void *const *arr, int64_t i, cudaStream_t s);
@@ -141,6 +142,7 @@ bool scalar_nonzero(blasft_type t, const void *x);
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what);
 /* a free report slot (waits for the oldest where all are taken), and its report enqueued */
 report_slot *take_slot(blasft_gpu_ctx *ctx);
+bool next_slot_busy(const blasft_gpu_ctx *ctx); /* take_slot would wait */
 /* counters: the device counters to report (NULL: those in the workspace's header) */
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
                    const void *counters = nullptr);

@@ -66,15 +66,18 @@ bool blas_ok(cublasStatus_t s, const char *what)
  * engine's launches are judged by what is pending after them, against that. */
 thread_local cudaError_t err_at_entry = cudaSuccess;
 void engine_entered() { err_at_entry = blasft_err_pending(); }
-int whole_call_entered(blasft_gpu_ctx *ctx)
+int whole_call_entered(blasft_gpu_ctx *ctx, bool *capturing)
 {
     engine_entered();
     if (blasft_gpu_ctx_stale(ctx))
         return -2;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+    if (cudaStreamIsCapturing(ctx->s0, &cs) != cudaSuccess)
         return -1;
-    return 0;
+    const bool cap = cs != cudaStreamCaptureStatusNone;
+    if (capturing)
+        *capturing = cap;
+    return cap && !capturing ? -1 : 0;
 }
 void *device_ptr_at(const void *const *arr, int64_t i, cudaStream_t s)
 {
@@ -314,6 +317,11 @@ void CUDART_CB deliver(void *arg)
 
 /* A free report slot; if every one is still in flight, the oldest once the stream has passed it.
  * NULL where that wait failed. */
+bool next_slot_busy(const blasft_gpu_ctx *ctx)
+{
+    return ctx->slots[ctx->next_slot].busy.load(std::memory_order_acquire) != 0;
+}
+
 report_slot *take_slot(blasft_gpu_ctx *ctx)
 {
     report_slot *slot = &ctx->slots[ctx->next_slot];

@@ -746,7 +746,8 @@ float *host_checked(const lp_args<TA> &a, const blasft_gpu_lowp *l, int64_t b, i
  * once); else float (checked where it is). A batch runs chunk by chunk, each the single GEMM's
  * steps on all its matrices. */
 template <typename TA>
-int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p, bool wide)
+int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p, bool wide,
+             bool capturing)
 {
     const blasft_gpu_gemm &g = l->g;
     const bool on_dev = g.scalars_on_device != 0;
@@ -811,6 +812,10 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
     const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
     const size_t ptrs_at = w.take(arrays ? 3 * sizeof(void *) * (size_t)chunk : 0);
+    /* a graph being captured keeps the buffer's address and the report slot: a buffer to grow
+     * (first freed) or a slot still in flight (waited for) refuse the call */
+    if (capturing && ((ctx->lowp_ws && w.o > ctx->lowp_bytes) || next_slot_busy(ctx)))
+        return -1;
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {
         static int once;
@@ -1094,9 +1099,13 @@ int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const bl
     if (!ctx || !l || !p || !blasft_gpu_lowp_supported(l) || l->nplants < 0 ||
         l->nplants > (l->count > 1 ? l->count : 1) || (l->nplants && !l->plant))
         return -1;
-    if (const int rc = whole_call_entered(ctx))
+    bool capturing = false;
+    if (const int rc = whole_call_entered(ctx, &capturing))
         return rc;
     const bool wide = l->c != BLASFT_LOWP_F32;
-    return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide)
-                                    : run_lowp<__nv_bfloat16>(ctx, l, p, wide);
+    /* a planted fault in a float C by arrays reads its address back, which a capture cannot */
+    if (capturing && l->nplants && l->c_arr && !wide)
+        return -1;
+    return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide, capturing)
+                                    : run_lowp<__nv_bfloat16>(ctx, l, p, wide, capturing);
 }

@@ -5,7 +5,9 @@
                                      complex64/128) vs a host reference within the rounding bound,
                                      protected counts, a planted fault corrected, (torch) CUDA graph
                                      capture + replay; float16 / bfloat16 products:
-                                     right, protected, a planted fault corrected; batches of
+                                     right, protected, a planted fault corrected, (torch)
+                                     captured into a CUDA graph with a planted fault: protected
+                                     and corrected at each replay; batches of
                                      them (torch.bmm / matmul on 3-D and 4-D tensors, CuPy's
                                      stacked matmul): right, one protected GEMM per matrix,
                                      planted faults corrected, not warned of; (torch) a
@@ -15,7 +17,10 @@
                                      blasft_cublas_bypass: the application's own cuBLAS call on its
                                      handle and stream) and protected bursts of products,
                                      interleaved in one process, CUDA events, medians; host time
-                                     per call; prints JSON lines
+                                     per call; prints JSON lines (BENCH_DTYPES, BENCH_SIZES:
+                                     comma lists; BENCH_OP=linear; BENCH_GRAPH=1: torch CUDA
+                                     graphs of a burst of products, plain and protected,
+                                     replayed)
   bench_cublas.py table FILE...      ratio table (markdown) from the bench JSON lines
   bench_cublas.py report FILE        the cublas* calls of an exit report (BLASFT_REPORT)
 
@@ -385,6 +390,8 @@ def run_lowp_checks(name):
             du = s1.unprotected_gemms - s0.unprotected_gemms
             check(q <= 1.0, f"torch linear+bias {dtype}: error {q:.3g} x bound")
             check(dp == 1 and du == 0, f"torch linear+bias {dtype}: {dp} protected, {du} unprotected")
+        if name == "torch":
+            check_lowp_graph(lib, fw, dtype, out_u, cast)
         if name == "torch" and dtype == "bfloat16":
             # bfloat16's range is FP32's: op(A) tiny, op(B) huge (the reference's pieces must be
             # scaled so that its FP32 products stay finite), then no flag and the result right
@@ -434,6 +441,53 @@ def run_lowp_checks(name):
               f"{what}: detected and corrected")
         check(ok, f"{what}: result error {q:.3g} x bound")
         run_lowp_batch_checks(lib, fw, dtype, out_u, cast)
+
+
+def check_lowp_graph(lib, fw, dtype, out_u, cast):
+    """A product, a batch of 4 and a linear layer with a bias (cublasGemmEx,
+    cublasGemmStridedBatchedEx, cublasLtMatmul) captured into one CUDA graph on a warmed side
+    stream, as torch.cuda.graphs and torch.compile's reduce-overhead mode do, with a fault planted
+    in the product at the capture: each of two replays protects all 6 GEMMs and corrects the
+    fault, the results right within the bound."""
+    import numpy as np
+    torch = fw.m
+    a, b = cast(fw.rand((300, 200), "float32", 71)), cast(fw.rand((200, 260), "float32", 72))
+    q, kt = cast(fw.rand((4, 128, 64), "float32", 73)), cast(fw.rand((4, 64, 96), "float32", 74))
+    x, w = cast(fw.rand((256, 192), "float32", 75)), cast(fw.rand((320, 192), "float32", 76))
+    bias = cast(fw.rand((320,), "float32", 77))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            c, cb, y = a @ b, torch.bmm(q, kt), torch.nn.functional.linear(x, w, bias)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        lib.blasft_cublas_plant_fault(1, 10, 20, 14)  # the highest exponent bit of half and bf16
+        c, cb, y = a @ b, torch.bmm(q, kt), torch.nn.functional.linear(x, w, bias)
+    lib.blasft_cublas_plant_fault(0, 0, 0, 0)
+    s0 = stats(lib, fw)
+    g.replay()
+    g.replay()
+    torch.cuda.synchronize()
+    s1 = stats(lib, fw)
+    ok1, q1 = within_lowp_bound(fw, a, b, c, out_u)
+    ok2, q2 = within_lowp_bound(fw, q, kt, cb, out_u)
+    X, W, Bv, Y = (fw.host(t.float()) for t in (x, w, bias, y))
+    ref = X @ W.T + Bv
+    mag = np.abs(X) @ np.abs(W.T) + np.abs(Bv)
+    bound = out_u * np.abs(ref) + (192 + 4) * 2.0 ** -22 * mag + 2.0 ** -24
+    q3 = float(np.max(np.abs(Y - ref) / bound))
+    what = f"torch {dtype} graph of mm, bmm and linear+bias replayed twice"
+    check(ok1 and ok2 and q3 <= 1.0, f"{what}: errors {q1:.3g}, {q2:.3g}, {q3:.3g} x bound")
+    dp = s1.protected_gemms - s0.protected_gemms
+    du = s1.unprotected_gemms - s0.unprotected_gemms
+    check(dp == 12 and du == 0, f"{what}: {dp} protected, {du} unprotected (want 12, 0)")
+    dd, dc = s1.errors_detected - s0.errors_detected, s1.errors_corrected - s0.errors_corrected
+    check(dd == 2 and dc == 2,
+          f"{what}: planted fault {dd} times detected, {dc} corrected (want 2)")
+    del g
+    torch.cuda.synchronize()
 
 
 def swap_last(fw, x):
@@ -668,7 +722,7 @@ def run_bench(name):
         sys.exit("bench needs LD_PRELOAD=libblas_ft.so (plain runs bypass the interposer)")
     sizes = {"float32": (1024, 2048, 4096, 8192, 16384), "float64": (1024, 2048, 4096, 8192, 16384),
              "complex64": (1024, 4096, 8192), "complex128": (1024, 4096, 8192),
-             "float16": (1024, 2048, 4096, 8192, 16384)}
+             "float16": (256, 512, 1024, 2048, 4096, 8192, 16384)}
     # BENCH_DTYPES / BENCH_SIZES (comma lists) narrow the run, e.g. to compare two settings
     if os.environ.get("BENCH_DTYPES"):
         sizes = {d: sizes[d] for d in os.environ["BENCH_DTYPES"].split(",")}
@@ -695,6 +749,10 @@ def run_bench(name):
         print(json.dumps(rec), flush=True)
     # BENCH_OP=linear (torch): F.linear(a, b, bias), i.e. cublasLtMatmul with the bias epilogue
     op_name = os.environ.get("BENCH_OP", "mm")
+    # BENCH_GRAPH=1 (torch): a burst of products captured into a CUDA graph on a warmed side
+    # stream, once plain (interposer bypassed during the capture) and once protected; the graphs'
+    # replays are timed, per product
+    graph = os.environ.get("BENCH_GRAPH") == "1" and name == "torch"
     for dtype, ns in sizes.items():
         dt = getattr(np, dtype)
         for n in ns:
@@ -705,17 +763,36 @@ def run_bench(name):
             else:
                 op = lambda: fw.mm(a, b)
             pairs, burst = (5, 2) if n >= 8192 else (9, 3)
+            run = {0: op, 1: op}
+            if graph:
+                burst = 8 if n < 8192 else 4
+                for prot in (0, 1):
+                    lib.blasft_cublas_bypass(1 - prot)
+                    torch = fw.m
+                    s = torch.cuda.Stream()
+                    s.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(s):
+                        for _ in range(2):
+                            op()
+                    torch.cuda.current_stream().wait_stream(s)
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g, stream=s):
+                        for _ in range(burst):
+                            op()
+                    run[prot] = g.replay
             for prot in (0, 1):  # warm-up of both (the engine's context and workspace)
                 lib.blasft_cublas_bypass(1 - prot)
-                timed(fw, op, 2)
+                timed(fw, run[prot], 1 if graph else 2)
             t = {0: [], 1: []}
             for _ in range(pairs):
                 for prot in (0, 1):
                     lib.blasft_cublas_bypass(1 - prot)
-                    t[prot].append(timed(fw, op, burst))
+                    t[prot].append(timed(fw, run[prot], 1) / burst if graph
+                                   else timed(fw, run[prot], burst))
             lib.blasft_cublas_bypass(0)
             mp, mq = statistics.median(t[0]), statistics.median(t[1])
-            rec = {"framework": name, "op": op_name, "dtype": dtype, "n": n, "plain_ms": mp, "protected_ms": mq,
+            rec = {"framework": name, "op": op_name + ("+graph" if graph else ""), "dtype": dtype,
+                   "n": n, "plain_ms": mp, "protected_ms": mq,
                    "ratio": mq / mp, "pairs": pairs, "burst": burst,
                    "plain_all": t[0], "protected_all": t[1]}
             print(json.dumps(rec), flush=True)
@@ -739,11 +816,13 @@ def table(files):
                 rows.append(r)
             elif "host_us_plain" in r:
                 host.append(r)
-    order = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3}
-    print("| framework | type | n (m=n=k) | plain ms | protected ms | ratio | pairs x burst |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for r in sorted(rows, key=lambda r: (r["framework"], order[r["dtype"]], r["n"])):
-        print(f"| {r['framework']} | {r['dtype']} | {r['n']} | {r['plain_ms']:.3f} | "
+    order = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3, "float16": 4}
+    print("| framework | op | type | n (m=n=k) | plain ms | protected ms | ratio | pairs x burst |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in sorted(rows, key=lambda r: (r["framework"], r.get("op", "mm"),
+                                         order.get(r["dtype"], 9), r["n"])):
+        print(f"| {r['framework']} | {r.get('op', 'mm')} | {r['dtype']} | {r['n']} | "
+              f"{r['plain_ms']:.3f} | "
               f"{r['protected_ms']:.3f} | {r['ratio']:.3f} | {r['pairs']} x {r['burst']} |")
     if host:
         print()

@@ -18,7 +18,7 @@
  * subnormals), else 1e-38 (NaN or Inf fails). C's padding rows must stay as they were, bit for
  * bit. Above 2^27 multiply-adds the oracle takes 2000 random elements and a grid of 25 (the
  * planted one among them), and every other element must be finite.
- * Results that cuBLAS computes itself (BLASFT_MODE=off, a captured GEMM) with a 16-bit C and
+ * Results that cuBLAS computes itself (BLASFT_MODE=off) with a 16-bit C and
  * reductions in C's type allowed (no CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) get
  * 32 u (|alpha| sum |ab| + |beta C|) more: split-K partial sums may be rounded to C's type.
  *
@@ -34,8 +34,9 @@
  * detected, else off by at most the flip's own size (2^(b - mantissa bits) of the element).
  * Not protected, counted unprotected with no checks: cublasHgemm and GemmEx with
  * CUBLAS_COMPUTE_16F(_PEDANTIC) (half scalars; within the loose bound (k + 2) 2^-10 (|alpha| sum
- * |ab| + |beta C|) + u |v| + (k + 1) 2^-24), and a GemmEx captured into a graph (replayed twice,
- * counted once). Then edges (k = 0: C = beta C; m = 0 and n = 0: C untouched) and a fault-free
+ * |ab| + |beta C|) + u |v| + (k + 1) 2^-24). A GemmEx captured into a graph with a planted fault
+ * (on a warm stream and on a fresh one) is protected at each of two replays, the fault corrected
+ * each time. Then edges (k = 0: C = beta C; m = 0 and n = 0: C untouched) and a fault-free
  * stress of 200 random calls (types, entry points, compute types, shapes up to 300, transposes,
  * scalars, layouts, math modes, seeds).
  * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected with no
@@ -659,10 +660,14 @@ static void unprotected(cublasHandle_t h)
     printf("unprotected: %llu cases\n", (unsigned long long)(cases_run - before));
 }
 
-/* A GemmEx captured into a graph on the handle's stream (after one uncaptured call of the same
- * shape there) and replayed twice over a C whose results were made NaN: passed through, counted
- * unprotected once, no checks; C right after the replays. */
-static void captured(cublasHandle_t h, int variant)
+/* A GemmEx captured into a graph on a stream of its own and replayed twice over a C whose results
+ * were made NaN, with a fault (a high exponent bit) planted at the capture: the graph replays
+ * the checks, so each replay counts 1 protected GEMM and ceil(m / BS) n checks and corrects the
+ * fault it plants; nothing is counted at the capture; C right after the replays. warm: one
+ * uncaptured call of the shape ran on the stream before; cold: its context and buffer are made
+ * during the capture (allocations only). --expect-off: passed through, counted unprotected once,
+ * no fault planted. */
+static void captured(cublasHandle_t h, int variant, int warm)
 {
     lcase c = variant ? (lcase){.e = E_GEMMEX_64, .in = T_BF16, .out = T_F32, .ct = CT_32F_PEDANTIC,
                                 .ta = OPT, .tb = OPN, .m = 129, .n = 65, .k = 200, .pad_a = 1,
@@ -670,33 +675,43 @@ static void captured(cublasHandle_t h, int variant)
                       : (lcase){.e = E_GEMMEX, .in = T_F16, .out = T_F16, .ct = CT_32F,
                                 .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29, .pad_b = 2,
                                 .pad_c = 1, .alpha = -1.25, .beta = 0.0, .series = 2};
-    c.seed = case_seed(6, (uint64_t)variant, 0);
+    c.seed = case_seed(6, (uint64_t)variant, (uint64_t)warm);
     char what[320];
     describe(what, sizeof what, &c);
     ldata d;
     layout(&d, &c);
     fill(&d, &c);
-    oracle(&d, &c, 1);
+    oracle(&d, &c, expect_off);
+    int64_t prow = -1, pcol = -1;
+    plant_site(&c, &d, &prow, &pcol);
+    const int bit = c.out == T_F32 ? 30 : 14;
     const size_t ei = esize(c.in), eo = esize(c.out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
     const float sf[2] = {(float)c.alpha, (float)c.beta};
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cublasSetStream_v2(h, s);
-    CHECK(dA && dB && dC && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC) == CUBLAS_STATUS_SUCCESS,
-          "captured %s: warm-up", what);
+    const int ok = dA && dB && dC;
+    if (warm)
+        CHECK(ok && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC) == CUBLAS_STATUS_SUCCESS,
+              "captured %s: warm-up", what);
     cudaStreamSynchronize(s);
     const stats_t s0 = stats_now();
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
-    cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    cudaError_t ce = ok ? cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
+                        : cudaErrorMemoryAllocation;
     if (ce == cudaSuccess) {
+        if (!expect_off)
+            CHECK(plant_fault(1, prow, pcol, bit) == 0, "captured %s: plant_fault", what);
         st = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC);
+        plant_fault(0, 0, 0, 0);
         ce = cudaStreamEndCapture(s, &graph);
     }
-    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s: status %d, %s", what,
-          (int)st, cudaGetErrorString(ce));
+    const stats_t s1 = stats_now();
+    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s (warm %d): status %d, %s",
+          what, warm, (int)st, cudaGetErrorString(ce));
     if (st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess &&
         cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
         /* NaN over the results (all ones is NaN in every type): a replay that did not run leaves
@@ -706,20 +721,32 @@ static void captured(cublasHandle_t h, int variant)
         for (int i = 0; i < 2; i++)
             CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured %s: launch %d", what, i);
         cudaStreamSynchronize(s);
-        const stats_t s1 = stats_now();
+        const stats_t s2 = stats_now();
         outcome o = {.prow = -1, .pcol = -1};
         compare(&o, &c, &d, dC);
         CHECK(o.worst <= 1.0 && o.nonfinite == 0 && o.outside_bad == 0,
-              "captured %s: replayed GEMM off by %.3g x bound ((%d, %d): %.9g, reference %.9g), "
-              "%zu outside changed", what, o.worst, o.wi, o.wj, o.wv, o.wref, o.outside_bad);
-        CHECK(s1.protected_gemms == s0.protected_gemms &&
-                  s1.unprotected_gemms - s0.unprotected_gemms == 1 && s1.checks == s0.checks &&
-                  s1.errors_detected == s0.errors_detected,
-              "captured %s: %llu protected, %llu unprotected (expected 0, 1), %llu checks, %llu "
-              "detected", what, (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms),
-              (unsigned long long)(s1.checks - s0.checks),
-              (unsigned long long)(s1.errors_detected - s0.errors_detected));
+              "captured %s (warm %d): replayed GEMM off by %.3g x bound ((%d, %d): %.9g, "
+              "reference %.9g), %zu outside changed", what, warm, o.worst, o.wi, o.wj, o.wv,
+              o.wref, o.outside_bad);
+        const uint64_t P = expect_off ? 0 : 2;
+        CHECK(s1.protected_gemms == s0.protected_gemms && s1.checks == s0.checks &&
+                  s2.protected_gemms - s1.protected_gemms == P &&
+                  s2.unprotected_gemms - s0.unprotected_gemms == (expect_off ? 1u : 0u) &&
+                  s2.checks - s1.checks == P * expected_checks(&c) &&
+                  s2.errors_detected - s1.errors_detected == P &&
+                  s2.errors_corrected - s1.errors_corrected == P &&
+                  s2.uncorrectable == s0.uncorrectable,
+              "captured %s (warm %d): %llu protected at the capture, %llu in two replays "
+              "(expected %llu), %llu unprotected, %llu checks, %llu detected, %llu corrected, "
+              "%llu uncorrectable", what, warm,
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+              (unsigned long long)P,
+              (unsigned long long)(s2.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s2.checks - s1.checks),
+              (unsigned long long)(s2.errors_detected - s1.errors_detected),
+              (unsigned long long)(s2.errors_corrected - s1.errors_corrected),
+              (unsigned long long)(s2.uncorrectable - s0.uncorrectable));
         cudaGraphExecDestroy(exec);
     }
     if (graph)
@@ -728,7 +755,8 @@ static void captured(cublasHandle_t h, int variant)
     cudaStreamDestroy(s);
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
     release(&d);
-    printf("captured %s->%s: done\n", type_names[c.in], type_names[c.out]);
+    cases_run++;
+    printf("captured %s->%s (warm %d): done\n", type_names[c.in], type_names[c.out], warm);
 }
 
 /* k = 0 (C = beta C; beta = 0 over NaN: zeros) and m = 0, n = 0 (C untouched), through GemmEx and
@@ -817,8 +845,9 @@ int main(int argc, char **argv)
     if (!expect_off)
         planted(h);
     unprotected(h);
-    captured(h, 0);
-    captured(h, 1);
+    captured(h, 0, 1);
+    captured(h, 1, 1);
+    captured(h, 0, 0);
     edges(h);
     stress(h, 200);
     clock_gettime(CLOCK_MONOTONIC, &tb);

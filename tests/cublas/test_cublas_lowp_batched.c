@@ -25,7 +25,7 @@
  * buffer (the padding rows, the gaps between matrices, the whole buffer where m, n or the batch
  * is 0) must stay as it was, bit for bit. Above 2^27 multiply-adds in the batch the oracle takes
  * per matrix 2000 random elements and a grid of 25 (the planted one among them), and every other
- * element must be finite. Results that cuBLAS computes itself (BLASFT_MODE=off, a captured batch)
+ * element must be finite. Results that cuBLAS computes itself (BLASFT_MODE=off)
  * with a 16-bit C and reductions in C's type allowed get 32 u (|alpha| sum |ab| + |beta C|) more.
  *
  * Counters: a protected batch is one protected call: it adds exactly batchCount protected GEMMs,
@@ -46,10 +46,10 @@
  * Not protected, counted batchCount unprotected with no checks, within the loose bound of half
  * accumulation ((k + 2) 2^-10 (|alpha| sum |ab| + |beta C|) + u |v| + tiny + k 2^-24): cublasHgemm-
  * StridedBatched, cublasHgemmBatched and their _64 forms, GemmStridedBatchedEx and GemmBatchedEx
- * (and _64) with CUBLAS_COMPUTE_16F(_PEDANTIC) (half scalars); a batch of each of the four
- * protected entry points captured into a graph (after one uncaptured call of the same shape) and
- * replayed twice over a C whose results were made NaN: batchCount unprotected, counted once at the
- * capture, no checks, C right after the replays. Then edges (batchCount 0: success, C untouched,
+ * (and _64) with CUBLAS_COMPUTE_16F(_PEDANTIC) (half scalars). A batch of each of the four
+ * protected entry points captured into a graph (after one uncaptured call of the same shape;
+ * one also on a fresh stream) with faults planted in two matrices is protected at each of two
+ * replays, the faults corrected each time. Then edges (batchCount 0: success, C untouched,
  * nothing counted; k = 0: C = beta C per matrix; m = 0 and n = 0: C untouched; none of them
  * protected, checked or detected, at most batchCount unprotected) and a fault-free stress of 150
  * random calls (entry points protected or not, types, compute types, shapes up to 200, batches of
@@ -871,11 +871,15 @@ static void unprotected(cublasHandle_t h)
     printf("unprotected: %llu cases\n", (unsigned long long)(cases_run - before));
 }
 
-/* A batch through protected entry point e captured into a graph on the handle's stream (after
- * one uncaptured call of the same shape there) and replayed twice over a C whose results were
- * made NaN: passed through, counted batchCount unprotected once (at the capture), no checks; C
- * right after the replays. */
-static void captured(cublasHandle_t h, entry e)
+/* A batch through protected entry point e captured into a graph on a stream of its own (after
+ * one uncaptured call of the same shape there; for e = 0 also on a fresh stream, whose context
+ * and buffer are made during the capture) and replayed twice over a C whose results were made
+ * NaN, with faults (a high exponent bit) planted in its first two matrices at the capture: each
+ * replay counts batchCount protected GEMMs and their checks and corrects both faults; nothing is
+ * counted at the capture; C right after the replays. A float C by arrays of pointers gets no
+ * fault (planting one there reads an address back, which a capture cannot). --expect-off: passed
+ * through, batchCount unprotected once, no fault planted. */
+static void captured(cublasHandle_t h, entry e, int warm)
 {
     static const bcase variants[4] = {
         {.in = T_F16, .out = T_F16, .ct = CT_32F, .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29,
@@ -893,14 +897,19 @@ static void captured(cublasHandle_t h, entry e)
     };
     bcase c = variants[e];
     c.e = e;
-    c.seed = case_seed(7, (uint64_t)e, 0);
+    c.seed = case_seed(7, (uint64_t)e, (uint64_t)warm);
     normalize(&c);
     char what[400];
     describe(what, sizeof what, &c);
     bdata d;
     layout(&d, &c);
     fill(&d, &c);
-    oracle(&d, &c, 1);
+    oracle(&d, &c, expect_off);
+    const int np = expect_off || (is_ptrs(e) && c.out == T_F32) ? 0 : 2;
+    int64_t prow = -1, pcol = -1;
+    if (np)
+        plant_site(&c, &d, np, &prow, &pcol);
+    const int bit = c.out == T_F32 ? 30 : 14;
     const size_t ei = esize(c.in), eo = esize(c.out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
     void **arr = is_ptrs(e) && dA && dB && dC ? make_arrays(&c, &d, dA, dB, dC) : NULL;
@@ -909,8 +918,9 @@ static void captured(cublasHandle_t h, entry e)
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cublasSetStream_v2(h, s);
     const int ok = dA && dB && dC && (!is_ptrs(e) || arr);
-    CHECK(ok && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC, arr) == CUBLAS_STATUS_SUCCESS,
-          "captured %s: warm-up", what);
+    if (warm)
+        CHECK(ok && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC, arr) == CUBLAS_STATUS_SUCCESS,
+              "captured %s: warm-up", what);
     cudaStreamSynchronize(s);
     const stats_t s0 = stats_now();
     cudaGraph_t graph = NULL;
@@ -919,11 +929,15 @@ static void captured(cublasHandle_t h, entry e)
     cudaError_t ce = ok ? cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
                         : cudaErrorMemoryAllocation;
     if (ce == cudaSuccess) {
+        if (np)
+            CHECK(plant_fault(np, prow, pcol, bit) == 0, "captured %s: plant_fault", what);
         st = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC, arr);
+        plant_fault(0, 0, 0, 0);
         ce = cudaStreamEndCapture(s, &graph);
     }
-    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s: status %d, %s", what,
-          (int)st, cudaGetErrorString(ce));
+    const stats_t s1 = stats_now();
+    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s (warm %d): status %d, %s",
+          what, warm, (int)st, cudaGetErrorString(ce));
     if (st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess &&
         cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
         /* NaN over the results (all ones is NaN in every type): a replay that did not run leaves
@@ -935,22 +949,32 @@ static void captured(cublasHandle_t h, entry e)
         for (int i = 0; i < 2; i++)
             CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured %s: launch %d", what, i);
         cudaStreamSynchronize(s);
-        const stats_t s1 = stats_now();
+        const stats_t s2 = stats_now();
         outcome o = {.prow = -1, .pcol = -1};
         compare(&o, &c, &d, dC);
         CHECK(o.worst <= 1.0 && o.nonfinite == 0 && o.outside_bad == 0,
-              "captured %s: replayed batch off by %.3g x bound (matrix %d (%d, %d): %.9g, "
-              "reference %.9g), %zu outside changed", what, o.worst, o.wb, o.wi, o.wj, o.wv,
-              o.wref, o.outside_bad);
-        const uint64_t B = (uint64_t)c.batch;
-        CHECK(s1.protected_gemms == s0.protected_gemms &&
-                  s1.unprotected_gemms - s0.unprotected_gemms == B && s1.checks == s0.checks &&
-                  s1.errors_detected == s0.errors_detected,
-              "captured %s: %llu protected, %llu unprotected (expected 0, %llu), %llu checks, "
-              "%llu detected", what, (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-              (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms),
-              (unsigned long long)B, (unsigned long long)(s1.checks - s0.checks),
-              (unsigned long long)(s1.errors_detected - s0.errors_detected));
+              "captured %s (warm %d): replayed batch off by %.3g x bound (matrix %d (%d, %d): "
+              "%.9g, reference %.9g), %zu outside changed", what, warm, o.worst, o.wb, o.wi,
+              o.wj, o.wv, o.wref, o.outside_bad);
+        const uint64_t B = (uint64_t)c.batch, R = expect_off ? 0 : 2, F = R * (uint64_t)np;
+        CHECK(s1.protected_gemms == s0.protected_gemms && s1.checks == s0.checks &&
+                  s2.protected_gemms - s1.protected_gemms == R * B &&
+                  s2.unprotected_gemms - s0.unprotected_gemms == (expect_off ? B : 0) &&
+                  s2.checks - s1.checks == R * expected_checks(&c) &&
+                  s2.errors_detected - s1.errors_detected == F &&
+                  s2.errors_corrected - s1.errors_corrected == F &&
+                  s2.uncorrectable == s0.uncorrectable,
+              "captured %s (warm %d): %llu protected at the capture, %llu in two replays "
+              "(expected %llu), %llu unprotected, %llu checks, %llu detected, %llu corrected "
+              "(expected %llu), %llu uncorrectable", what, warm,
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+              (unsigned long long)(R * B),
+              (unsigned long long)(s2.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s2.checks - s1.checks),
+              (unsigned long long)(s2.errors_detected - s1.errors_detected),
+              (unsigned long long)(s2.errors_corrected - s1.errors_corrected),
+              (unsigned long long)F, (unsigned long long)(s2.uncorrectable - s0.uncorrectable));
         cudaGraphExecDestroy(exec);
     }
     if (graph)
@@ -959,7 +983,9 @@ static void captured(cublasHandle_t h, entry e)
     cudaStreamDestroy(s);
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
     release(&d);
-    printf("captured %s %s->%s: done\n", entry_names[e], type_names[c.in], type_names[c.out]);
+    cases_run++;
+    printf("captured %s %s->%s (warm %d): done\n", entry_names[e], type_names[c.in],
+           type_names[c.out], warm);
 }
 
 /* Batches of 0 matrices (success, C untouched, nothing counted), k = 0 (C = beta C per matrix;
@@ -1060,7 +1086,8 @@ int main(int argc, char **argv)
         planted(h);
     unprotected(h);
     for (int e = 0; e < E_PROTECTABLE; e++)
-        captured(h, (entry)e);
+        captured(h, (entry)e, 1);
+    captured(h, E_STRIDED, 0);
     edges(h);
     stress(h, 150);
     clock_gettime(CLOCK_MONOTONIC, &tb);
