@@ -332,11 +332,39 @@ report_slot *take_slot(blasft_gpu_ctx *ctx)
     return slot;
 }
 
+/* Under graph capture: the report's host function added to the graph after the counters' copy
+ * as a node that nothing captured later waits for. On the caller's stream it would hold up the
+ * rest of the graph for the host's round trip at every replay (a forked stream must be joined
+ * back before the capture ends); a node added to the graph directly may stay unjoined
+ * (cudaStreamGetCaptureInfo), and the graph's launch still completes only after it. false where
+ * it could not be added (then it goes on the stream). */
+bool report_node(cudaStream_t s0, report_slot *slot)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+    const cudaGraphNode_t *deps = nullptr;
+    size_t ndeps = 0;
+#if CUDART_VERSION >= 13000
+    cudaError_t e = cudaStreamGetCaptureInfo(s0, &cs, nullptr, &graph, &deps, nullptr, &ndeps);
+#else
+    cudaError_t e = cudaStreamGetCaptureInfo_v2(s0, &cs, nullptr, &graph, &deps, &ndeps);
+#endif
+    if (e == cudaSuccess && (cs != cudaStreamCaptureStatusActive || !graph))
+        return false;
+    cudaHostNodeParams hp = {deliver, slot};
+    cudaGraphNode_t node;
+    if (e == cudaSuccess)
+        e = cudaGraphAddHostNode(&node, graph, deps, ndeps, &hp);
+    if (e != cudaSuccess)
+        cudaGetLastError(); /* the library's own (e.g. a lossy query of edge data), not kept */
+    return e == cudaSuccess;
+}
+
 /* The report of the protected GEMM just enqueued on s0 (its counters in the workspace's header).
  * The counters are copied in the caller's stream order (the next GEMM resets them); the host
  * function that delivers them runs on the report stream, so neither the caller's stream nor the
- * next GEMM's helper passes wait for the host thread. Under graph capture a forked stream must be
- * joined back, so there the host function stays on the caller's stream. */
+ * next GEMM's helper passes wait for the host thread; under graph capture it is a node of the
+ * graph that nothing waits for (report_node), else on the caller's stream. */
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
                    const void *counters)
 {
@@ -355,7 +383,8 @@ int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
     }
     if (ctx->skip & BLASFT_GPU_SKIP_REPORT)
         slot->busy.store(0, std::memory_order_relaxed);
-    else if (!cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
+    else if ((capturing == cudaStreamCaptureStatusNone || !report_node(s0, slot)) &&
+             !cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
         return -2;
     return launches_ok() ? 0 : -2;
 }
