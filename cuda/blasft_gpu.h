@@ -16,8 +16,9 @@
  * caller's stream order and delivered to blasft_get_stats / the event callback by a host function
  * on the helper stream once the caller's stream has passed the check, so the caller's stream never
  * waits for the host thread (under graph capture the host function is a node of the captured
- * stream). After cudaDeviceSynchronize (or destroying the context) they are up to date. Events
- * come from the CUDA callback thread, not from the caller's thread.
+ * graph that nothing captured later waits for). After cudaDeviceSynchronize (or destroying the
+ * context) they are up to date. Events come from the CUDA callback thread, not from the caller's
+ * thread.
  *
  * Thresholds: PEA "max p"; with BLASFT_THRESHOLD=proj the column checksums of S and D get PROJ's
  * (cuda/gpu_proj.cu, with a compensated double reference) and the row checksums, which locate,
@@ -198,9 +199,11 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
  * corrected (cuda/gpu_batched.cu). The old C of every matrix is copied first where beta may be
  * nonzero. An S (C) batch is promoted where one S (C) GEMM of its shape would be (p->promote):
  * computed as a D (Z) batch of double copies, checked in double and rounded once into C.
- * Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused, or the stream is being
- * captured, or its buffers cannot be allocated: nothing enqueued), -2 if a CUDA/cuBLAS call
- * failed. */
+ * Under graph capture it is captured so where the context's batch buffers need not grow (empty
+ * ones are allocated) and the report slots it takes (one per chunk where promoted) are free.
+ * Returns 0; -1 where it does not take the batch (blasft_gpu_batch_fused; captured otherwise, or
+ * with a planted fault by arrays; its buffers cannot be allocated: nothing enqueued), -2 if a
+ * CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
                             const blasft_gpu_params *p);
 

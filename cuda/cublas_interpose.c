@@ -550,14 +550,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     if (cudaGetDevice(&device) != cudaSuccess || cudaStreamIsCapturing(stream, &cs) != cudaSuccess)
         return 0;
     const int capturing = cs != cudaStreamCaptureStatusNone;
-    /* arrays of pointers: S, D, C and Z read their addresses back, which a capture cannot do
-     * (the half path reads them on the device) */
-    if (c->arrays && ((capturing && !c->lowp) || !c->a_arr || !c->b_arr || !c->c_arr)) {
-        if (capturing && !c->lowp)
-            PASS_ONCE(once_arrays, "cuBLAS interposer: batched GEMMs by arrays of pointers pass "
-                      "through unprotected while a stream is captured");
+    if (c->arrays && (!c->a_arr || !c->b_arr || !c->c_arr))
         return 0;
-    }
     ctx_slot *slot = context_for(device, stream, capturing);
     if (!slot) {
         if (capturing)
@@ -590,9 +584,9 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
     /* the old C is kept where blocks may be recomputed and beta may be nonzero */
     const int keep_old = (on_dev || !blasft_cublas_host_zero(c->type, beta)) && !bias_vector &&
                          p.mode == BLASFT_MODE_CORRECT && p.on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    /* a batch of matrices up to 2^30 in m n k: one batched GEMM, one check of them all (not
-     * under capture, whose graph would keep the batch workspace's address) */
-    if (c->batch > 1 && !capturing && !c->c_in && !c->bias) {
+    /* a batch of matrices up to 2^30 in m n k: one batched GEMM, one check of them all (under
+     * capture where its buffer need not grow) */
+    if (c->batch > 1 && !c->c_in && !c->bias) {
         blasft_gpu_batch bt = {.g = g, .count = c->batch, .stride_a = c->stride_a,
                                .stride_b = c->stride_b, .stride_c = c->stride_c};
         if (c->arrays) {
@@ -600,7 +594,8 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
             bt.b_arr = (const void *const *)c->b_arr;
             bt.c_arr = (void *const *)c->c_arr;
         }
-        if (blasft_gpu_batch_fused(&bt, &p)) {
+        if (blasft_gpu_batch_fused(&bt, &p) &&
+            (!capturing || !hold_for_capture(slot, device, stream))) {
             /* planted faults (tests): one per matrix, from the first on */
             void *users[PLANT_MAX];
             int np = 0;
@@ -624,6 +619,13 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
                 return 1;
             }
         }
+    }
+    /* arrays of pointers outside the batch checked as a whole are read back (read_arrays),
+     * which a capture cannot do */
+    if (capturing && c->arrays) {
+        PASS_ONCE(once_arrays, "cuBLAS interposer: batched GEMMs by arrays of pointers that are "
+                  "not checked as a whole pass through unprotected while a stream is captured");
+        return 0;
     }
     if (capturing) {
         /* a context with no workspace yet (made for this capture) gets it now: allocations

@@ -460,37 +460,71 @@ void chunk_of(batch_args<T> &a, const blasft_gpu_batch *b, int64_t g0, int64_t c
     }
 }
 
-/* caller: the type the caller asked for (the report names it; D where an S batch runs
- * promoted) */
-template <typename T>
-int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p,
-                blasft_type caller)
+/* The batch buffer's layout for a batch of b's shape with elements T: matrices per chunk and
+ * where each part lies */
+struct batch_layout {
+    bool keep_old;
+    int64_t chunk;
+    size_t flags_at, acs_at, asq_at, old_at, need;
+};
+template <typename T> batch_layout layout_of(const blasft_gpu_batch *b, const blasft_gpu_params *p)
 {
     const blasft_gpu_gemm &g = b->g;
-    const bool on_dev = g.scalars_on_device != 0;
-    batch_args<T> a = args_of<T>(b);
+    batch_layout L;
     /* the old C is kept wherever beta may be nonzero, so that a flagged matrix can always be
      * computed again (small matrices: a copy per chunk) */
-    const bool keep_old = on_dev || scalar_nonzero(g.type, g.beta);
+    L.keep_old = g.scalars_on_device || scalar_nonzero(g.type, g.beta);
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
     const int64_t mb = (m + p->block_size - 1) / p->block_size;
     const size_t mat_bytes = sizeof(T) * (size_t)m * (size_t)n;
     constexpr int P = gk_el<T>::P;
     const size_t enc_bytes = sizeof(double) * (size_t)(mb * k);
-    const size_t per = (keep_old ? mat_bytes : 0) + (P + 1) * enc_bytes + sizeof(unsigned int);
+    const size_t per = (L.keep_old ? mat_bytes : 0) + (P + 1) * enc_bytes + sizeof(unsigned int);
     int64_t chunk = (int64_t)(kChunkBytes / per);
     chunk = chunk < 1 ? 1 : chunk > kMaxChunk ? kMaxChunk : chunk;
     chunk = chunk < count ? chunk : count;
     /* the kernels' element and unit indices within a chunk in 32 bits: m n k <= 2^30 keeps one
      * matrix's (m n, mb k, mb n) below 2^31, and the chunk is cut to keep their sum there */
     const int64_t widest = std::max({m * n, mb * k, mb * n});
-    chunk = std::min(chunk, std::max<int64_t>(1, INT32_MAX / widest));
+    L.chunk = std::min(chunk, std::max<int64_t>(1, INT32_MAX / widest));
     /* counters, then the flags (one memset for both), op(A)'s checksums and squares, old C */
-    const size_t flags_at = gk_align(sizeof(gk_counters));
-    const size_t acs_at = flags_at + gk_align(sizeof(unsigned int) * (size_t)chunk);
-    const size_t asq_at = acs_at + gk_align(P * enc_bytes * (size_t)chunk);
-    const size_t old_at = asq_at + gk_align(enc_bytes * (size_t)chunk);
-    const size_t need = old_at + (keep_old ? mat_bytes * (size_t)chunk : 0);
+    L.flags_at = gk_align(sizeof(gk_counters));
+    L.acs_at = L.flags_at + gk_align(sizeof(unsigned int) * (size_t)L.chunk);
+    L.asq_at = L.acs_at + gk_align(P * enc_bytes * (size_t)L.chunk);
+    L.old_at = L.asq_at + gk_align(enc_bytes * (size_t)L.chunk);
+    L.need = L.old_at + (L.keep_old ? mat_bytes * (size_t)L.chunk : 0);
+    return L;
+}
+
+/* Under graph capture, which keeps the buffer's address and the report slots: a buffer to grow
+ * (first freed) or any of the `slots` report slots the call takes still in flight (waited for)
+ * refuse it */
+template <typename T>
+bool capture_refuses(const blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
+                     const blasft_gpu_params *p, int64_t slots)
+{
+    const batch_layout L = layout_of<T>(b, p);
+    return (ctx->batch_ws && L.need > ctx->batch_bytes) || !slots_free(ctx, slots);
+}
+
+/* caller: the type the caller asked for (the report names it; D where an S batch runs
+ * promoted) */
+template <typename T>
+int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p,
+                blasft_type caller, bool capturing)
+{
+    const blasft_gpu_gemm &g = b->g;
+    const bool on_dev = g.scalars_on_device != 0;
+    batch_args<T> a = args_of<T>(b);
+    const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
+    const int64_t mb = (m + p->block_size - 1) / p->block_size;
+    if (capturing && capture_refuses<T>(ctx, b, p, 1))
+        return -1;
+    const batch_layout L = layout_of<T>(b, p);
+    const bool keep_old = L.keep_old;
+    const int64_t chunk = L.chunk;
+    const size_t flags_at = L.flags_at, acs_at = L.acs_at, asq_at = L.asq_at, old_at = L.old_at;
+    const size_t need = L.need;
     /* made before anything is enqueued: without it the batch goes matrix by matrix (-1) */
     const int got = ensure_buf(ctx, &ctx->batch_ws, &ctx->batch_bytes, need, nullptr);
     if (got == -3) {
@@ -625,7 +659,8 @@ __global__ void __launch_bounds__(kThreads) promote_out(batch_args<F> a, const D
  * error, 1 where the copies' buffer cannot be had (the batch then runs natively), -1 where the
  * checks' cannot (matrix by matrix). */
 template <typename F, typename D>
-int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p)
+int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p,
+                 bool capturing)
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
@@ -639,6 +674,45 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
     const size_t b_at = a_at + gk_align(sizeof(D) * (size_t)(chunk * m * k));
     const size_t c_at = b_at + gk_align(sizeof(D) * (size_t)(chunk * k * n));
     const size_t need = c_at + gk_align(sizeof(D) * (size_t)(chunk * m * n));
+    /* host scalars in double: read as the GEMM is enqueued */
+    D alpha_d = D(), beta_d = D();
+    if (!on_dev) {
+        float f[2] = {0.0f, 0.0f};
+        memcpy(f, g.alpha, sizeof(F));
+        alpha_d = host_el<D>(f[0], f[1]);
+        memcpy(f, g.beta, sizeof(F));
+        beta_d = host_el<D>(f[0], f[1]);
+    }
+    /* the D (Z) batch of `cnt` matrices on the copies at w (scalars there where on the device) */
+    const auto promoted = [&](char *w, int64_t cnt) {
+        D *sc = (D *)w;
+        blasft_gpu_batch d;
+        memset(&d, 0, sizeof d);
+        d.g = g;
+        d.g.type = promoted_type(g.type);
+        d.g.a = w ? w + a_at : nullptr;
+        d.g.lda = src.ta ? k : m;
+        d.g.b = w ? w + b_at : nullptr;
+        d.g.ldb = src.tb ? n : k;
+        d.g.c = w ? w + c_at : nullptr;
+        d.g.ldc = m;
+        d.g.alpha = on_dev ? (const void *)sc : (const void *)&alpha_d;
+        d.g.beta = on_dev ? (const void *)(sc + 1) : (const void *)&beta_d;
+        d.count = cnt;
+        d.stride_a = m * k;
+        d.stride_b = k * n;
+        d.stride_c = m * n;
+        return d;
+    };
+    /* under capture: no buffer of either kind to grow, a report slot free for each chunk's
+     * batch (capture_refuses), checked before the first copies are enqueued (a refusal at a
+     * later chunk would come after C is written) */
+    if (capturing) {
+        const blasft_gpu_batch probe = promoted(nullptr, chunk);
+        if ((ctx->batch_promo && need > ctx->batch_promo_bytes) ||
+            capture_refuses<D>(ctx, &probe, p, (count + chunk - 1) / chunk))
+            return -1;
+    }
     /* a buffer of the batches' own: the single GEMMs' copies (ctx->promo) stay as a capture
      * prepared them (blasft_gpu_workspace_bytes) */
     const int have = ensure_buf(ctx, &ctx->batch_promo, &ctx->batch_promo_bytes, need, nullptr);
@@ -653,43 +727,19 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
         return have;
     char *w = (char *)ctx->batch_promo;
     D *sc = (D *)w, *ad = (D *)(w + a_at), *bd = (D *)(w + b_at), *cd = (D *)(w + c_at);
-    /* host scalars in double: read as the GEMM is enqueued */
-    D alpha_d = D(), beta_d = D();
-    if (!on_dev) {
-        float f[2] = {0.0f, 0.0f};
-        memcpy(f, g.alpha, sizeof(F));
-        alpha_d = host_el<D>(f[0], f[1]);
-        memcpy(f, g.beta, sizeof(F));
-        beta_d = host_el<D>(f[0], f[1]);
-    }
     const cudaStream_t s0 = ctx->s0;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
         chunk_of(src, b, g0, count - g0 < chunk ? count - g0 : chunk);
         const int64_t elems = src.count * (m * k + k * n + (copy_c ? m * n : 0));
         promote_in<F, D><<<grid_for(elems), kThreads, 0, s0>>>(src, ad, bd, cd, copy_c, sc);
-        blasft_gpu_batch d;
-        memset(&d, 0, sizeof d);
-        d.g = g;
-        d.g.type = promoted_type(g.type);
-        d.g.a = ad;
-        d.g.lda = src.ta ? k : m;
-        d.g.b = bd;
-        d.g.ldb = src.tb ? n : k;
-        d.g.c = cd;
-        d.g.ldc = m;
-        d.g.alpha = on_dev ? (const void *)sc : (const void *)&alpha_d;
-        d.g.beta = on_dev ? (const void *)(sc + 1) : (const void *)&beta_d;
-        d.count = src.count;
-        d.stride_a = m * k;
-        d.stride_b = k * n;
-        d.stride_c = m * n;
+        blasft_gpu_batch d = promoted(w, src.count);
         /* planted faults go into the double copy (a float's bit of it, as for one promoted GEMM) */
         const int64_t left = b->nplants > g0 ? b->nplants - g0 : 0;
         d.nplants = (int)(left < src.count ? left : src.count);
         d.plant = b->plant;
         d.plant_user = d.nplants ? b->plant_user + g0 : nullptr;
         /* -1 (no buffer for the checks) only at the first chunk, before C is written */
-        const int rc = run_batched<D>(ctx, &d, p, g.type);
+        const int rc = run_batched<D>(ctx, &d, p, g.type, capturing);
         if (rc)
             return rc;
         promote_out<F, D><<<grid_for(src.count * m * n), kThreads, 0, s0>>>(src, cd);
@@ -745,20 +795,25 @@ int blasft_gpu_gemm_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
     if (!ctx || !b || !p || !blasft_gpu_batch_fused(b, p) || b->nplants > b->count ||
         (b->nplants && !b->plant))
         return -1;
-    if (const int rc = whole_call_entered(ctx))
+    bool cap = false;
+    if (const int rc = whole_call_entered(ctx, &cap))
         return rc;
+    /* a planted fault by arrays reads its matrix's address back, which a capture cannot */
+    if (cap && b->nplants && b->c_arr)
+        return -1;
     const blasft_type t = b->g.type;
     if (t == BLASFT_TYPE_D)
-        return run_batched<double>(ctx, b, p, t);
+        return run_batched<double>(ctx, b, p, t, cap);
     if (t == BLASFT_TYPE_Z)
-        return run_batched<double2>(ctx, b, p, t);
+        return run_batched<double2>(ctx, b, p, t, cap);
     /* S and C as one such GEMM would run: promoted where BLASFT_PROMOTE says so for the shape,
      * natively where it does not or where the copies' buffer cannot be had */
     if (blasft_gpu_promotes(t, b->g.m, b->g.n, b->g.k, p)) {
-        const int rc = t == BLASFT_TYPE_S ? run_promoted<float, double>(ctx, b, p)
-                                          : run_promoted<float2, double2>(ctx, b, p);
+        const int rc = t == BLASFT_TYPE_S ? run_promoted<float, double>(ctx, b, p, cap)
+                                          : run_promoted<float2, double2>(ctx, b, p, cap);
         if (rc != 1)
             return rc;
     }
-    return t == BLASFT_TYPE_S ? run_batched<float>(ctx, b, p, t) : run_batched<float2>(ctx, b, p, t);
+    return t == BLASFT_TYPE_S ? run_batched<float>(ctx, b, p, t, cap)
+                              : run_batched<float2>(ctx, b, p, t, cap);
 }

@@ -142,7 +142,8 @@ bool scalar_nonzero(blasft_type t, const void *x);
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what);
 /* a free report slot (waits for the oldest where all are taken), and its report enqueued */
 report_slot *take_slot(blasft_gpu_ctx *ctx);
-bool next_slot_busy(const blasft_gpu_ctx *ctx); /* take_slot would wait */
+/* the next n take_slot calls would not wait */
+bool slots_free(const blasft_gpu_ctx *ctx, int64_t n);
 /* counters: the device counters to report (NULL: those in the workspace's header) */
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
                    const void *counters = nullptr);

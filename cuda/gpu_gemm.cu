@@ -317,9 +317,14 @@ void CUDART_CB deliver(void *arg)
 
 /* A free report slot; if every one is still in flight, the oldest once the stream has passed it.
  * NULL where that wait failed. */
-bool next_slot_busy(const blasft_gpu_ctx *ctx)
+bool slots_free(const blasft_gpu_ctx *ctx, int64_t n)
 {
-    return ctx->slots[ctx->next_slot].busy.load(std::memory_order_acquire) != 0;
+    if (n > kSlots)
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (ctx->slots[(ctx->next_slot + i) % kSlots].busy.load(std::memory_order_acquire))
+            return false;
+    return true;
 }
 
 report_slot *take_slot(blasft_gpu_ctx *ctx)

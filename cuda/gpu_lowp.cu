@@ -814,7 +814,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t ptrs_at = w.take(arrays ? 3 * sizeof(void *) * (size_t)chunk : 0);
     /* a graph being captured keeps the buffer's address and the report slot: a buffer to grow
      * (first freed) or a slot still in flight (waited for) refuse the call */
-    if (capturing && ((ctx->lowp_ws && w.o > ctx->lowp_bytes) || next_slot_busy(ctx)))
+    if (capturing && ((ctx->lowp_ws && w.o > ctx->lowp_bytes) || !slots_free(ctx, 1)))
         return -1;
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {

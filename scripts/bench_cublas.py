@@ -18,7 +18,7 @@
                                      handle and stream) and protected bursts of products,
                                      interleaved in one process, CUDA events, medians; host time
                                      per call; prints JSON lines (BENCH_DTYPES, BENCH_SIZES:
-                                     comma lists; BENCH_OP=linear; BENCH_GRAPH=1: torch CUDA
+                                     comma lists; BENCH_OP=linear or bmm; BENCH_GRAPH=1: torch CUDA
                                      graphs of a burst of products, plain and protected,
                                      replayed)
   bench_cublas.py table FILE...      ratio table (markdown) from the bench JSON lines
@@ -333,6 +333,52 @@ def run_checks(name):
             time.sleep(0.02)
         check(back > 64 << 20, f"torch graph destroyed: {back / 2**20:.1f} MiB of the engine's "
               "context given back")
+        for dtype in ("float32", "float64"):
+            check_batch_graph(lib, fw, dtype, 8, 96, 64, 80)
+            check_batch_graph(lib, fw, dtype, 16, 512, 512, 512)
+
+
+def check_batch_graph(lib, fw, dtype, batch, m, k, n):
+    """torch.bmm of `batch` float32 or float64 products (one cublas{S,D}gemmStridedBatched,
+    checked as a whole; float32 promoted on a GPU with fast FP64, 16 x 512^3 then in two chunks of
+    copies) captured into a CUDA graph with a fault planted at the capture, on one side stream for
+    all calls (a thread's ninth stream captured has no context: it passes through) after one
+    product there (the warm-up PyTorch's documentation asks for; a graph of an earlier call
+    holds that stream's context, so the product there gets a context of its own): each of two
+    replays protects every product and corrects the fault, the result right."""
+    import numpy as np
+    torch = fw.m
+    q = fw.rand((batch, m, k), getattr(np, dtype), 81)
+    kt = fw.rand((batch, k, n), getattr(np, dtype), 82)
+    if not hasattr(check_batch_graph, "stream"):
+        check_batch_graph.stream = torch.cuda.Stream()
+    s = check_batch_graph.stream
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.bmm(q, kt)
+    torch.cuda.current_stream().wait_stream(s)
+    s0 = stats(lib, fw)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        lib.blasft_cublas_plant_fault(1, 10, 20, 29 if dtype == "float32" else 61)
+        c = torch.bmm(q, kt)
+    lib.blasft_cublas_plant_fault(0, 0, 0, 0)
+    g.replay()
+    g.replay()
+    torch.cuda.synchronize()
+    s1 = stats(lib, fw)
+    ok, err = within_bound(fw, q, kt, c, dtype)
+    what = f"torch {dtype} graph of bmm ({batch} x {m}x{n}x{k}) replayed twice"
+    check(ok, f"{what}: error {err:.3g} x bound")
+    dp = s1.protected_gemms - s0.protected_gemms
+    du = s1.unprotected_gemms - s0.unprotected_gemms
+    check(dp == 2 * batch and du == 0,
+          f"{what}: {dp} protected, {du} unprotected (capture and replays; want {2 * batch}, 0)")
+    dd = s1.errors_detected - s0.errors_detected
+    dc = s1.errors_corrected + s1.blocks_recomputed - s0.errors_corrected - s0.blocks_recomputed
+    check(dd == 2 and dc >= 2, f"{what}: planted fault {dd} times detected, {dc} corrected (want 2)")
+    del g
+    torch.cuda.synchronize()
 
 
 def within_lowp_bound(fw, a, b, c, out_u, acc_u=2.0 ** -24):
@@ -747,8 +793,13 @@ def run_bench(name):
         rec = {"framework": name, "dtype": dtype, "n": 256, "host_us_plain": min(res[False]),
                "host_us_protected": min(res[True])}
         print(json.dumps(rec), flush=True)
-    # BENCH_OP=linear (torch): F.linear(a, b, bias), i.e. cublasLtMatmul with the bias epilogue
+    # BENCH_OP=linear (torch): F.linear(a, b, bias), i.e. cublasLtMatmul with the bias epilogue;
+    # BENCH_OP=bmm (torch): a batch of 32 products of n x n matrices, n = 64 .. 512
     op_name = os.environ.get("BENCH_OP", "mm")
+    if op_name == "bmm":
+        sizes = {d: tuple(n for n in (64, 128, 256, 512) if not os.environ.get("BENCH_SIZES") or
+                          str(n) in os.environ["BENCH_SIZES"].split(","))
+                 for d in sizes}
     # BENCH_GRAPH=1 (torch): a burst of products captured into a CUDA graph on a warmed side
     # stream, once plain (interposer bypassed during the capture) and once protected; the graphs'
     # replays are timed, per product
@@ -757,7 +808,10 @@ def run_bench(name):
         dt = getattr(np, dtype)
         for n in ns:
             a, b = fw.rand((n, n), dt, 1), fw.rand((n, n), dt, 2)
-            if op_name == "linear":
+            if op_name == "bmm":
+                a, b = fw.rand((32, n, n), dt, 1), fw.rand((32, n, n), dt, 2)
+                op = lambda: fw.m.bmm(a, b)
+            elif op_name == "linear":
                 bias = fw.rand((n,), dt, 3)
                 op = lambda: fw.m.nn.functional.linear(a, b, bias)
             else:

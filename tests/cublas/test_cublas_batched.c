@@ -12,14 +12,15 @@
  *
  * Counters: a fault-free batch adds batch protected GEMMs, no unprotected one, no detection and
  * no false alarm. A batch the fused path takes (BLASFT_GPU_BATCHED unset or fused; S or D; at
- * least 2 matrices, m n k <= 2^30 and k <= 4096; no capture) adds
+ * least 2 matrices, m n k <= 2^30 and k <= 4096; under capture too) adds
  * exactly batch * ceil(m / BS) * n checks (BS: BLASFT_BLOCK_SIZE, else 256): that is how this test
  * knows the fused path ran (S promoted or not: BLASFT_PROMOTE decides as for one S GEMM); any
  * other batch (BLASFT_GPU_BATCHED=each included) only some.
  * Planted faults (blasft_cublas_plant_fault: one in each of the batch's first `count` matrices, a
  * high exponent or a high mantissa bit) must be corrected: C as the oracle's, each one injected,
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
- * Then a boundary list (k = 4096 / 4097, m n k = 2^30 / just above), a captured strided batch
+ * Then a boundary list (k = 4096 / 4097, m n k = 2^30 / just above), batches captured into
+ * graphs (strided and by arrays, warm and fresh streams, faults planted at the capture) and
  * replayed twice, strided batches whose C matrices overlap (computed in order), exact data
  * (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0 over NaN in A: C = beta C,
  * passed through), and a fault-free stress of random batches.
@@ -644,19 +645,35 @@ static void planted(cublasHandle_t h)
     printf("planted faults: %llu cases\n", (unsigned long long)(cases_run - before));
 }
 
-/* A strided batch captured into a graph (not fused: a graph would keep the batch's workspace)
- * and replayed twice over a C of NaN: the per-matrix path, every matrix protected at every
- * replay, C right. */
-static void captured(cublasHandle_t h, int dbl)
+/* A batch captured into a graph on a stream of its own (warm: after one uncaptured call of the
+ * same shape there; cold: its context and buffers made during the capture) and replayed twice
+ * over a C of NaN, with a fault (a high exponent bit) planted in each of its first two matrices
+ * at the capture (not by arrays: planting there reads an address back, which a capture cannot).
+ * Checked as a whole (since 2026-11-27, late night; before, matrix by matrix): nothing counted
+ * at the capture, each replay counts batch protected GEMMs and exactly their fused checks and
+ * corrects both faults; otherwise (BLASFT_GPU_BATCHED=each) matrix by matrix, strided only (by
+ * arrays the call passes through). C right after the replays. */
+static void captured(cublasHandle_t h, int dbl, entry e, int warm)
 {
-    const bcase c = {.dbl = dbl, .e = E_STRIDED, .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29,
+    const bcase c = {.dbl = dbl, .e = e, .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29,
                      .batch = 5, .pad_a = 1, .pad_b = 0, .pad_c = 2, .smode_c = 1,
-                     .alpha = 1.0, .beta = 0.0, .series = 0, .seed = case_seed(4, (uint64_t)dbl, 0)};
+                     .alpha = 1.0, .beta = 0.0, .series = 0,
+                     .seed = case_seed(4, (uint64_t)(dbl + 2 * e), (uint64_t)warm)};
+    const char *what = entry_names[e];
     bdata d;
     layout(&d, &c);
     fill(&d, &c);
     oracle(&d, &c);
-    void *dA = to_device(d.A, d.la, dbl), *dB = to_device(d.B, d.lb, dbl), *dC = to_device(d.C0, d.lc, dbl);
+    const int fused = fused_expected(&c);
+    const int prot = !expect_off && (fused || !is_ptrs(e));
+    const int np = prot && !is_ptrs(e) ? 2 : 0;
+    int64_t prow = -1, pcol = -1;
+    if (np)
+        plant_site(&c, &d, np, &prow, &pcol);
+    const int bit = dbl ? 62 : 30;
+    void *dA = to_device(d.A, d.la, dbl), *dB = to_device(d.B, d.lb, dbl);
+    void *dC = to_device(d.C0, d.lc, dbl);
+    void **arr = is_ptrs(e) ? make_arrays(&c, &d, dA, dB, dC) : NULL;
     const double sd[2] = {1.0, 0.0};
     const float sf[2] = {1.0f, 0.0f};
     const void *al = dbl ? (const void *)&sd[0] : (const void *)&sf[0];
@@ -664,7 +681,9 @@ static void captured(cublasHandle_t h, int dbl)
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cublasSetStream_v2(h, s);
-    CHECK(call(h, &c, &d, al, be, dA, dB, dC, NULL) == CUBLAS_STATUS_SUCCESS, "captured: warm-up");
+    if (warm)
+        CHECK(call(h, &c, &d, al, be, dA, dB, dC, arr) == CUBLAS_STATUS_SUCCESS,
+              "captured %s: warm-up", what);
     cudaStreamSynchronize(s);
     stats_t s0 = stats_now();
     cudaGraph_t graph = NULL;
@@ -672,11 +691,15 @@ static void captured(cublasHandle_t h, int dbl)
     cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
     cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
     if (ce == cudaSuccess) {
-        st = call(h, &c, &d, al, be, dA, dB, dC, NULL);
+        if (np)
+            CHECK(plant_fault(np, prow, pcol, bit) == 0, "captured %s: plant_fault", what);
+        st = call(h, &c, &d, al, be, dA, dB, dC, arr);
+        plant_fault(0, 0, 0, 0);
         ce = cudaStreamEndCapture(s, &graph);
     }
-    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %c: status %d, %s",
-          dbl ? 'D' : 'S', (int)st, cudaGetErrorString(ce));
+    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess,
+          "captured %s %c (warm %d): status %d, %s", what, dbl ? 'D' : 'S', warm, (int)st,
+          cudaGetErrorString(ce));
     if (ce == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
         cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
         /* NaN over the results: a replay that did not run leaves them wrong */
@@ -693,31 +716,39 @@ static void captured(cublasHandle_t h, int dbl)
         outcome o;
         compare(&o, &c, &d, dC);
         CHECK(o.worst <= 1.0 && o.outside_bad == 0,
-              "captured %c: replayed batch off by %.3g x bound, %zu outside changed",
-              dbl ? 'D' : 'S', o.worst, o.outside_bad);
-        const uint64_t B = (uint64_t)c.batch;
-        if (!expect_off) {
-            CHECK(s1.protected_gemms - s0.protected_gemms == 0 &&
-                      s2.protected_gemms - s1.protected_gemms == 2 * B,
-                  "captured %c: %llu protected at capture, %llu in two replays (expected 0, %llu)",
-                  dbl ? 'D' : 'S', (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
-                  (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
-                  (unsigned long long)(2 * B));
-            CHECK(s2.unprotected_gemms == s0.unprotected_gemms &&
-                      s2.errors_detected == s0.errors_detected &&
-                      s2.false_alarms == s0.false_alarms && s2.checks > s1.checks,
-                  "captured %c: unprotected, detections, false alarms or checks wrong",
-                  dbl ? 'D' : 'S');
-        }
+              "captured %s %c (warm %d): replayed batch off by %.3g x bound, %zu outside changed",
+              what, dbl ? 'D' : 'S', warm, o.worst, o.outside_bad);
+        const uint64_t B = (uint64_t)c.batch, R = prot ? 2 : 0, F = R * (uint64_t)np;
+        CHECK(s1.protected_gemms == s0.protected_gemms && s1.checks == s0.checks &&
+                  s2.protected_gemms - s1.protected_gemms == R * B &&
+                  s2.unprotected_gemms - s0.unprotected_gemms == (prot ? 0 : B) &&
+                  (!fused || s2.checks - s1.checks == R * fused_checks(&c)) &&
+                  (!prot || s2.checks > s1.checks) &&
+                  s2.errors_detected - s1.errors_detected == F &&
+                  s2.errors_corrected + s2.blocks_recomputed - s1.errors_corrected -
+                          s1.blocks_recomputed >= F &&
+                  s2.uncorrectable == s0.uncorrectable,
+              "captured %s %c (warm %d): %llu protected at the capture, %llu in two replays "
+              "(expected %llu), %llu unprotected, %llu checks (fused: %llu), %llu detected "
+              "(expected %llu), %llu uncorrectable", what, dbl ? 'D' : 'S', warm,
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+              (unsigned long long)(R * B),
+              (unsigned long long)(s2.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s2.checks - s1.checks),
+              (unsigned long long)(fused ? R * fused_checks(&c) : 0),
+              (unsigned long long)(s2.errors_detected - s1.errors_detected),
+              (unsigned long long)F, (unsigned long long)(s2.uncorrectable - s0.uncorrectable));
         cudaGraphExecDestroy(exec);
     }
     if (graph)
         cudaGraphDestroy(graph);
     cublasSetStream_v2(h, NULL);
     cudaStreamDestroy(s);
-    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
     release(&d);
-    printf("captured %c: done\n", dbl ? 'D' : 'S');
+    cases_run++;
+    printf("captured %s %c (warm %d): done\n", what, dbl ? 'D' : 'S', warm);
 }
 
 /* Fault-free batches of random shapes, layouts, scalars and data. */
@@ -969,8 +1000,11 @@ int main(int argc, char **argv)
     boundaries(h);
     if (!expect_off)
         planted(h);
-    captured(h, 0);
-    captured(h, 1);
+    for (int dbl = 0; dbl < 2; dbl++) {
+        captured(h, dbl, E_STRIDED, 1);
+        captured(h, dbl, E_PTRS_EX_64, 1);
+        captured(h, dbl, E_STRIDED_EX, 0);
+    }
     for (int dbl = 0; dbl < 2; dbl++)
         for (long long cols = 0; cols <= 13; cols += 13)
             overlapping_c(h, dbl, cols);
