@@ -172,6 +172,10 @@ int blasft_gpu_prepare(void *stream, int side, blasft_type t, int64_t rows, int6
  * arguments or an unsupported type (nothing enqueued), -2 if a CUDA/cuBLAS call failed. */
 int blasft_gpu_gemm_run(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
 
+/* The index of the GEMMs enqueued from now on in their caller's batch (a batch run matrix by
+ * matrix), which their events carry (blasft_event.matrix); -1 (the default): not a batch. */
+void blasft_gpu_set_matrix(blasft_gpu_ctx *ctx, int64_t matrix);
+
 /* A batch of GEMMs of one shape: g's a, b and c are the first matrices, the others stride_a,
  * stride_b, stride_c elements on (strides of 0 share a matrix, as cuBLAS allows for A and B);
  * or, where a_arr is set, the matrices' addresses are in device arrays of count pointers each
@@ -264,16 +268,16 @@ int blasft_gpu_gemm_plain(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g);
 int blasft_gpu_reserve(blasft_gpu_ctx *ctx, blasft_type t, int64_t m, int64_t n, int64_t k,
                        const blasft_gpu_params *p, int keep_old_c);
 
-/* 1 if enqueueing `count` protected GEMMs of g's shape on ctx now would make blasft_gpu_gemm_run
- * synchronise a stream (workspace or old-C copy to grow, a report slot still in flight), else 0.
- * A caller that is capturing a CUDA graph must not let that happen (added for the cuBLAS
- * interposer, cuda/cublas_interpose.c). */
+/* 1 if enqueueing `count` protected GEMMs of g's shape on ctx now, while its stream is being
+ * captured, would make blasft_gpu_gemm_run synchronise a stream (workspace or old-C copy to
+ * grow; their report slots are the graph's own), else 0. A caller that is capturing a CUDA graph
+ * must not let that happen (added for the cuBLAS interposer, cuda/cublas_interpose.c). */
 int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                                const blasft_gpu_params *p, int64_t count);
 
-/* Bytes of device workspace the context holds now for single GEMMs (not the buffer of the
- * batches checked together, which a graph capture never uses: 0 says a capture may allocate
- * the workspace without freeing any). */
+/* Bytes of device workspace the context holds now for single S, D, C, Z GEMMs (not the buffers
+ * of batches checked together and of half GEMMs, which are separate: 0 says a capture may
+ * allocate the workspace without freeing any). */
 size_t blasft_gpu_workspace_bytes(const blasft_gpu_ctx *ctx);
 
 /* Bytes of workspace one protected GEMM of this shape needs (without the old-C copy, which

@@ -686,8 +686,10 @@ static int protect(blasft_cublas_call *c, cublasStatus_t *status)
         if (pl || hooked)
             blasft_gpu_set_fault_hook(ctx, pl ? plant_hook : NULL, pl);
         hooked = pl != NULL;
+        blasft_gpu_set_matrix(ctx, c->batch > 1 ? i : -1);
         rc = blasft_gpu_gemm_run(ctx, &g, &p);
     }
+    blasft_gpu_set_matrix(ctx, -1);
     if (hooked)
         blasft_gpu_set_fault_hook(ctx, NULL, NULL);
     guard--;

@@ -94,8 +94,9 @@ typedef struct blasft_cublas_call {
     int64_t stride_a, stride_b, stride_c; /* elements */
     int64_t batch;            /* 1 for a single GEMM */
     /* cublas?gemmBatched (arrays 1): the matrices' addresses in device arrays of batch
-     * pointers (a, b, c and the strides unused). They are read back on the host before the
-     * protected GEMMs, which waits for the stream; while it is captured they pass through. */
+     * pointers (a, b, c and the strides unused). Batches checked as a whole and half batches
+     * read them on the device; otherwise they are read back on the host before the protected
+     * GEMMs, which waits for the stream (while it is captured such calls pass through). */
     int arrays;
     const void *const *a_arr, *const *b_arr;
     void *const *c_arr;

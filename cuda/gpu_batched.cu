@@ -41,6 +41,7 @@ constexpr int64_t kMaxChunk = (int64_t)1 << 20;
 template <typename T> struct batch_args {
     int64_t m, n, k, lda, ldb, ldc;
     int64_t count;          /* matrices of this chunk */
+    int64_t first;          /* the caller's index of its first matrix (events) */
     int64_t sa, sb, sc;     /* strides (elements), where the arrays are NULL */
     const T *A, *B;
     T *C;
@@ -372,7 +373,7 @@ template <typename T> __global__ void __launch_bounds__(kThreads) batch_recomput
             if (a.action == GK_REC_CORRECTED)
                 C[i + j * a.ldc] = make_el<T>(v.x, v.y);
             gk_add_record(a.cnt, a.action, i / a.bs, j / a.bs, i, j,
-                          modulus(make_double2(c.x - v.x, c.y - v.y)), bound);
+                          modulus(make_double2(c.x - v.x, c.y - v.y)), bound, a.first + g);
         }
         apart = block_reduce(apart, red); /* red may be used again: the next matrix's */
         if (threadIdx.x == 0)
@@ -496,29 +497,27 @@ template <typename T> batch_layout layout_of(const blasft_gpu_batch *b, const bl
     return L;
 }
 
-/* Under graph capture, which keeps the buffer's address and the report slots: a buffer to grow
- * (first freed) or any of the `slots` report slots the call takes still in flight (waited for)
- * refuse it */
+/* Under graph capture, which keeps the buffer's address: a buffer to grow (first freed) refuses
+ * the batch (its report slots are the graph's own: take_slot) */
 template <typename T>
 bool capture_refuses(const blasft_gpu_ctx *ctx, const blasft_gpu_batch *b,
-                     const blasft_gpu_params *p, int64_t slots)
+                     const blasft_gpu_params *p)
 {
-    const batch_layout L = layout_of<T>(b, p);
-    return (ctx->batch_ws && L.need > ctx->batch_bytes) || !slots_free(ctx, slots);
+    return ctx->batch_ws && layout_of<T>(b, p).need > ctx->batch_bytes;
 }
 
 /* caller: the type the caller asked for (the report names it; D where an S batch runs
- * promoted) */
+ * promoted); first: the caller's index of b's first matrix (a promoted chunk's) */
 template <typename T>
 int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu_params *p,
-                blasft_type caller, bool capturing)
+                blasft_type caller, bool capturing, int64_t first = 0)
 {
     const blasft_gpu_gemm &g = b->g;
     const bool on_dev = g.scalars_on_device != 0;
     batch_args<T> a = args_of<T>(b);
     const int64_t m = g.m, n = g.n, k = g.k, count = b->count;
     const int64_t mb = (m + p->block_size - 1) / p->block_size;
-    if (capturing && capture_refuses<T>(ctx, b, p, 1))
+    if (capturing && capture_refuses<T>(ctx, b, p))
         return -1;
     const batch_layout L = layout_of<T>(b, p);
     const bool keep_old = L.keep_old;
@@ -557,6 +556,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     int plant = 0;
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
         chunk_of(a, b, g0, count - g0 < chunk ? count - g0 : chunk);
+        a.first = first + g0;
         /* the first chunk clears the counters too */
         cudaMemsetAsync(g0 ? (char *)a.flags : w, 0,
                         (g0 ? 0 : flags_at) + sizeof(unsigned int) * (size_t)a.count, s0);
@@ -594,6 +594,7 @@ int run_batched(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gpu
     rm.col0 = 0;
     rm.bs = p->block_size;
     rm.gemms = (int)count;
+    rm.matrix = -1;
     return enqueue_report(ctx, slot, rm, cnt);
 }
 
@@ -704,13 +705,15 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
         d.stride_c = m * n;
         return d;
     };
-    /* under capture: no buffer of either kind to grow, a report slot free for each chunk's
-     * batch (capture_refuses), checked before the first copies are enqueued (a refusal at a
-     * later chunk would come after C is written) */
+    /* under capture: no buffer of either kind to grow (capture_refuses), and the chunks' batch
+     * buffer made now, so that no chunk's batch refuses after the copies are enqueued (at a
+     * later chunk, after C is written) */
     if (capturing) {
         const blasft_gpu_batch probe = promoted(nullptr, chunk);
         if ((ctx->batch_promo && need > ctx->batch_promo_bytes) ||
-            capture_refuses<D>(ctx, &probe, p, (count + chunk - 1) / chunk))
+            capture_refuses<D>(ctx, &probe, p) ||
+            ensure_buf(ctx, &ctx->batch_ws, &ctx->batch_bytes, layout_of<D>(&probe, p).need,
+                       nullptr))
             return -1;
     }
     /* a buffer of the batches' own: the single GEMMs' copies (ctx->promo) stay as a capture
@@ -739,7 +742,7 @@ int run_promoted(blasft_gpu_ctx *ctx, const blasft_gpu_batch *b, const blasft_gp
         d.plant = b->plant;
         d.plant_user = d.nplants ? b->plant_user + g0 : nullptr;
         /* -1 (no buffer for the checks) only at the first chunk, before C is written */
-        const int rc = run_batched<D>(ctx, &d, p, g.type, capturing);
+        const int rc = run_batched<D>(ctx, &d, p, g.type, capturing, g0);
         if (rc)
             return rc;
         promote_out<F, D><<<grid_for(src.count * m * n), kThreads, 0, s0>>>(src, cd);
@@ -763,7 +766,7 @@ int blasft_gpu_batch_fused(const blasft_gpu_batch *b, const blasft_gpu_params *p
     /* strided C matrices that overlap (cuBLAS leaves the result undefined): checked together,
      * each matrix's check would see another's elements and "correct" them; matrix by matrix,
      * each is checked before the next writes */
-    if (!b->a_arr && (b->stride_c < 0 ? -b->stride_c : b->stride_c) < g.ldc * (g.n - 1) + g.m)
+    if (!b->a_arr && !strided_apart(g.m, g.n, g.ldc, b->stride_c, b->count))
         return 0;
     /* one matrix's copies (old C; promoted S: A, B and C in double) within four chunks' budget:
      * thin shapes of many elements (2^30 x 1 x 1) go matrix by matrix */

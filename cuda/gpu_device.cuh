@@ -71,7 +71,8 @@ template <bool Max = false> __device__ double block_reduce(double v, double *red
  * (action: GK_REC_CORRECTED or GK_REC_DETECTED) ... */
 __device__ __forceinline__ void gk_add_record(gk_counters *cnt, int action, int64_t block_row,
                                                 int64_t block_col, int64_t row, int64_t col,
-                                                double syndrome, double bound)
+                                                double syndrome, double bound,
+                                                int64_t matrix = -1)
 {
     const unsigned int r = atomicAdd(&cnt->nrec, 1u);
     if (r >= GK_MAX_RECORDS)
@@ -82,6 +83,7 @@ __device__ __forceinline__ void gk_add_record(gk_counters *cnt, int action, int6
     rec.block_col = block_col;
     rec.row = row;
     rec.col = col;
+    rec.matrix = matrix;
     rec.syndrome = syndrome;
     rec.threshold = bound;
 }

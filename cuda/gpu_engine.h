@@ -24,6 +24,8 @@ struct report_meta {
     blasft_on_error on_error;
     int64_t row0, col0, bs; /* the part's place in the caller's C (promoted tiles), its BS */
     int gemms;              /* protected GEMMs the part completes: 1, or 0 for all but a call's last */
+    int64_t matrix;         /* the GEMM's index in the caller's batch, -1 none (records of a
+                               batch checked as a whole carry their own) */
     char type;
 };
 
@@ -112,6 +114,7 @@ struct blasft_gpu_ctx {
     blasft_gpu_hook hook; /* tests only: plants faults after the main GEMM */
     cudaEvent_t trace[BLASFT_GPU_TRACE_POINTS]; /* benchmark timeline; created by set_trace */
     int tracing;
+    int64_t matrix; /* the caller's batch index of the GEMMs enqueued now (blasft_gpu_set_matrix) */
     void *hook_user;
 };
 
@@ -136,14 +139,21 @@ cublasOperation_t op_of(char t);
 size_t type_size(blasft_type t);
 int type_parts(blasft_type t);
 bool scalar_nonzero(blasft_type t, const void *x);
+/* Whether `count` strided m x n matrices (leading dimension ld, `stride` elements apart) share no
+ * element: each past the last's extent, or (rows stacked within one column's stride) each at
+ * least m rows past the last with all of them within ld */
+inline bool strided_apart(int64_t m, int64_t n, int64_t ld, int64_t stride, int64_t count)
+{
+    const int64_t s = stride < 0 ? -stride : stride;
+    return count < 2 || s >= ld * (n - 1) + m || (s >= m && (count - 1) * s + m <= ld);
+}
 /* A buffer of the context grown to `bytes` (never shrunk; growing synchronises the context's
  * streams and drops its graphs): 0, -2 where a CUDA call failed (logged as `what`), -3 where
  * cudaMalloc failed and `what` is NULL (unlogged). */
 int ensure_buf(blasft_gpu_ctx *ctx, void **buf, size_t *have, size_t bytes, const char *what);
-/* a free report slot (waits for the oldest where all are taken), and its report enqueued */
+/* a free report slot (waits for the oldest where all are taken; under an application's graph
+ * capture, one the graph owns: never waits), and its report enqueued */
 report_slot *take_slot(blasft_gpu_ctx *ctx);
-/* the next n take_slot calls would not wait */
-bool slots_free(const blasft_gpu_ctx *ctx, int64_t n);
 /* counters: the device counters to report (NULL: those in the workspace's header) */
 int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
                    const void *counters = nullptr);

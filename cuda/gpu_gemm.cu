@@ -211,14 +211,15 @@ int ensure_ws(blasft_gpu_ctx *ctx, size_t ts, int P, int64_t m, int64_t n, int64
     ctx->ws_bytes = 0;
     if (!cuda_ok(cudaMalloc((void **)&ctx->ws, need), "cudaMalloc(workspace)"))
         return -2;
-    /* on the helper stream, not the legacy one, which would wait for (or, while another thread
-     * captures one, break) the application's blocking streams */
+    /* on the report stream, not the legacy one, which would wait for (or, while another thread
+     * captures one, break) the application's blocking streams, nor the helper stream, which an
+     * application's capture may have joined (a half GEMM captured before on this context) */
     const one_consts ones = {make_double2(1.0, 0.0), make_float2(1.0f, 0.0f)};
-    if (!cuda_ok(cudaMemsetAsync(ctx->ws, 0, header_bytes(flag_cap), ctx->s1), "cudaMemsetAsync") ||
+    if (!cuda_ok(cudaMemsetAsync(ctx->ws, 0, header_bytes(flag_cap), ctx->sr), "cudaMemsetAsync") ||
         !cuda_ok(cudaMemcpyAsync(ctx->ws + ones_offset(), &ones, sizeof ones,
-                                 cudaMemcpyHostToDevice, ctx->s1),
+                                 cudaMemcpyHostToDevice, ctx->sr),
                  "cudaMemcpyAsync(constants)") ||
-        !cuda_ok(cudaStreamSynchronize(ctx->s1), "cudaStreamSynchronize"))
+        !cuda_ok(cudaStreamSynchronize(ctx->sr), "cudaStreamSynchronize"))
         return -2;
     ctx->ws_bytes = need;
     ctx->flag_cap = flag_cap;
@@ -303,6 +304,7 @@ void CUDART_CB deliver(void *arg)
         ev.syndrome = r.syndrome < 0 ? -r.syndrome : r.syndrome;
         ev.threshold = r.threshold;
         ev.action = actions[r.kind];
+        ev.matrix = r.matrix >= 0 ? r.matrix : m.matrix;
         blasft_event_emit(&ev);
     }
     bool abort_now = m.on_error == BLASFT_ON_ERROR_ABORT && c.uncorrectable > 0;
@@ -315,20 +317,82 @@ void CUDART_CB deliver(void *arg)
     }
 }
 
-/* A free report slot; if every one is still in flight, the oldest once the stream has passed it.
- * NULL where that wait failed. */
-bool slots_free(const blasft_gpu_ctx *ctx, int64_t n)
+/* Report slots of calls captured into an application's graph: each owned by that graph for as
+ * long as it lives (a CUDA user object's destructor gives it back once the graph and its
+ * instances are gone), so that no later call or capture shares it and none waits for it; pinned,
+ * process-wide (no context's: a graph may outlive the context that captured it), kept in a free
+ * list (the destructor may not call CUDA). */
+struct graph_slot {
+    report_slot slot;
+    graph_slot *next;
+};
+std::mutex graph_slots_lock;
+graph_slot *graph_slots_free;
+
+void CUDART_CB graph_slot_gone(void *p)
 {
-    if (n > kSlots)
-        return false;
-    for (int64_t i = 0; i < n; i++)
-        if (ctx->slots[(ctx->next_slot + i) % kSlots].busy.load(std::memory_order_acquire))
-            return false;
-    return true;
+    graph_slot *gs = (graph_slot *)p;
+    std::lock_guard<std::mutex> hold(graph_slots_lock);
+    gs->next = graph_slots_free;
+    graph_slots_free = gs;
 }
 
+/* A slot for a call being captured on s, retained by the graph being captured; NULL where the
+ * graph could not be read, nothing could be allocated, or the graph could not retain it. */
+report_slot *graph_slot_take(cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = nullptr;
+#if CUDART_VERSION >= 13000
+    if (!cuda_ok(cudaStreamGetCaptureInfo(s, &cs, nullptr, &graph, nullptr, nullptr, nullptr),
+                 "cudaStreamGetCaptureInfo"))
+#else
+    if (!cuda_ok(cudaStreamGetCaptureInfo_v2(s, &cs, nullptr, &graph, nullptr, nullptr),
+                 "cudaStreamGetCaptureInfo"))
+#endif
+        return nullptr;
+    if (cs != cudaStreamCaptureStatusActive || !graph)
+        return nullptr;
+    graph_slot *gs = nullptr;
+    {
+        std::lock_guard<std::mutex> hold(graph_slots_lock);
+        if ((gs = graph_slots_free))
+            graph_slots_free = gs->next;
+    }
+    if (!gs) {
+        /* an allocation is refused while the calling thread captures in the global or
+         * thread-local mode: relaxed for it (the interposer's calls already are) */
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        cudaThreadExchangeStreamCaptureMode(&mode);
+        const cudaError_t e = cudaHostAlloc((void **)&gs, sizeof *gs, cudaHostAllocDefault);
+        cudaThreadExchangeStreamCaptureMode(&mode);
+        if (!cuda_ok(e, "cudaHostAlloc(report slot)"))
+            return nullptr;
+        new (&gs->slot.busy) std::atomic<int>(0);
+    }
+    cudaUserObject_t obj;
+    if (!cuda_ok(cudaUserObjectCreate(&obj, gs, graph_slot_gone, 1,
+                                      cudaUserObjectNoDestructorSync),
+                 "cudaUserObjectCreate")) {
+        graph_slot_gone(gs);
+        return nullptr;
+    }
+    if (!cuda_ok(cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove),
+                 "cudaGraphRetainUserObject")) {
+        cudaUserObjectRelease(obj, 1); /* its destructor gives the slot back */
+        return nullptr;
+    }
+    return &gs->slot;
+}
+
+/* A free report slot: under an application's graph capture one the graph owns (graph_slot_take);
+ * else the context's next, and if every one is still in flight the oldest once the stream has
+ * passed it. NULL where that failed. */
 report_slot *take_slot(blasft_gpu_ctx *ctx)
 {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->s0, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+        return graph_slot_take(ctx->s0);
     report_slot *slot = &ctx->slots[ctx->next_slot];
     ctx->next_slot = (ctx->next_slot + 1) % kSlots;
     if (slot->busy.load(std::memory_order_acquire) &&
@@ -971,6 +1035,7 @@ int protected_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_g
     rm.col0 = ctx->part.col0;
     rm.bs = bs;
     rm.gemms = ctx->part.gemms;
+    rm.matrix = ctx->matrix;
     if (!ctx->deferring)
         return enqueue_report(ctx, slot, rm);
     ctx->deferred = rm;
@@ -1108,6 +1173,7 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
     ctx->sched = -1;
     ctx->part = kWholeCall;
     ctx->pmode[0] = ctx->pmode[1] = -1;
+    ctx->matrix = -1;
     /* the helper stream's priority (BLASFT_GPU_HELPER_PRIORITY): high lets the short memory-bound
      * kernels in between the main GEMM's blocks as soon as they are ready */
     int lo = 0, hi = 0, prio = 0;
@@ -1533,16 +1599,14 @@ int blasft_gpu_run_host_gemm(const blasft_gemm *g, const blasft_config *cfg)
 int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                                const blasft_gpu_params *p, int64_t count)
 {
-    /* mirrors protected_gemm's growth and slot checks (for every part of a promoted GEMM) */
+    /* mirrors protected_gemm's growth checks (for every part of a promoted GEMM; the report slots
+     * of a captured call are its graph's own, take_slot) */
     if (check_args(g, p) || g->m == 0 || g->n == 0 || no_product(g) || p->mode == BLASFT_MODE_OFF ||
         count <= 0)
         return 0;
     const promo_plan L = plan_for(ctx, g, p);
     const blasft_type e = L.on ? promoted_type(g->type) : g->type;
     const int64_t m = L.on ? L.tm : g->m, n = L.on ? L.tn : g->n, k = L.on ? L.kc : g->k;
-    const int64_t parts = L.on ? L.parts(g->m, g->n, g->k) : 1;
-    if (count > kSlots || parts > kSlots || count * parts > kSlots)
-        return 1;
     const size_t ts = type_size(e);
     const int64_t bs = p->block_size;
     const int64_t mb = (m + bs - 1) / bs, nb = (n + bs - 1) / bs;
@@ -1557,12 +1621,7 @@ int blasft_gpu_gemm_would_sync(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm 
         L.on ? L.keep_old
              : (g->scalars_on_device || scalar_nonzero(g->type, g->beta)) && !g->c_vector &&
                    p->mode == BLASFT_MODE_CORRECT && p->on_error == BLASFT_ON_ERROR_RECOMPUTE;
-    if (need_cold && ts * m * n > ctx->old_bytes)
-        return 1;
-    for (int64_t i = 0; i < count * parts; i++)
-        if (ctx->slots[(ctx->next_slot + i) % kSlots].busy.load(std::memory_order_acquire))
-            return 1;
-    return 0;
+    return need_cold && ts * m * n > ctx->old_bytes ? 1 : 0;
 }
 
 void blasft_gpu_set_skip(blasft_gpu_ctx *ctx, int stages) { ctx->skip = stages; }
@@ -1605,6 +1664,8 @@ void blasft_gpu_set_fault_hook(blasft_gpu_ctx *ctx, blasft_gpu_hook fn, void *us
 }
 
 void blasft_gpu_set_graph_hook(blasft_gpu_ctx *ctx, int captured) { ctx->graph_with_hook = captured; }
+
+void blasft_gpu_set_matrix(blasft_gpu_ctx *ctx, int64_t matrix) { ctx->matrix = matrix; }
 
 void blasft_gpu_debug_graphs(blasft_gpu_ctx *ctx, uint64_t *captures, uint64_t *replays,
                              int *cached, int *priority)

@@ -339,7 +339,9 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
     }
     const graph_meta *meta = (const graph_meta *)e->meta;
     ctx->last_run = meta->run;
-    return enqueue_report(ctx, slot, meta->report);
+    report_meta rm = meta->report; /* the matrix is this call's, not the capture's */
+    rm.matrix = ctx->matrix;
+    return enqueue_report(ctx, slot, rm);
 }
 
 /* The relocation buffer, made at its full size the first time one is needed: growing it would

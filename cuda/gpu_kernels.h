@@ -60,6 +60,7 @@ enum { GK_REC_CORRECTED = 0, GK_REC_RECOMPUTED, GK_REC_DETECTED, GK_REC_UNCORREC
 typedef struct gk_record {
     int kind;
     int64_t block_row, block_col, row, col;
+    int64_t matrix; /* its index in the caller's batch (checked as a whole), else -1 */
     double syndrome, threshold;
 } gk_record;
 

@@ -102,6 +102,7 @@ template <typename TA> struct lp_args {
      * (elements) from these, or, where Aa is given, at Aa[g], Ba[g] and Ca[g]. The kernels
      * take matrix g's as these fields (mat), the buffers' too. */
     int64_t count, sa, sb, sc;
+    int64_t first; /* the caller's index of the chunk's first matrix (events); -1: one GEMM */
     const TA *const *Aa, *const *Ba;
     void *const *Ca;
     bool one; /* the call is one matrix (not a chunk of one): the kernels' fast paths */
@@ -671,7 +672,8 @@ template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(
             apart += 1.0;
             if (a.action == GK_REC_CORRECTED)
                 *cp = vt;
-            gk_add_record(a.cnt, a.action, I, j / a.bs, i, j, fabs(c - v), bound);
+            gk_add_record(a.cnt, a.action, I, j / a.bs, i, j, fabs(c - v), bound,
+                          a.first < 0 ? -1 : a.first + g);
         }
         apart = block_reduce<false>(apart, red); /* and the corrections seen by the block */
         if (a.out)
@@ -812,9 +814,9 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     const size_t old_at = w.take(keep_old ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
     const size_t wide_at = w.take(wide ? sizeof(float) * (size_t)(chunk * a.sw) : 0);
     const size_t ptrs_at = w.take(arrays ? 3 * sizeof(void *) * (size_t)chunk : 0);
-    /* a graph being captured keeps the buffer's address and the report slot: a buffer to grow
-     * (first freed) or a slot still in flight (waited for) refuse the call */
-    if (capturing && ((ctx->lowp_ws && w.o > ctx->lowp_bytes) || !slots_free(ctx, 1)))
+    /* a graph being captured keeps the buffer's address: a buffer to grow (first freed) refuses
+     * the call (its report slot is the graph's own: take_slot) */
+    if (capturing && ctx->lowp_ws && w.o > ctx->lowp_bytes)
         return -1;
     const int got = ensure_buf(ctx, &ctx->lowp_ws, &ctx->lowp_bytes, w.o, nullptr);
     if (got == -3) {
@@ -912,6 +914,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         rm.col0 = 0;
         rm.bs = bs;
         rm.gemms = (int)done;
+        rm.matrix = -1;
         return enqueue_report(ctx, slot, rm, a.cnt);
     };
     const auto failed = [&](int64_t g0) {
@@ -923,6 +926,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     for (int64_t g0 = 0; g0 < count; g0 += chunk) {
         const int64_t cg = std::min(chunk, count - g0);
         a.count = cg;
+        a.first = l->count > 1 ? g0 : -1;
         if (arrays) {
             a.Aa = (const TA *const *)l->a_arr + g0;
             a.Ba = (const TA *const *)l->b_arr + g0;
@@ -1081,8 +1085,7 @@ int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
         return 0;
     /* strided C matrices that overlap (cuBLAS leaves the result undefined): each check would
      * see another matrix's elements and "correct" them; they pass through */
-    if (l->count > 1 && !l->a_arr &&
-        (l->stride_c < 0 ? -l->stride_c : l->stride_c) < g.ldc * (g.n - 1) + g.m)
+    if (!l->a_arr && !strided_apart(g.m, g.n, g.ldc, l->stride_c, l->count))
         return 0;
     /* alpha 0 in host memory: nothing to protect (C = beta C), as for one GEMM */
     if (!g.scalars_on_device) {

@@ -125,11 +125,14 @@ typedef struct blasft_event {
     double threshold;       /* the threshold it was compared with */
     const char *action;     /* "corrected" (with two checksums "corrected (F1)" or "(F2)": placed
                                by one side or by both), "recomputed", "reported", "aborted" */
+    int64_t matrix;         /* the matrix's index (0-based) in a batched call of two or more
+                               matrices (cuBLAS's batched GEMMs), -1 for a single GEMM */
 } blasft_event;
 
 typedef void (*blasft_event_callback)(const blasft_event *event, void *user);
 
-/* Registers cb (NULL removes it). Called synchronously from the thread that ran the GEMM. */
+/* Registers cb (NULL removes it). Host GEMMs call it synchronously from the thread that ran the
+ * GEMM; GPU GEMMs from CUDA's callback thread, once the stream has passed the GEMM's check. */
 BLASFT_API void blasft_set_event_callback(blasft_event_callback cb, void *user);
 
 #ifdef __cplusplus

@@ -112,12 +112,15 @@ void blasft_event_emit(const blasft_event *ev)
     void *user = event_cb_user;
     pthread_mutex_unlock(&event_lock);
 
+    char in_matrix[48] = "";
+    if (ev->matrix >= 0)
+        snprintf(in_matrix, sizeof in_matrix, " of matrix %lld", (long long)ev->matrix);
     blasft_log(ev->kind == BLASFT_EVENT_UNCORRECTABLE ? BLASFT_LOG_WARN : BLASFT_LOG_INFO,
-               "%s (%c): %s in block (%lld,%lld) element (%lld,%lld): |syndrome| %.6g, threshold "
-               "%.6g, %s",
+               "%s (%c): %s in block (%lld,%lld) element (%lld,%lld)%s: |syndrome| %.6g, "
+               "threshold %.6g, %s",
                ev->routine, ev->type, event_kind_names[ev->kind], (long long)ev->block_row,
-               (long long)ev->block_col, (long long)ev->row, (long long)ev->col, ev->syndrome,
-               ev->threshold, ev->action);
+               (long long)ev->block_col, (long long)ev->row, (long long)ev->col, in_matrix,
+               ev->syndrome, ev->threshold, ev->action);
     if (cb)
         cb(ev, user);
 }
@@ -126,7 +129,7 @@ void blasft_report_lost_result(const char *routine, char type, blasft_on_error o
 {
     const int abort_now = on_error == BLASFT_ON_ERROR_ABORT;
     const blasft_event ev = {BLASFT_EVENT_UNCORRECTABLE, routine ? routine : "gemm", type, -1, -1,
-                             -1, -1, 0.0, 0.0, abort_now ? "aborted" : "reported"};
+                             -1, -1, 0.0, 0.0, abort_now ? "aborted" : "reported", -1};
     blasft_stat_add(BLASFT_STAT_UNCORRECTABLE, 1);
     blasft_event_emit(&ev);
     blasft_log(BLASFT_LOG_ERROR, "%s: the GPU failed while C was copied back, and with beta != 0 "
@@ -266,11 +269,11 @@ static void write_events(FILE *f)
         char sb[32], tb[32];
         fprintf(f,
                 "%s\n    {\"kind\": \"%s\", \"routine\": \"%s\", \"type\": \"%c\", \"block\": [%lld, "
-                "%lld], \"element\": [%lld, %lld], \"syndrome\": %s, \"threshold\": %s, "
-                "\"action\": \"%s\"}",
+                "%lld], \"element\": [%lld, %lld], \"matrix\": %lld, \"syndrome\": %s, "
+                "\"threshold\": %s, \"action\": \"%s\"}",
                 i ? "," : "", event_kind_names[e->kind], e->routine, e->type,
                 (long long)e->block_row, (long long)e->block_col, (long long)e->row,
-                (long long)e->col, json_number(sb, sizeof sb, e->syndrome),
+                (long long)e->col, (long long)e->matrix, json_number(sb, sizeof sb, e->syndrome),
                 json_number(tb, sizeof tb, e->threshold), e->action);
     }
     fprintf(f, "%s]\n", kept ? "\n  " : "");

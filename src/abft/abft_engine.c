@@ -35,6 +35,7 @@ void abft_emit(const abft_ctx *x, blasft_event_kind kind, int64_t bi, int64_t bj
     ev.syndrome = syndrome;
     ev.threshold = threshold;
     ev.action = action;
+    ev.matrix = -1; /* the host has no batched GEMM */
     blasft_event_emit(&ev);
 }
 

@@ -1,14 +1,18 @@
 /* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c,
  * test_cublas_batched.c, test_cublas_lowp.c, test_cublas_lowp_batched.c): the check counter,
- * libblas_ft's counters and fault planting found in the process (it must be preloaded), the block
- * size, seeds, random data and its upload. Header-only: each program is one translation unit. */
+ * libblas_ft's counters, events and fault planting found in the process (it must be preloaded),
+ * the block size, seeds, random data and its upload. Header-only: each program is one
+ * translation unit. */
 #ifndef BLASFT_INTERPOSE_TEST_H
 #define BLASFT_INTERPOSE_TEST_H
 
 #include <cuda_runtime.h>
 
+#include "blas_ft.h" /* the event's type; the library's functions are found by dlsym */
+
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,16 +37,20 @@ typedef struct {
 } stats_t;
 static void (*get_stats)(stats_t *);
 static int (*plant_fault)(int, int64_t, int64_t, int);
+static void (*set_event_callback)(blasft_event_callback, void *);
 
-/* 0 once both are found, else -1 (named on stderr) */
+/* 0 once all three are found, else -1 (named on stderr) */
 static int find_blasft(void)
 {
     union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
     union { void *p; int (*f)(int, int64_t, int64_t, int); } pf = {
         .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
+    union { void *p; void (*f)(blasft_event_callback, void *); } ec = {
+        .p = dlsym(RTLD_DEFAULT, "blasft_set_event_callback")};
     get_stats = gs.f;
     plant_fault = pf.f;
-    if (get_stats && plant_fault)
+    set_event_callback = ec.f;
+    if (get_stats && plant_fault && set_event_callback)
         return 0;
     fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD)\n");
     return -1;
@@ -68,6 +76,60 @@ static stats_t stats_now(void)
     cudaDeviceSynchronize(); /* the counters arrive by stream host functions */
     get_stats(&s);
     return s;
+}
+
+/* The matrices named by the events of the calls between events_begin and events_end (CUDA's
+ * callback thread delivers a GPU GEMM's events; the first 64 kept) */
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+static int events_n;
+static int64_t events_matrix[64];
+
+static void keep_event(const blasft_event *ev, void *user)
+{
+    (void)user;
+    pthread_mutex_lock(&events_lock);
+    if (events_n < 64)
+        events_matrix[events_n] = ev->matrix;
+    events_n++;
+    pthread_mutex_unlock(&events_lock);
+}
+
+static void events_begin(void)
+{
+    pthread_mutex_lock(&events_lock);
+    events_n = 0;
+    pthread_mutex_unlock(&events_lock);
+    set_event_callback(keep_event, NULL);
+}
+
+/* 1 where at least one event came, every one names a matrix of a batch of `count` (0 .. count-1;
+ * -1 where count is 1) and each of the first `want` matrices is named; else 0, why in why */
+static int events_end(int count, int want, char *why, size_t cap)
+{
+    cudaDeviceSynchronize();
+    set_event_callback(NULL, NULL);
+    pthread_mutex_lock(&events_lock);
+    const int n = events_n < 64 ? events_n : 64;
+    int ok = n > 0;
+    snprintf(why, cap, "%d events", events_n);
+    uint64_t seen = 0;
+    for (int i = 0; i < n && ok; i++) {
+        const int64_t g = events_matrix[i];
+        if (count > 1 ? g < 0 || g >= count : g != -1) {
+            snprintf(why, cap, "event %d names matrix %lld of a batch of %d", i, (long long)g,
+                     count);
+            ok = 0;
+        } else if (g >= 0 && g < 64) {
+            seen |= 1ull << g;
+        }
+    }
+    for (int g = 0; ok && count > 1 && g < want && g < 64; g++)
+        if (!(seen >> g & 1)) {
+            snprintf(why, cap, "no event names matrix %d (%d events)", g, events_n);
+            ok = 0;
+        }
+    pthread_mutex_unlock(&events_lock);
+    return ok;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

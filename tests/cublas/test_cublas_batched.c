@@ -21,7 +21,8 @@
  * detected and corrected (per matrix: corrected or its block recomputed), none uncorrectable.
  * Then a boundary list (k = 4096 / 4097, m n k = 2^30 / just above), batches captured into
  * graphs (strided and by arrays, warm and fresh streams, faults planted at the capture) and
- * replayed twice, strided batches whose C matrices overlap (computed in order), exact data
+ * replayed twice, strided batches whose C matrices overlap (computed in order) or are stacked by
+ * rows (checked as a whole), exact data
  * (A = I, B = 1: a fault that makes an element Inf corrected; alpha 0 over NaN in A: C = beta C,
  * passed through), and a fault-free stress of random batches.
  * --expect-off: run under BLASFT_MODE=off, every GEMM passes through, counted unprotected, and
@@ -352,6 +353,8 @@ typedef struct outcome {
     double wv, wref, wbound;
     int64_t prow, pcol; /* where faults were planted */
     stats_t s0, s1;
+    int events_ok;      /* planted: the events name the batch's matrices (events_end) */
+    char events_why[96];
 } outcome;
 
 /* C read back and judged: every result against the oracle, the rest unchanged bit for bit */
@@ -444,13 +447,19 @@ static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, outco
         cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE);
     }
     o->s0 = stats_now();
-    if (plant)
+    if (plant) {
+        events_begin();
         CHECK(plant_fault(plant, o->prow, o->pcol, bit) == 0, "plant_fault(%d)", plant);
+    }
     o->st = is_ptrs(c->e) && !arr ? CUBLAS_STATUS_ALLOC_FAILED
                                   : call(h, c, &d, alpha, beta, dA, dB, dC, arr);
     o->s1 = stats_now();
-    if (plant)
+    if (plant) {
         plant_fault(0, 0, 0, 0); /* what a wrong path left armed goes no further */
+        /* each planted matrix named (a call records its first 16 events) */
+        o->events_ok = events_end(c->batch, plant < 16 ? plant : 16, o->events_why,
+                                  sizeof o->events_why);
+    }
     if (c->dev_scalars)
         cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST);
     compare(o, c, &d, dC);
@@ -525,6 +534,7 @@ static void judge(const bcase *c, const outcome *o, int plant, int bit)
     const uint64_t P = (uint64_t)plant;
     CHECK(DELTA(o, faults_injected) == P, "%s: %llu injected", what,
           (unsigned long long)DELTA(o, faults_injected));
+    CHECK(o->events_ok, "%s: events: %s", what, o->events_why);
     CHECK(DELTA(o, errors_detected) >= P, "%s: %llu detected", what,
           (unsigned long long)DELTA(o, errors_detected));
     if (fused_expected(c))
@@ -653,11 +663,11 @@ static void planted(cublasHandle_t h)
  * at the capture, each replay counts batch protected GEMMs and exactly their fused checks and
  * corrects both faults; otherwise (BLASFT_GPU_BATCHED=each) matrix by matrix, strided only (by
  * arrays the call passes through). C right after the replays. */
-static void captured(cublasHandle_t h, int dbl, entry e, int warm)
+static void captured(cublasHandle_t h, int dbl, entry e, int warm, double beta)
 {
     const bcase c = {.dbl = dbl, .e = e, .ta = OPN, .tb = OPT, .m = 37, .n = 53, .k = 29,
                      .batch = 5, .pad_a = 1, .pad_b = 0, .pad_c = 2, .smode_c = 1,
-                     .alpha = 1.0, .beta = 0.0, .series = 0,
+                     .alpha = 1.0, .beta = beta, .series = 0,
                      .seed = case_seed(4, (uint64_t)(dbl + 2 * e), (uint64_t)warm)};
     const char *what = entry_names[e];
     bdata d;
@@ -672,10 +682,10 @@ static void captured(cublasHandle_t h, int dbl, entry e, int warm)
         plant_site(&c, &d, np, &prow, &pcol);
     const int bit = dbl ? 62 : 30;
     void *dA = to_device(d.A, d.la, dbl), *dB = to_device(d.B, d.lb, dbl);
-    void *dC = to_device(d.C0, d.lc, dbl);
+    void *dC = to_device(d.C0, d.lc, dbl), *dC0 = to_device(d.C0, d.lc, dbl);
     void **arr = is_ptrs(e) ? make_arrays(&c, &d, dA, dB, dC) : NULL;
-    const double sd[2] = {1.0, 0.0};
-    const float sf[2] = {1.0f, 0.0f};
+    const double sd[2] = {1.0, beta};
+    const float sf[2] = {1.0f, (float)beta};
     const void *al = dbl ? (const void *)&sd[0] : (const void *)&sf[0];
     const void *be = dbl ? (const void *)&sd[1] : (const void *)&sf[1];
     cudaStream_t s;
@@ -700,17 +710,25 @@ static void captured(cublasHandle_t h, int dbl, entry e, int warm)
     CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess,
           "captured %s %c (warm %d): status %d, %s", what, dbl ? 'D' : 'S', warm, (int)st,
           cudaGetErrorString(ce));
-    if (ce == cudaSuccess && st == CUBLAS_STATUS_SUCCESS &&
-        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
-        /* NaN over the results: a replay that did not run leaves them wrong */
+    const int captured_ok = ce == cudaSuccess && st == CUBLAS_STATUS_SUCCESS;
+    const int inst = captured_ok && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (captured_ok)
+        CHECK(inst, "captured %s: instantiate", what);
+    if (inst) {
+        /* NaN over the results where beta is 0 (a replay that did not run leaves them wrong);
+         * else the old C again before each replay (each must read it once) */
         const size_t es = dbl ? 8 : 4;
-        for (int b = 0; b < c.batch; b++)
-            cudaMemset2D((char *)dC + es * (size_t)d.sc * (size_t)b, es * (size_t)d.ldc, 0xff,
-                         es * (size_t)c.m, (size_t)c.n);
+        if (beta == 0.0)
+            for (int b = 0; b < c.batch; b++)
+                cudaMemset2D((char *)dC + es * (size_t)d.sc * (size_t)b, es * (size_t)d.ldc,
+                             0xff, es * (size_t)c.m, (size_t)c.n);
         cudaDeviceSynchronize();
         stats_t s1 = stats_now();
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 2; i++) {
+            if (beta != 0.0)
+                cudaMemcpyAsync(dC, dC0, es * d.lc, cudaMemcpyDeviceToDevice, s);
             CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured: launch %d", i);
+        }
         cudaStreamSynchronize(s);
         stats_t s2 = stats_now();
         outcome o;
@@ -745,10 +763,10 @@ static void captured(cublasHandle_t h, int dbl, entry e, int warm)
         cudaGraphDestroy(graph);
     cublasSetStream_v2(h, NULL);
     cudaStreamDestroy(s);
-    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dC0); cudaFree(arr);
     release(&d);
     cases_run++;
-    printf("captured %s %c (warm %d): done\n", what, dbl ? 'D' : 'S', warm);
+    printf("captured %s %c (warm %d, beta %g): done\n", what, dbl ? 'D' : 'S', warm, beta);
 }
 
 /* Fault-free batches of random shapes, layouts, scalars and data. */
@@ -880,21 +898,25 @@ out:
     free(hc);
 }
 
-/* A strided batch whose C matrices overlap (stride_c below ldc (n - 1) + m; 0 included), with
- * beta 0.5: cuBLAS leaves such a result undefined; protected, the matrices are computed and
- * checked one after the other, so C is what computing them in order gives (the oracle: the same
- * order in long double, each element's bound carried over into the next matrix's beta C), and
- * nothing is detected or taken for a false alarm. Checked together, a matrix's check would see
- * its successors' elements. Under --expect-off only the counts. */
-static void overlapping_c(cublasHandle_t h, int dbl, long long stride_cols)
+/* A strided batch of 4 C matrices of 37 x 20 at ldc and stride_c sc, with beta 0.5. Where they
+ * overlap (sc below ldc (n - 1) + m, 0 included, and not stacked by rows) cuBLAS leaves the
+ * result undefined; protected, the matrices are computed and checked one after the other, so C
+ * is what computing them in order gives (the oracle: the same order in long double, each
+ * element's bound carried over into the next matrix's beta C), and nothing is detected or taken
+ * for a false alarm (checked together, a matrix's check would see its successors' elements).
+ * Stacked by rows within one column's stride (sc >= m, 3 sc + m <= ldc) they share nothing and
+ * the batch is checked as a whole (exactly its checks counted, where the fused path is on).
+ * Under --expect-off only the counts. */
+static void strided_c(cublasHandle_t h, int dbl, int ldc, long long sc)
 {
-    const int m = 37, n = 20, k = 29, batch = 4, ldc = 40;
+    const int m = 37, n = 20, k = 29, batch = 4;
     const int lda = m + 1, ldb = k;
-    const long long sa = (long long)lda * k, sb = (long long)ldb * n, sc = stride_cols * ldc;
+    const long long sa = (long long)lda * k, sb = (long long)ldb * n;
+    const int stacked = sc >= m && 3 * sc + m <= ldc;
     const size_t la = (size_t)sa * batch, lb = (size_t)sb * batch;
     const size_t lc = (size_t)sc * (batch - 1) + (size_t)ldc * n;
     const double alpha = dbl ? 1.25 : 0.75, beta = 0.5, u = dbl ? 0x1p-53 : 0x1p-24;
-    rng_t r = {case_seed(9, (uint64_t)dbl, (uint64_t)stride_cols)};
+    rng_t r = {case_seed(9, (uint64_t)dbl, (uint64_t)(sc * 1000 + ldc))};
     double *A = malloc(sizeof(double) * la), *B = malloc(sizeof(double) * lb);
     double *C0 = malloc(sizeof(double) * lc), *bound = calloc(lc, sizeof(double));
     long double *ref = malloc(sizeof(long double) * lc);
@@ -934,49 +956,53 @@ static void overlapping_c(cublasHandle_t h, int dbl, long long stride_cols)
     const int got = st == CUBLAS_STATUS_SUCCESS &&
                     cudaMemcpy(hc, dC, es * lc, cudaMemcpyDeviceToHost) == cudaSuccess;
     const stats_t s1 = stats_now();
-    CHECK(got, "overlapping C %c (stride %lld columns): status %d", dbl ? 'D' : 'S', stride_cols,
-          (int)st);
+    CHECK(got, "C at ldc %d, stride %lld, %c: status %d", ldc, sc, dbl ? 'D' : 'S', (int)st);
     if (got && !expect_off) {
         double worst = 0;
         size_t wi = 0, outside = 0;
         for (size_t e = 0; e < lc; e++) {
             const double v = dbl ? ((double *)hc)[e] : (double)((float *)hc)[e];
-            if ((int)(e % (size_t)ldc) >= m) { /* padding rows: never written */
+            if (bound[e] == 0.0) { /* no matrix's element (padding rows): never written */
                 outside += dbl ? memcmp(&C0[e], hc + 8 * e, 8) != 0
                                : ((float *)hc)[e] != (float)C0[e];
                 continue;
             }
-            double q = bound[e] > 0 ? fabs(v - (double)ref[e]) / bound[e]
-                                    : (v == (double)ref[e] ? 0.0 : INFINITY);
+            double q = fabs(v - (double)ref[e]) / bound[e];
             if (isnan(q))
                 q = INFINITY;
             if (q > worst)
                 worst = q, wi = e;
         }
         CHECK(worst <= 1.0 && outside == 0,
-              "overlapping C %c (stride %lld columns): element %zu off by %.3g x bound (%.9g, "
-              "in order %.9Lg), %zu padding elements changed", dbl ? 'D' : 'S', stride_cols, wi,
+              "C at ldc %d, stride %lld, %c: element %zu off by %.3g x bound (%.9g, in order "
+              "%.9Lg), %zu padding elements changed", ldc, sc, dbl ? 'D' : 'S', wi,
               worst, dbl ? ((double *)hc)[wi] : (double)((float *)hc)[wi], ref[wi], outside);
         CHECK(s1.protected_gemms - s0.protected_gemms == (uint64_t)batch &&
                   s1.unprotected_gemms == s0.unprotected_gemms &&
                   s1.errors_detected == s0.errors_detected && s1.false_alarms == s0.false_alarms &&
-                  s1.checks > s0.checks,
-              "overlapping C %c (stride %lld columns): %llu protected (expected %d), %llu "
-              "unprotected, %llu detected, %llu false alarms", dbl ? 'D' : 'S', stride_cols,
+                  s1.checks > s0.checks &&
+                  (!stacked || !fused_mode ||
+                   s1.checks - s0.checks == (uint64_t)batch *
+                                               (uint64_t)((m + block_size - 1) / block_size) *
+                                               (uint64_t)n),
+              "C at ldc %d, stride %lld, %c: %llu protected (expected %d), %llu unprotected, "
+              "%llu detected, %llu false alarms, %llu checks%s", ldc, sc, dbl ? 'D' : 'S',
               (unsigned long long)(s1.protected_gemms - s0.protected_gemms), batch,
               (unsigned long long)(s1.unprotected_gemms - s0.unprotected_gemms),
               (unsigned long long)(s1.errors_detected - s0.errors_detected),
-              (unsigned long long)(s1.false_alarms - s0.false_alarms));
+              (unsigned long long)(s1.false_alarms - s0.false_alarms),
+              (unsigned long long)(s1.checks - s0.checks),
+              stacked && fused_mode ? " (checked as a whole: each matrix's)" : "");
     } else if (got) {
         CHECK(s1.unprotected_gemms - s0.unprotected_gemms == (uint64_t)batch &&
                   s1.protected_gemms == s0.protected_gemms,
-              "overlapping C %c (stride %lld columns): not passed through", dbl ? 'D' : 'S',
-              stride_cols);
+              "C at ldc %d, stride %lld, %c: not passed through", ldc, sc, dbl ? 'D' : 'S');
     }
     cases_run++;
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
     free(A); free(B); free(C0); free(bound); free(ref); free(hc);
-    printf("overlapping C %c (stride %lld columns): done\n", dbl ? 'D' : 'S', stride_cols);
+    printf("C at ldc %d, stride %lld (%s), %c: done\n", ldc, sc,
+           stacked ? "stacked by rows" : "overlapping", dbl ? 'D' : 'S');
 }
 
 int main(int argc, char **argv)
@@ -1000,14 +1026,20 @@ int main(int argc, char **argv)
     boundaries(h);
     if (!expect_off)
         planted(h);
-    for (int dbl = 0; dbl < 2; dbl++) {
-        captured(h, dbl, E_STRIDED, 1);
-        captured(h, dbl, E_PTRS_EX_64, 1);
-        captured(h, dbl, E_STRIDED_EX, 0);
-    }
+    /* fresh streams first: a stream made after another was destroyed may take its handle
+     * value, and with it that stream's context */
     for (int dbl = 0; dbl < 2; dbl++)
-        for (long long cols = 0; cols <= 13; cols += 13)
-            overlapping_c(h, dbl, cols);
+        captured(h, dbl, E_STRIDED_EX, 0, 0.0);
+    for (int dbl = 0; dbl < 2; dbl++) {
+        captured(h, dbl, E_STRIDED, 1, -0.5);
+        captured(h, dbl, E_PTRS_EX_64, 1, 0.0);
+    }
+    for (int dbl = 0; dbl < 2; dbl++) {
+        strided_c(h, dbl, 40, 0);
+        strided_c(h, dbl, 40, 13 * 40);
+        strided_c(h, dbl, 151, 37);
+        strided_c(h, dbl, 151, 38);
+    }
     exact_cases(h, 0);
     exact_cases(h, 1);
     stress(h, 200);

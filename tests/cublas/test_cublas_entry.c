@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef enum { EP_V2, EP_V2_64, EP_EX, EP_EX_64, EP_STRIDED, EP_STRIDED_64, EP_STRIDED_EX,
@@ -813,7 +814,7 @@ static void captured_by_ended_thread(cublasHandle_t h, int prot)
 static void captured_arrays(cublasHandle_t h, int prot)
 {
     const char *bv = getenv("BLASFT_GPU_BATCHED");
-    const int fused = prot && !(bv && strcmp(bv, "each") == 0);
+    const int fused = prot && !(bv && strcasecmp(bv, "each") == 0);
     gcase g = {1, CUBLAS_OP_T, CUBLAS_OP_N, 70, 60, 50, 1, 3, 1.0, 0.5};
     run r;
     make(&r, &g);

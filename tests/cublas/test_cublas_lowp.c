@@ -759,6 +759,205 @@ static void captured(cublasHandle_t h, int variant, int warm)
     printf("captured %s->%s (warm %d): done\n", type_names[c.in], type_names[c.out], warm);
 }
 
+/* A half GEMM and then a float one (cublasSgemm_v2) captured into one graph on a fresh stream:
+ * the half path joins the engine's helper stream to the capture first, and the float GEMM's
+ * workspace, the context's first, is then made without touching that stream (before 2026-11-27,
+ * late night, its set-up synchronised the helper stream, which ended the application's capture
+ * with an error). Both protected at each of two replays, nothing counted at the capture, both
+ * results right; --expect-off: both passed through at the capture. */
+static void captured_mixed(cublasHandle_t h)
+{
+    lcase c = {.e = E_GEMMEX, .in = T_F16, .out = T_F16, .ct = CT_32F, .ta = OPN, .tb = OPN,
+               .m = 37, .n = 53, .k = 29, .alpha = 1.0, .beta = 0.0, .series = 0,
+               .seed = case_seed(8, 0, 0)};
+    ldata d;
+    layout(&d, &c);
+    fill(&d, &c);
+    oracle(&d, &c, expect_off);
+    void *dA = upload(d.A, esize(c.in) * d.la), *dB = upload(d.B, esize(c.in) * d.lb);
+    void *dC = upload(d.C0, esize(c.out) * d.lc);
+    enum { M = 64, N = 48, K = 40 };
+    float *fa = malloc(sizeof(float) * M * K), *fb = malloc(sizeof(float) * K * N);
+    double *ref = malloc(sizeof(double) * M * N), *bnd = malloc(sizeof(double) * M * N);
+    rng_t r = {case_seed(8, 1, 0)};
+    for (int i = 0; i < M * K; i++) fa[i] = (float)(2.0 * unit(&r) - 1.0);
+    for (int i = 0; i < K * N; i++) fb[i] = (float)(2.0 * unit(&r) - 1.0);
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+            long double sum = 0, mag = 0;
+            for (int l = 0; l < K; l++) {
+                sum += (long double)fa[i + l * M] * fb[l + j * K];
+                mag += fabsl((long double)fa[i + l * M] * fb[l + j * K]);
+            }
+            ref[i + j * M] = (double)sum;
+            bnd[i + j * M] = 2.0 * (K + 3) * 0x1p-24 * (double)mag + 1e-37;
+        }
+    float *dfa = upload(fa, sizeof(float) * M * K), *dfb = upload(fb, sizeof(float) * K * N);
+    float *dfc = NULL;
+    cudaMalloc((void **)&dfc, sizeof(float) * M * N);
+    const float sf[2] = {1.0f, 0.0f};
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cublasSetStream_v2(h, s);
+    const stats_t s0 = stats_now();
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cublasStatus_t st1 = CUBLAS_STATUS_NOT_INITIALIZED, st2 = st1;
+    const int ok = dA && dB && dC && dfa && dfb && dfc;
+    cudaError_t ce = ok ? cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
+                        : cudaErrorMemoryAllocation;
+    if (ce == cudaSuccess) {
+        st1 = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC);
+        st2 = cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &sf[0], dfa, M, dfb, K, &sf[1],
+                             dfc, M);
+        ce = cudaStreamEndCapture(s, &graph);
+    }
+    const stats_t s1 = stats_now();
+    CHECK(st1 == CUBLAS_STATUS_SUCCESS && st2 == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess,
+          "captured half + float: status %d, %d, %s", (int)st1, (int)st2, cudaGetErrorString(ce));
+    const int inst = ce == cudaSuccess && st1 == CUBLAS_STATUS_SUCCESS &&
+                     st2 == CUBLAS_STATUS_SUCCESS &&
+                     cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (ce == cudaSuccess && st1 == CUBLAS_STATUS_SUCCESS && st2 == CUBLAS_STATUS_SUCCESS)
+        CHECK(inst, "captured half + float: instantiate");
+    if (inst) {
+        cudaMemset2D(dC, esize(c.out) * (size_t)d.ldc, 0xff, esize(c.out) * (size_t)c.m,
+                     (size_t)c.n);
+        cudaMemset(dfc, 0xff, sizeof(float) * M * N);
+        cudaDeviceSynchronize();
+        for (int i = 0; i < 2; i++)
+            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured half + float: launch %d", i);
+        cudaStreamSynchronize(s);
+        const stats_t s2 = stats_now();
+        outcome o = {.prow = -1, .pcol = -1};
+        compare(&o, &c, &d, dC);
+        float hc[M * N];
+        double worst = INFINITY;
+        if (cudaMemcpy(hc, dfc, sizeof hc, cudaMemcpyDeviceToHost) == cudaSuccess) {
+            worst = 0;
+            for (int e = 0; e < M * N; e++) {
+                double q = fabs(hc[e] - ref[e]) / bnd[e];
+                worst = isnan(q) ? INFINITY : q > worst ? q : worst;
+            }
+        }
+        CHECK(o.worst <= 1.0 && o.nonfinite == 0 && worst <= 1.0,
+              "captured half + float: results off by %.3g and %.3g x bound", o.worst, worst);
+        const uint64_t P = expect_off ? 0 : 4;
+        CHECK(s1.protected_gemms == s0.protected_gemms &&
+                  s2.protected_gemms - s1.protected_gemms == P &&
+                  s2.unprotected_gemms - s0.unprotected_gemms == (expect_off ? 2u : 0u) &&
+                  s2.errors_detected == s0.errors_detected,
+              "captured half + float: %llu protected in two replays (expected %llu), %llu "
+              "unprotected, %llu detected",
+              (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+              (unsigned long long)P,
+              (unsigned long long)(s2.unprotected_gemms - s0.unprotected_gemms),
+              (unsigned long long)(s2.errors_detected - s0.errors_detected));
+        cudaGraphExecDestroy(exec);
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dfa); cudaFree(dfb); cudaFree(dfc);
+    free(fa); free(fb); free(ref); free(bnd);
+    release(&d);
+    cases_run++;
+    printf("captured half + float: done\n");
+}
+
+/* Two graphs on one stream: A (one half GEMM of 37 x 53) captured and replayed, then B (70 half
+ * GEMMs of 20 x 30) captured there, then A replayed again: A's report is its own (1 protected
+ * GEMM, 53 checks), not one of B's. Before 2026-11-27, late night, captured calls took the
+ * context's ring of 64 report slots, which a replay freed: B's capture took A's slot over and
+ * A's replays then reported B's calls. */
+static void two_graphs(cublasHandle_t h)
+{
+    if (expect_off)
+        return; /* nothing is reported */
+    lcase ca = {.e = E_GEMMEX, .in = T_F16, .out = T_F16, .ct = CT_32F, .ta = OPN, .tb = OPN,
+                .m = 37, .n = 53, .k = 29, .alpha = 1.0, .beta = 0.0, .series = 0,
+                .seed = case_seed(9, 0, 0)};
+    lcase cb = ca;
+    cb.m = 20;
+    cb.n = 30;
+    cb.seed = case_seed(9, 1, 0);
+    ldata da, db;
+    layout(&da, &ca);
+    fill(&da, &ca);
+    oracle(&da, &ca, 0);
+    layout(&db, &cb);
+    fill(&db, &cb);
+    const size_t es = esize(T_F16);
+    void *aA = upload(da.A, es * da.la), *aB = upload(da.B, es * da.lb);
+    void *aC = upload(da.C0, es * da.lc);
+    void *bA = upload(db.A, es * db.la), *bB = upload(db.B, es * db.lb);
+    void *bC = upload(db.C0, es * db.lc);
+    const float sf[2] = {1.0f, 0.0f};
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cublasSetStream_v2(h, s);
+    cudaGraph_t ga = NULL, gb = NULL;
+    cudaGraphExec_t ea = NULL, eb = NULL;
+    int ok = aA && aB && aC && bA && bB && bC;
+    ok = ok && cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
+    if (ok) {
+        ok = call(h, &ca, &da, &sf[0], &sf[1], aA, aB, aC) == CUBLAS_STATUS_SUCCESS;
+        ok = cudaStreamEndCapture(s, &ga) == cudaSuccess && ok;
+    }
+    ok = ok && cudaGraphInstantiate(&ea, ga, 0) == cudaSuccess &&
+         cudaGraphLaunch(ea, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess;
+    ok = ok && cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
+    if (ok) {
+        for (int i = 0; i < 70; i++)
+            ok = call(h, &cb, &db, &sf[0], &sf[1], bA, bB, bC) == CUBLAS_STATUS_SUCCESS && ok;
+        ok = cudaStreamEndCapture(s, &gb) == cudaSuccess && ok;
+    }
+    ok = ok && cudaGraphInstantiate(&eb, gb, 0) == cudaSuccess;
+    CHECK(ok, "two graphs: captures, instantiations and A's first replay");
+    if (ok) {
+        const stats_t s0 = stats_now();
+        cudaMemset2D(aC, es * (size_t)da.ldc, 0xff, es * (size_t)ca.m, (size_t)ca.n);
+        CHECK(cudaGraphLaunch(ea, s) == cudaSuccess, "two graphs: A's replay");
+        cudaStreamSynchronize(s);
+        const stats_t s1 = stats_now();
+        CHECK(cudaGraphLaunch(eb, s) == cudaSuccess, "two graphs: B's replay");
+        cudaStreamSynchronize(s);
+        const stats_t s2 = stats_now();
+        outcome o = {.prow = -1, .pcol = -1};
+        compare(&o, &ca, &da, aC);
+        CHECK(o.worst <= 1.0 && o.nonfinite == 0, "two graphs: A's result off by %.3g x bound",
+              o.worst);
+        CHECK(s1.protected_gemms - s0.protected_gemms == 1 &&
+                  s1.checks - s0.checks == expected_checks(&ca) &&
+                  s2.protected_gemms - s1.protected_gemms == 70 &&
+                  s2.checks - s1.checks == 70 * expected_checks(&cb),
+              "two graphs: A's replay %llu protected, %llu checks (expected 1, %llu); B's %llu, "
+              "%llu (expected 70, %llu)",
+              (unsigned long long)(s1.protected_gemms - s0.protected_gemms),
+              (unsigned long long)(s1.checks - s0.checks),
+              (unsigned long long)expected_checks(&ca),
+              (unsigned long long)(s2.protected_gemms - s1.protected_gemms),
+              (unsigned long long)(s2.checks - s1.checks),
+              (unsigned long long)(70 * expected_checks(&cb)));
+    }
+    if (ea)
+        cudaGraphExecDestroy(ea);
+    if (eb)
+        cudaGraphExecDestroy(eb);
+    if (ga)
+        cudaGraphDestroy(ga);
+    if (gb)
+        cudaGraphDestroy(gb);
+    cublasSetStream_v2(h, NULL);
+    cudaStreamDestroy(s);
+    cudaFree(aA); cudaFree(aB); cudaFree(aC); cudaFree(bA); cudaFree(bB); cudaFree(bC);
+    release(&da);
+    release(&db);
+    cases_run++;
+    printf("two graphs: done\n");
+}
+
 /* k = 0 (C = beta C; beta = 0 over NaN: zeros) and m = 0, n = 0 (C untouched), through GemmEx and
  * SgemmEx: as cuBLAS, success, nothing detected (how they are counted is not judged). */
 static void edges(cublasHandle_t h)
@@ -845,9 +1044,13 @@ int main(int argc, char **argv)
     if (!expect_off)
         planted(h);
     unprotected(h);
+    /* fresh streams first: a stream made after another was destroyed may take its handle
+     * value, and with it that stream's context */
+    captured(h, 0, 0);
+    captured_mixed(h);
     captured(h, 0, 1);
     captured(h, 1, 1);
-    captured(h, 0, 0);
+    two_graphs(h);
     edges(h);
     stress(h, 200);
     clock_gettime(CLOCK_MONOTONIC, &tb);

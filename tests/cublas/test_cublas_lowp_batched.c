@@ -439,6 +439,8 @@ typedef struct outcome {
     int64_t prow, pcol; /* at this element of each (-1: none) */
     double pq[PLANT_MAX], pv[PLANT_MAX], pref[PLANT_MAX], pbound[PLANT_MAX];
     stats_t s0, s1;
+    int events_ok;      /* planted: the events name the batch's matrices (events_end) */
+    char events_why[96];
 } outcome;
 
 /* C read back and judged: the oracle's elements against it, the rest of the results finite, the
@@ -535,15 +537,22 @@ static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, int c
     set_scalars(&sc, h, c->alpha, c->beta, is_half_compute(c->ct), c->dev_scalars);
     set_math(h, c->math);
     o->s0 = stats_now();
-    if (plant)
+    if (plant) {
+        events_begin();
         CHECK(plant_fault(plant, ask_row, ask_col, bit) == 0, "plant_fault(%d, %lld, %lld, %d)",
               plant, (long long)ask_row, (long long)ask_col, bit);
+    }
     o->st = dA && dB && dC && (!is_ptrs(c->e) || arr) && (!c->dev_scalars || sc.dev)
                 ? call(h, c, &d, sc.alpha, sc.beta, dA, dB, dC, arr)
                 : CUBLAS_STATUS_ALLOC_FAILED;
     o->s1 = stats_now();
-    if (plant)
+    if (plant) {
         plant_fault(0, 0, 0, 0); /* what a wrong path left armed goes no further */
+        /* each planted matrix named where every fault must be found (a call records its first
+         * 16 events); a low bit's flip may go unseen, and with it its event */
+        o->events_ok = events_end(c->batch, plant < 16 ? plant : 16, o->events_why,
+                                  sizeof o->events_why);
+    }
     unset_scalars(&sc, h);
     set_math(h, 0);
     compare(o, c, &d, dC); /* no C: everything wrong */
@@ -620,6 +629,8 @@ static void judge(const bcase *c, const outcome *o, int plant, int bit)
     CHECK(DELTA(o, faults_injected) == (uint64_t)plant, "%s: %llu injected (expected %d)", what,
           (unsigned long long)DELTA(o, faults_injected), plant);
     const int p = mant_bits(c->out), high = bit >= p;
+    if (high && !expect_off)
+        CHECK(o->events_ok, "%s: events: %s", what, o->events_why);
     if (high) {
         CHECK(DELTA(o, errors_detected) == (uint64_t)plant &&
                   DELTA(o, errors_corrected) == (uint64_t)plant,

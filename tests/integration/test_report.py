@@ -69,6 +69,9 @@ def main():
         harness.check(any(isinstance(v, str) for v in values),
                       "bit 62 flips: no infinite or NaN syndrome among the events (the case this "
                       "run exists for)", failures)
+        # host GEMMs are no batch: every event's matrix is -1
+        matrices = {e.get("matrix") for e in report["events"]}
+        harness.check(matrices == {-1}, f"bit 62 flips: events' matrices {matrices}", failures)
 
         quiet = os.path.join(work, "true.json")
         status, _, err = harness.run(["/bin/true"], harness.preload_env(BLASFT_REPORT=quiet))

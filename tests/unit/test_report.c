@@ -38,6 +38,7 @@ static void test_lost_result_reported(void **state)
     assert_string_equal(seen.routine, "gemm");
     assert_string_equal(seen.action, "reported");
     assert_int_equal(seen.row, -1);
+    assert_int_equal(seen.matrix, -1);
 }
 
 int main(void)
