@@ -78,6 +78,36 @@ static stats_t stats_now(void)
     return s;
 }
 
+/* The counters around a capture (s0 before it, s1 after it) and two replays of its graph (s2
+ * after them): nothing protected or checked at the capture; in the replays `gemms` protected
+ * GEMMs, `nchecks` checks (not `checks`: CHECK counts into that), `faults` detected and as many
+ * corrected; `unprot` unprotected in all; nothing uncorrectable */
+static void check_replays(const char *what, const stats_t *s0, const stats_t *s1,
+                          const stats_t *s2, uint64_t gemms, uint64_t nchecks, uint64_t faults,
+                          uint64_t unprot)
+{
+    CHECK(s1->protected_gemms == s0->protected_gemms && s1->checks == s0->checks &&
+              s2->protected_gemms - s1->protected_gemms == gemms &&
+              s2->unprotected_gemms - s0->unprotected_gemms == unprot &&
+              s2->checks - s1->checks == nchecks &&
+              s2->errors_detected - s1->errors_detected == faults &&
+              s2->errors_corrected - s1->errors_corrected == faults &&
+              s2->uncorrectable == s0->uncorrectable,
+          "%s: %llu protected at the capture, %llu in two replays (expected %llu), %llu "
+          "unprotected (expected %llu), %llu checks (expected %llu), %llu detected, %llu "
+          "corrected (expected %llu), %llu uncorrectable", what,
+          (unsigned long long)(s1->protected_gemms - s0->protected_gemms),
+          (unsigned long long)(s2->protected_gemms - s1->protected_gemms),
+          (unsigned long long)gemms,
+          (unsigned long long)(s2->unprotected_gemms - s0->unprotected_gemms),
+          (unsigned long long)unprot, (unsigned long long)(s2->checks - s1->checks),
+          (unsigned long long)nchecks,
+          (unsigned long long)(s2->errors_detected - s1->errors_detected),
+          (unsigned long long)(s2->errors_corrected - s1->errors_corrected),
+          (unsigned long long)faults,
+          (unsigned long long)(s2->uncorrectable - s0->uncorrectable));
+}
+
 /* The matrices named by the events of the calls between events_begin and events_end (CUDA's
  * callback thread delivers a GPU GEMM's events; the first 64 kept) */
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
