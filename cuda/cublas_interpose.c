@@ -422,8 +422,6 @@ static blasft_lowp_type lowp_of(cudaDataType t)
                               : BLASFT_LOWP_F32;
 }
 
-/* A half or bfloat16 GEMM, or a batch of them, through the engine's path for them
- * (cuda/gpu_lowp.cu); 0 where it does not take it (it passes through), else 1 with *status. */
 /* Under graph capture: the graph keeps slot's context (and its workspace) for as long as it may
  * be replayed. 0, or nonzero where it cannot (the GEMM then passes through). */
 static int hold_for_capture(ctx_slot *slot, int device, cudaStream_t stream)
@@ -437,6 +435,9 @@ static int hold_for_capture(ctx_slot *slot, int device, cudaStream_t stream)
     return 0;
 }
 
+/* A half or bfloat16 GEMM, or a batch of them, through the engine's path for them
+ * (cuda/gpu_lowp.cu), under capture too; 0 where it does not take it (it passes through), else 1
+ * with *status. */
 static int protect_lowp(blasft_cublas_call *c, ctx_slot *slot, int device, cudaStream_t stream,
                         int capturing, const blasft_gpu_params *p, int on_dev, cublasMath_t math,
                         cublasStatus_t *status)

@@ -360,15 +360,20 @@ report_slot *graph_slot_take(cudaStream_t s)
             graph_slots_free = gs->next;
     }
     if (!gs) {
-        /* an allocation is refused while the calling thread captures in the global or
-         * thread-local mode: relaxed for it (the interposer's calls already are) */
+        /* kSlots at a time (one pinned allocation each would cost a graph of many GEMMs a
+         * page and an allocation per GEMM), never freed; an allocation is refused while the
+         * calling thread captures in the global or thread-local mode: relaxed for it (the
+         * interposer's calls already are) */
         cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
         cudaThreadExchangeStreamCaptureMode(&mode);
-        const cudaError_t e = cudaHostAlloc((void **)&gs, sizeof *gs, cudaHostAllocDefault);
+        const cudaError_t e = cudaHostAlloc((void **)&gs, sizeof *gs * kSlots, cudaHostAllocDefault);
         cudaThreadExchangeStreamCaptureMode(&mode);
-        if (!cuda_ok(e, "cudaHostAlloc(report slot)"))
+        if (!cuda_ok(e, "cudaHostAlloc(report slots)"))
             return nullptr;
-        new (&gs->slot.busy) std::atomic<int>(0);
+        for (int i = 0; i < kSlots; i++)
+            new (&gs[i].slot.busy) std::atomic<int>(0);
+        for (int i = 1; i < kSlots; i++)
+            graph_slot_gone(&gs[i]);
     }
     cudaUserObject_t obj;
     if (!cuda_ok(cudaUserObjectCreate(&obj, gs, graph_slot_gone, 1,
