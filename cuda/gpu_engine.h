@@ -33,6 +33,7 @@ struct report_slot {
     gk_counters c; /* pinned: the device counters land here */
     report_meta m;
     std::atomic<int> busy;
+    bool graph; /* owned by an application's captured graph (take_slot): the call is captured */
 };
 
 /* The checked run that debug fetches may read (blasft_gpu_debug_fetch): its type, shape and

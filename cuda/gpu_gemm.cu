@@ -370,8 +370,10 @@ report_slot *graph_slot_take(cudaStream_t s)
         cudaThreadExchangeStreamCaptureMode(&mode);
         if (!cuda_ok(e, "cudaHostAlloc(report slots)"))
             return nullptr;
-        for (int i = 0; i < kSlots; i++)
+        for (int i = 0; i < kSlots; i++) {
             new (&gs[i].slot.busy) std::atomic<int>(0);
+            gs[i].slot.graph = true;
+        }
         for (int i = 1; i < kSlots; i++)
             graph_slot_gone(&gs[i]);
     }
@@ -447,17 +449,16 @@ int enqueue_report(blasft_gpu_ctx *ctx, report_slot *slot, const report_meta &m,
     slot->m = m;
     cudaMemcpyAsync(&slot->c, counters ? counters : ctx->ws, sizeof(gk_counters),
                     cudaMemcpyDeviceToHost, s0);
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    cudaStreamIsCapturing(s0, &capturing);
+    /* the stream is being captured where take_slot gave a graph's slot */
     cudaStream_t rs = s0;
-    if (capturing == cudaStreamCaptureStatusNone) {
+    if (!slot->graph) {
         cudaEventRecord(ctx->ev_done, s0);
         cudaStreamWaitEvent(ctx->sr, ctx->ev_done, 0);
         rs = ctx->sr;
     }
     if (ctx->skip & BLASFT_GPU_SKIP_REPORT)
         slot->busy.store(0, std::memory_order_relaxed);
-    else if ((capturing == cudaStreamCaptureStatusNone || !report_node(s0, slot)) &&
+    else if ((!slot->graph || !report_node(s0, slot)) &&
              !cuda_ok(cudaLaunchHostFunc(rs, deliver, slot), "cudaLaunchHostFunc"))
         return -2;
     return launches_ok() ? 0 : -2;
@@ -1206,8 +1207,10 @@ blasft_gpu_ctx *blasft_gpu_ctx_create(void *stream)
               blas_ok(cb->set_stream(ctx->h0, ctx->s0), "cublasSetStream") &&
               blas_ok(cb->set_stream(ctx->h1, ctx->s1), "cublasSetStream");
     if (ctx->slots)
-        for (int i = 0; i < kSlots; i++)
+        for (int i = 0; i < kSlots; i++) {
             new (&ctx->slots[i].busy) std::atomic<int>(0);
+            ctx->slots[i].graph = false;
+        }
     if (!ok) {
         blasft_gpu_ctx_destroy(ctx);
         return nullptr;
