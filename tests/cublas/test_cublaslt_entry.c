@@ -173,6 +173,70 @@ static const char *name(const lcase *g)
 }
 
 /* One cublasLtMatmul; plant: a fault (bit) planted at (pi, pj) of D, which must be corrected */
+/* What one cublasLtMatmul call of these tests needs besides its data: the operation (compute
+ * type ct, scale type, transposes, the epilogue with its bias, device pointer mode where
+ * `device`), the layouts of A and B (elements tab) and of C and D (tcd) at leading dimensions
+ * ld[4], each a strided batch of `count` at strides stride[4] where count > 1, a workspace and a
+ * stream of its own. */
+typedef struct lt_op {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    void *ws;
+    size_t wsz;
+    cudaStream_t st;
+} lt_op;
+
+static void lt_op_make(lt_op *o, cublasComputeType_t ct, cudaDataType scale, cublasOperation_t ta,
+                       cublasOperation_t tb, epi_t epi, void *bias, int device, cudaDataType tab,
+                       cudaDataType tcd, int m, int n, int k, const int ld[4], int count,
+                       const int64_t stride[4])
+{
+    cublasLtMatmulDescCreate(&o->desc, ct, scale);
+    const int32_t a = ta, b = tb;
+    cublasLtMatmulDescSetAttribute(o->desc, CUBLASLT_MATMUL_DESC_TRANSA, &a, sizeof a);
+    cublasLtMatmulDescSetAttribute(o->desc, CUBLASLT_MATMUL_DESC_TRANSB, &b, sizeof b);
+    if (epi != PLAIN) { /* the bias's data type left default: D's */
+        const uint32_t e = epi == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
+        cublasLtMatmulDescSetAttribute(o->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+        cublasLtMatmulDescSetAttribute(o->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                       sizeof bias);
+    }
+    if (device) {
+        const int32_t pm = CUBLASLT_POINTER_MODE_DEVICE;
+        cublasLtMatmulDescSetAttribute(o->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+    }
+    const int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+    const int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+    cublasLtMatrixLayoutCreate(&o->la, tab, ar, ac, ld[0]);
+    cublasLtMatrixLayoutCreate(&o->lb, tab, br, bc, ld[1]);
+    cublasLtMatrixLayoutCreate(&o->lc, tcd, m, n, ld[2]);
+    cublasLtMatrixLayoutCreate(&o->ld, tcd, m, n, ld[3]);
+    if (count > 1) {
+        const int32_t c = count;
+        cublasLtMatrixLayout_t L[4] = {o->la, o->lb, o->lc, o->ld};
+        for (int q = 0; q < 4; q++) {
+            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &c, sizeof c);
+            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &stride[q], sizeof stride[q]);
+        }
+    }
+    o->wsz = 32u << 20;
+    o->ws = NULL;
+    cudaMalloc(&o->ws, o->wsz);
+    cudaStreamCreate(&o->st);
+}
+
+static void lt_op_free(lt_op *o)
+{
+    cublasLtMatrixLayoutDestroy(o->la);
+    cublasLtMatrixLayoutDestroy(o->lb);
+    cublasLtMatrixLayoutDestroy(o->lc);
+    cublasLtMatrixLayoutDestroy(o->ld);
+    cublasLtMatmulDescDestroy(o->desc);
+    cudaStreamDestroy(o->st);
+    cudaFree(o->ws);
+}
+
 static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int pi, int pj)
 {
     if (getenv("LT_TRACE"))
@@ -193,16 +257,11 @@ static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int
     const cudaDataType dt = g.cplx ? (g.dbl ? CUDA_C_64F : CUDA_C_32F) : (g.dbl ? CUDA_R_64F : CUDA_R_32F);
     const cublasComputeType_t ct = g.dbl ? CUBLAS_COMPUTE_64F
                                          : g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatmulDescCreate(&desc, ct, dt);
-    int32_t ta = g.ta, tb = g.tb;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (g.epi != PLAIN) {
-        uint32_t e = g.epi == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias);
-    }
+    const int lds[4] = {r.lda, r.ldb, r.ldc, r.ldd};
+    const int64_t strides[4] = {(int64_t)r.na, (int64_t)r.nb, (int64_t)r.nc, (int64_t)r.nd};
+    lt_op op;
+    lt_op_make(&op, ct, dt, g.ta, g.tb, g.epi, dbias, g.device, dt, dt, g.m, g.n, g.k, lds, B,
+               strides);
     /* scalars: real values in the scale type (complex: imaginary part 0) */
     double sd[4] = {g.alpha, 0.0, g.beta, 0.0};
     float sf[4] = {(float)g.alpha, 0.0f, (float)g.beta, 0.0f};
@@ -213,41 +272,17 @@ static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int
     const void *alpha = hs, *beta = hs + ss;
     void *dscal = NULL;
     if (g.device) {
-        int32_t pm = CUBLASLT_POINTER_MODE_DEVICE;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
         cudaMalloc(&dscal, 2 * ss);
         cudaMemcpy(dscal, hs, 2 * ss, cudaMemcpyHostToDevice);
         alpha = dscal;
         beta = (const char *)dscal + ss;
     }
-    int ar = g.ta == CUBLAS_OP_N ? g.m : g.k, ac = g.ta == CUBLAS_OP_N ? g.k : g.m;
-    int br = g.tb == CUBLAS_OP_N ? g.k : g.n, bc = g.tb == CUBLAS_OP_N ? g.n : g.k;
-    cublasLtMatrixLayout_t la, lb, lc, ld;
-    cublasLtMatrixLayoutCreate(&la, dt, ar, ac, r.lda);
-    cublasLtMatrixLayoutCreate(&lb, dt, br, bc, r.ldb);
-    cublasLtMatrixLayoutCreate(&lc, dt, g.m, g.n, r.ldc);
-    cublasLtMatrixLayoutCreate(&ld, dt, g.m, g.n, r.ldd);
-    if (B > 1) {
-        int32_t bt = B;
-        int64_t s[4] = {(int64_t)r.na, (int64_t)r.nb, (int64_t)r.nc, (int64_t)r.nd};
-        cublasLtMatrixLayout_t L[4] = {la, lb, lc, ld};
-        for (int q = 0; q < 4; q++) {
-            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bt, sizeof bt);
-            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s[q],
-                                             sizeof s[q]);
-        }
-    }
-    void *ws = NULL;
-    const size_t wsz = 32u << 20;
-    cudaMalloc(&ws, wsz);
-    cudaStream_t st;
-    cudaStreamCreate(&st);
     if (plant_bit >= 0)
         plant_fault(1, pi, pj, plant_bit);
     stats_t s0 = stats_now();
-    cublasStatus_t rc = cublasLtMatmul(lh, desc, alpha, dA, la, dB, lb, beta, dC, lc, dD, ld, NULL,
-                                       ws, wsz, st);
-    cudaStreamSynchronize(st);
+    cublasStatus_t rc = cublasLtMatmul(lh, op.desc, alpha, dA, op.la, dB, op.lb, beta, dC, op.lc,
+                                       dD, op.ld, NULL, op.ws, op.wsz, op.st);
+    cudaStreamSynchronize(op.st);
     stats_t s1 = stats_now();
     const double q = compare(&r, &g, dD);
     const int prot = g.expect && !expect_off ? B : 0;
@@ -271,13 +306,7 @@ static void one(cublasLtHandle_t lh, lcase g, int expect_off, int plant_bit, int
     }
     if (plant_bit >= 0 && !prot)
         plant_fault(0, 0, 0, 0); /* disarm what no protected GEMM took */
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(desc);
-    cudaStreamDestroy(st);
-    cudaFree(ws);
+    lt_op_free(&op);
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dbias); cudaFree(dscal);
     if (dD != dC)
         cudaFree(dD);
@@ -529,17 +558,11 @@ static void hone(cublasLtHandle_t lh, hcase g, hbatch bt, int expect_off, int pl
     void *dC = upload(r.C, eo * r.lc), *dbias = upload(r.bias, eo * (size_t)g.m);
     void *dD = g.c_apart ? upload(r.D0, eo * r.ldlen) : dC;
     const cudaDataType ti = cuda_types[g.in], to = cuda_types[g.out];
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatmulDescCreate(&desc, g.c16 ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F,
-                             g.c16 ? CUDA_R_16F : CUDA_R_32F);
-    int32_t ta = g.ta, tb = g.tb;
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (g.epi != PLAIN) { /* the bias's data type left default: D's */
-        uint32_t e = g.epi == BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias);
-    }
+    const int lds[4] = {r.lda, r.ldb, r.ldc, r.ldd};
+    const int64_t strides[4] = {(int64_t)r.sa, (int64_t)r.sb, (int64_t)r.sc, (int64_t)r.sd};
+    lt_op op;
+    lt_op_make(&op, g.c16 ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, g.c16 ? CUDA_R_16F : CUDA_R_32F,
+               g.ta, g.tb, g.epi, dbias, g.device, ti, to, g.m, g.n, g.k, lds, B, strides);
     /* scalars in the scale type: float, or half with 16-bit compute */
     const float sf[2] = {(float)g.alpha, (float)g.beta};
     const uint16_t sh[2] = {enc16(g.alpha, T_F16), enc16(g.beta, T_F16)};
@@ -548,44 +571,19 @@ static void hone(cublasLtHandle_t lh, hcase g, hbatch bt, int expect_off, int pl
     const void *alpha = hs, *beta = hs + ss;
     void *dscal = NULL;
     if (g.device) {
-        int32_t pm = CUBLASLT_POINTER_MODE_DEVICE;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
         dscal = upload(hs, 2 * ss);
         alpha = dscal;
         beta = (const char *)dscal + ss;
     }
-    const int ar = g.ta == CUBLAS_OP_N ? g.m : g.k, ac = g.ta == CUBLAS_OP_N ? g.k : g.m;
-    const int br = g.tb == CUBLAS_OP_N ? g.k : g.n, bc = g.tb == CUBLAS_OP_N ? g.n : g.k;
-    cublasLtMatrixLayout_t la, lb, lc, ld;
-    cublasLtMatrixLayoutCreate(&la, ti, ar, ac, r.lda);
-    cublasLtMatrixLayoutCreate(&lb, ti, br, bc, r.ldb);
-    cublasLtMatrixLayoutCreate(&lc, to, g.m, g.n, r.ldc);
-    cublasLtMatrixLayoutCreate(&ld, to, g.m, g.n, r.ldd);
-    if (B > 1) {
-        const int32_t count = B;
-        const int64_t s[4] = {(int64_t)r.sa, (int64_t)r.sb, (int64_t)r.sc, (int64_t)r.sd};
-        cublasLtMatrixLayout_t L[4] = {la, lb, lc, ld};
-        for (int q = 0; q < 4; q++) {
-            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                             sizeof count);
-            cublasLtMatrixLayoutSetAttribute(L[q], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                             &s[q], sizeof s[q]);
-        }
-    }
-    void *ws = NULL;
-    const size_t wsz = 32u << 20;
-    cudaMalloc(&ws, wsz);
-    cudaStream_t st;
-    cudaStreamCreate(&st);
     const int ok = dA && dB && dC && dD && dbias && (!g.device || dscal);
     if (plant_bit >= 0)
         CHECK(plant_fault(plant_count, pi, pj, plant_bit) == 0, "%s: plant_fault(%d, %d, %d, %d)",
               what, plant_count, pi, pj, plant_bit);
     const stats_t s0 = stats_now();
-    const cublasStatus_t rc = ok ? cublasLtMatmul(lh, desc, alpha, dA, la, dB, lb, beta, dC, lc, dD,
-                                                  ld, NULL, ws, wsz, st)
+    const cublasStatus_t rc = ok ? cublasLtMatmul(lh, op.desc, alpha, dA, op.la, dB, op.lb, beta,
+                                                  dC, op.lc, dD, op.ld, NULL, op.ws, op.wsz, op.st)
                                  : CUBLAS_STATUS_ALLOC_FAILED;
-    cudaStreamSynchronize(st);
+    cudaStreamSynchronize(op.st);
     const stats_t s1 = stats_now();
     if (plant_bit >= 0)
         plant_fault(0, 0, 0, 0); /* what no protected GEMM took goes no further */
@@ -636,13 +634,7 @@ static void hone(cublasLtHandle_t lh, hcase g, hbatch bt, int expect_off, int pl
         CHECK(HD(faults_injected) == 0, "%s: %llu faults injected", what, HD(faults_injected));
     }
 #undef HD
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(desc);
-    cudaStreamDestroy(st);
-    cudaFree(ws);
+    lt_op_free(&op);
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dbias); cudaFree(dscal);
     if (dD != dC)
         cudaFree(dD);
