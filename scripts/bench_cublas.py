@@ -122,6 +122,12 @@ def stats(lib, fw):
     return s
 
 
+def counted(s0, s1):
+    """GEMMs counted protected and unprotected between two stats()."""
+    return (s1.protected_gemms - s0.protected_gemms,
+            s1.unprotected_gemms - s0.unprotected_gemms)
+
+
 def within_bound(fw, a, b, c, dtype, bias=None):
     """|c - (a b + bias)| <= 2 (k+3) u (|a||b| + |bias|) elementwise (complex: 2 (k+5) u, moduli;
     a bias, added to each column, counts as two more roundings too), reference in float64 /
@@ -178,8 +184,7 @@ def run_checks(name):
                 c = f(a, b)
                 s1 = stats(lib, fw)
                 ok, q = within_bound(fw, a, b, c, dtype)
-                dp = s1.protected_gemms - s0.protected_gemms
-                du = s1.unprotected_gemms - s0.unprotected_gemms
+                dp, du = counted(s0, s1)
                 check(ok, f"{name} {op} {dtype} {m}x{n}x{k}: error {q:.3g} x bound")
                 if m * n * k == 1 and dp + du == 0:
                     # CuPy computes a 1x1x1 product without cuBLAS (seen on the device)
@@ -227,8 +232,7 @@ def run_checks(name):
                 y = torch.nn.functional.linear(x, w, bias)
                 s1 = stats(lib, fw)
                 ok, q = within_bound(fw, x, w.t(), y, dtype, bias)
-                dp = s1.protected_gemms - s0.protected_gemms
-                du = s1.unprotected_gemms - s0.unprotected_gemms
+                dp, du = counted(s0, s1)
                 check(ok, f"torch linear+bias {dtype} {m}x{n}x{k}: error {q:.3g} x bound")
                 check(dp == 1 and du == 0, f"torch linear+bias {dtype} {m}x{n}x{k}: {dp} protected, "
                       f"{du} unprotected")
@@ -370,8 +374,7 @@ def check_batch_graph(lib, fw, dtype, batch, m, k, n):
     ok, err = within_bound(fw, q, kt, c, dtype)
     what = f"torch {dtype} graph of bmm ({batch} x {m}x{n}x{k}) replayed twice"
     check(ok, f"{what}: error {err:.3g} x bound")
-    dp = s1.protected_gemms - s0.protected_gemms
-    du = s1.unprotected_gemms - s0.unprotected_gemms
+    dp, du = counted(s0, s1)
     check(dp == 2 * batch and du == 0,
           f"{what}: {dp} protected, {du} unprotected (capture and replays; want {2 * batch}, 0)")
     dd = s1.errors_detected - s0.errors_detected
@@ -416,8 +419,7 @@ def run_lowp_checks(name):
             ok, q = within_lowp_bound(fw, a, b, c, out_u)
             what = f"{name} {dtype} {m}x{n}x{k}"
             check(ok, f"{what}: error {q:.3g} x bound")
-            dp = s1.protected_gemms - s0.protected_gemms
-            du = s1.unprotected_gemms - s0.unprotected_gemms
+            dp, du = counted(s0, s1)
             check(dp == 1 and du == 0, f"{what}: {dp} protected, {du} unprotected")
             check(s1.errors_detected == s0.errors_detected, f"{what}: nothing detected")
         if name == "torch":  # F.linear with a bias: cublasLtMatmul with the bias epilogue
@@ -432,8 +434,7 @@ def run_lowp_checks(name):
             ref = X @ W.T + Bv
             bound = out_u * np.abs(ref) + (384 + 4) * 2.0 ** -22 * (np.abs(X) @ np.abs(W.T) + np.abs(Bv)) + 2.0 ** -24
             q = float(np.max(np.abs(Y - ref) / bound))
-            dp = s1.protected_gemms - s0.protected_gemms
-            du = s1.unprotected_gemms - s0.unprotected_gemms
+            dp, du = counted(s0, s1)
             check(q <= 1.0, f"torch linear+bias {dtype}: error {q:.3g} x bound")
             check(dp == 1 and du == 0, f"torch linear+bias {dtype}: {dp} protected, {du} unprotected")
         if name == "torch":
@@ -526,8 +527,7 @@ def check_lowp_graph(lib, fw, dtype, out_u, cast):
     q3 = float(np.max(np.abs(Y - ref) / bound))
     what = f"torch {dtype} graph of mm, bmm and linear+bias replayed twice"
     check(ok1 and ok2 and q3 <= 1.0, f"{what}: errors {q1:.3g}, {q2:.3g}, {q3:.3g} x bound")
-    dp = s1.protected_gemms - s0.protected_gemms
-    du = s1.unprotected_gemms - s0.unprotected_gemms
+    dp, du = counted(s0, s1)
     check(dp == 12 and du == 0, f"{what}: {dp} protected, {du} unprotected (want 12, 0)")
     dd, dc = s1.errors_detected - s0.errors_detected, s1.errors_corrected - s0.errors_corrected
     check(dd == 2 and dc == 2,
@@ -549,8 +549,7 @@ def lowp_batch(lib, fw, what, f, a, b, out_u, matrices, acc_u=2.0 ** -24, protec
     c = f(a, b)
     s1 = stats(lib, fw)
     ok, q = within_lowp_bound(fw, a, b, c, out_u, acc_u)
-    dp = s1.protected_gemms - s0.protected_gemms
-    du = s1.unprotected_gemms - s0.unprotected_gemms
+    dp, du = counted(s0, s1)
     want_p, want_u = (matrices, 0) if protected else (0, matrices)
     check(ok, f"{what}: error {q:.3g} x bound")
     check(dp == want_p and du == want_u, f"{what}: {dp} protected, {du} unprotected (want "
