@@ -207,6 +207,24 @@ static ctx_slot *context_for(int device, cudaStream_t stream, int capturing)
     return lru->ctx ? lru : NULL;
 }
 
+BLASFT_API void blasft_cublas_graph_counts(uint64_t *captures, uint64_t *replays);
+
+/* The engine's own graphs (BLASFT_GPU_GRAPHS) made and replayed so far on the calling thread's
+ * contexts. Test hook. */
+void blasft_cublas_graph_counts(uint64_t *captures, uint64_t *replays)
+{
+    *captures = *replays = 0;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        if (!cache[i].ctx)
+            continue;
+        uint64_t c, r;
+        int cached, priority;
+        blasft_gpu_debug_graphs(cache[i].ctx, &c, &r, &cached, &priority);
+        *captures += c;
+        *replays += r;
+    }
+}
+
 /* ---- planted faults (tests): a bit of C flipped after the main GEMM, before the check ---- */
 
 enum { PLANT_MAX = 16 };

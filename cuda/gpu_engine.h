@@ -107,6 +107,7 @@ struct blasft_gpu_ctx {
     bool deferring;
     int deferred_n;       /* protected GEMMs run while deferring: a graph holds exactly one */
     gpu_engine::report_meta deferred; /* its report */
+    const void *deferred_counters;    /* and its device counters (NULL: the workspace's header) */
     bool graph_with_hook; /* tests: a fault hook is captured into the graph too */
     int skip; /* benchmark breakdown only: BLASFT_GPU_SKIP_* stages left out (results invalid) */
     int sched; /* BLASFT_GPU_SCHED_*: where the context-independent work runs; -1 automatic */
@@ -203,6 +204,13 @@ bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
                     const blasft_gpu_params *p);
 /* 0 or -2 as blasft_gpu_gemm_run, or kNoGraph */
 int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p);
+/* A half or bfloat16 call enqueued directly (gpu_lowp.cu); capturing: its stream is being
+ * captured, so no buffer may grow. 0, -1 (not taken) or -2. */
+typedef int (*lowp_runner)(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l,
+                           const blasft_gpu_params *p, bool capturing);
+/* Such a call by the context's graph of it: 0 or -2 as blasft_gpu_gemm_lowp, or kNoGraph */
+int run_lowp_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p,
+                      lowp_runner run);
 
 } // namespace gpu_engine
 

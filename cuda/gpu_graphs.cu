@@ -18,6 +18,11 @@ namespace {
  * about m n k = 2^31 on (1290^3) the GPU's time per call exceeds the 70-90 us of enqueueing, and
  * a large GEMM keeps the launches it was measured with (docs/cublas-benchmark.md). */
 constexpr double kGraphMaxMnk = 0x1p31;
+/* The same for half and bfloat16 products (per call: a batch's matrices together), whose
+ * tensor-core GEMM is about twelve times FP64's: up to 2048^3 their enqueueing (45-60 us of the
+ * caller's thread) is as long as the GPU's time per call (H200: 2048^3 plain 26 us, protected
+ * 71 us). */
+constexpr double kLowpGraphMaxMnk = 0x1p33;
 
 /* Relocated replays. A graph bakes its operands' addresses, but a stream of small calls often
  * repeats a shape on operands that move: tiles of one matrix, a solver's panels, a framework's
@@ -167,10 +172,12 @@ static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large"
 static_assert(sizeof(blasft_gpu_gemm) == 136 && sizeof(blasft_gpu_params) == 72,
               "blasft_gpu_gemm or blasft_gpu_params changed: update graph_key");
 
-/* What a graph's launches must restore on the host: its report, and the run debug fetches read. */
+/* What a graph's launches must restore on the host: its report (and where its counters are:
+ * NULL, the workspace's header), and the run debug fetches read. */
 struct graph_meta {
     report_meta report;
     run_shape run;
+    const void *counters;
 };
 static_assert(sizeof(graph_meta) <= BLASFT_GRAPH_META_BYTES, "graph meta too large");
 
@@ -223,22 +230,25 @@ void make_key(graph_key *key, const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *
     key->skip = ctx->skip;
 }
 
-/* Captures the call into a graph on the context's own stream sc (h0 moved there meanwhile);
- * the entry, or NULL where the capture failed (nothing of it ran). sc has the priority of the
- * caller's stream, which the graph's nodes of that stream keep (the graphs are instantiated with
- * their nodes' priorities, so that the helper streams' stay theirs). */
-blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
-                                 const blasft_gpu_params *p, uint64_t hash, const graph_key &key)
+/* Captures a call (run() enqueues it, returning 0 or an error) into a graph on the context's own
+ * stream sc (h0 moved there meanwhile), under `key` (bytes of it); the entry, or NULL where the
+ * capture failed (nothing of it ran). sc has the priority of the caller's stream, which the
+ * graph's nodes of that stream keep (the graphs are instantiated with their nodes' priorities, so
+ * that the helper streams' stay theirs). m, n, k, relocated: for the log. */
+template <typename Run>
+blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, int priority, uint64_t hash, const void *key,
+                                 size_t bytes, Run run, int64_t m, int64_t n, int64_t k,
+                                 bool relocated)
 {
-    if (ctx->sc && ctx->sc_priority != key.priority) {
+    if (ctx->sc && ctx->sc_priority != priority) {
         cudaStreamDestroy(ctx->sc);
         ctx->sc = nullptr;
     }
     if (!ctx->sc) {
-        if (!cuda_ok(cudaStreamCreateWithPriority(&ctx->sc, cudaStreamNonBlocking, key.priority),
+        if (!cuda_ok(cudaStreamCreateWithPriority(&ctx->sc, cudaStreamNonBlocking, priority),
                      "stream"))
             return nullptr;
-        ctx->sc_priority = key.priority;
+        ctx->sc_priority = priority;
     }
     const cudaStream_t s0 = ctx->s0;
     if (!blas_ok(cb->set_stream(ctx->h0, ctx->sc), "cublasSetStream"))
@@ -246,12 +256,13 @@ blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
     ctx->s0 = ctx->sc;
     ctx->deferring = true;
     ctx->deferred_n = 0;
+    ctx->deferred_counters = nullptr;
     cudaGraph_t graph = nullptr;
     int rc = -2;
     /* relaxed: the capture must not refuse calls of the application's other threads */
     if (cuda_ok(cudaStreamBeginCapture(ctx->sc, cudaStreamCaptureModeRelaxed),
                 "cudaStreamBeginCapture")) {
-        rc = run_engine(ctx, g, p);
+        rc = run();
         const cudaError_t e = cudaStreamEndCapture(ctx->sc, &graph);
         if (e != cudaSuccess) {
             cudaGetLastError();
@@ -275,18 +286,26 @@ blasft_graph_entry *capture_call(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
             cudaGraphExecDestroy(exec);
         blasft_graph_failed(ctx->graphs, hash);
         blasft_log(BLASFT_LOG_DEBUG, "GPU: a %lldx%lldx%lld GEMM could not be captured into a "
-                   "graph (%d): enqueued directly", (long long)g->m, (long long)g->n,
-                   (long long)g->k, rc);
+                   "graph (%d): enqueued directly", (long long)m, (long long)n, (long long)k, rc);
         return nullptr;
     }
     blasft_log(BLASFT_LOG_DEBUG, "GPU: a %lldx%lldx%lld GEMM captured into a graph%s",
-               (long long)g->m, (long long)g->n, (long long)g->k,
-               key.relocated ? " (relocated)" : "");
-    blasft_graph_entry *e = blasft_graph_insert(ctx->graphs, hash, &key, sizeof key, exec);
+               (long long)m, (long long)n, (long long)k, relocated ? " (relocated)" : "");
+    blasft_graph_entry *e = blasft_graph_insert(ctx->graphs, hash, key, bytes, exec);
     graph_meta *meta = (graph_meta *)e->meta;
     meta->report = ctx->deferred;
     meta->run = ctx->last_run;
+    meta->counters = ctx->deferred_counters;
     return e;
+}
+
+/* The S/D/C/Z call g captured under key */
+blasft_graph_entry *capture_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
+                                 const blasft_gpu_params *p, uint64_t hash, const graph_key &key)
+{
+    return capture_call(
+        ctx, key.priority, hash, &key, sizeof key, [&] { return run_engine(ctx, g, p); }, g->m,
+        g->n, g->k, key.relocated != 0);
 }
 
 } // namespace
@@ -341,7 +360,7 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
     ctx->last_run = meta->run;
     report_meta rm = meta->report; /* the matrix is this call's, not the capture's */
     rm.matrix = ctx->matrix;
-    return enqueue_report(ctx, slot, rm);
+    return enqueue_report(ctx, slot, rm, meta->counters);
 }
 
 /* The relocation buffer, made at its full size the first time one is needed: growing it would
@@ -405,7 +424,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     /* a capture must not grow a buffer (that synchronises) */
     const bool fresh = !blasft_graph_seen(ctx->graphs, hash);
     if (blasft_graph_admit(ctx->graphs, hash)) {
-        if (!blasft_gpu_gemm_would_sync(ctx, g, p, 1) && (e = capture_call(ctx, g, p, hash, key)))
+        if (!blasft_gpu_gemm_would_sync(ctx, g, p, 1) && (e = capture_gemm(ctx, g, p, hash, key)))
             return launch(ctx, e, g, nullptr, false);
         return moved ? launch(ctx, moved, g, &r, true) : kNoGraph;
     }
@@ -414,9 +433,74 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     if (!r.end || !blasft_graph_admit_relocated(ctx->graphs, rhash, fresh) || !reloc_room(ctx))
         return kNoGraph;
     const blasft_gpu_gemm x = relocated(g, r, (uintptr_t)ctx->reloc);
-    if (blasft_gpu_gemm_would_sync(ctx, &x, p, 1) || !(e = capture_call(ctx, &x, p, rhash, rkey)))
+    if (blasft_gpu_gemm_would_sync(ctx, &x, p, 1) || !(e = capture_gemm(ctx, &x, p, rhash, rkey)))
         return kNoGraph;
     return launch(ctx, e, g, &r, false);
+}
+
+/* The key of a half or bfloat16 call (gpu_lowp.cu): its GEMM's (the scalars as floats) and what
+ * the half path adds. The engine's buffers are in no key: growing one drops every graph. */
+struct lowp_graph_key {
+    graph_key gemm;
+    const void *c_in, *bias, *a_arr, *b_arr, *c_arr;
+    int64_t ldc_in, count, stride_a, stride_b, stride_c, stride_c_in;
+    int32_t ab, c, compute, algo, math;
+};
+static_assert(sizeof(lowp_graph_key) <= BLASFT_GRAPH_KEY_BYTES, "lowp graph key too large");
+/* a field added to it must be added to the key (the planted faults' are not: such calls are
+ * never captured) */
+static_assert(sizeof(blasft_gpu_lowp) == 272, "blasft_gpu_lowp changed: update lowp_graph_key");
+
+/* A half or bfloat16 call by the context's graph of it, as run_by_graph (no relocated replays:
+ * such calls are captured at their own addresses, which a framework's allocator gives back
+ * call after call); `run` enqueues it directly (capturing: no buffer may grow). */
+int run_lowp_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p,
+                      lowp_runner run)
+{
+    const blasft_gpu_gemm &g = l->g;
+    const double count = l->count > 1 ? (double)l->count : 1.0;
+    if (!p->graphs || ctx->hook || ctx->tracing || l->nplants ||
+        count * (double)g.m * (double)g.n * (double)g.k > kLowpGraphMaxMnk)
+        return kNoGraph;
+    int priority = 0;
+    if (cudaStreamGetPriority(ctx->s0, &priority) != cudaSuccess) {
+        cudaGetLastError();
+        return kNoGraph;
+    }
+    if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
+        return kNoGraph;
+    lowp_graph_key key;
+    memset(&key, 0, sizeof key);
+    blasft_gpu_gemm gs = g;
+    gs.type = BLASFT_TYPE_S; /* the scalars' bytes: floats */
+    make_key(&key.gemm, ctx, &gs, p, priority);
+    key.c_in = l->c_in;
+    key.bias = l->bias;
+    key.a_arr = l->a_arr;
+    key.b_arr = l->b_arr;
+    key.c_arr = l->c_arr;
+    key.ldc_in = l->ldc_in;
+    key.count = l->count;
+    key.stride_a = l->stride_a;
+    key.stride_b = l->stride_b;
+    key.stride_c = l->stride_c;
+    key.stride_c_in = l->stride_c_in;
+    key.ab = l->ab;
+    key.c = l->c;
+    key.compute = l->compute;
+    key.algo = l->algo;
+    key.math = l->math;
+    const uint64_t hash = blasft_graph_hash(&key, sizeof key);
+    blasft_graph_tick(ctx->graphs);
+    blasft_graph_entry *e = blasft_graph_find(ctx->graphs, hash, &key, sizeof key);
+    if (e)
+        return launch(ctx, e, &gs, nullptr, true);
+    if (blasft_graph_admit(ctx->graphs, hash) &&
+        (e = capture_call(
+             ctx, priority, hash, &key, sizeof key, [&] { return run(ctx, l, p, true); }, g.m,
+             g.n, g.k, false)))
+        return launch(ctx, e, &gs, nullptr, false);
+    return kNoGraph;
 }
 
 } // namespace gpu_engine

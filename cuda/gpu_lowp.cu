@@ -866,8 +866,9 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     }
     if (got)
         return got;
-    report_slot *slot = take_slot(ctx);
-    if (!slot)
+    /* captured into the engine's own graph: the report is enqueued at each launch (deferred) */
+    report_slot *slot = nullptr;
+    if (!ctx->deferring && !(slot = take_slot(ctx)))
         return -2;
     char *b = (char *)ctx->lowp_ws;
     a.wide = wide;
@@ -953,7 +954,12 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         rm.bs = bs;
         rm.gemms = (int)done;
         rm.matrix = -1;
-        return enqueue_report(ctx, slot, rm, a.cnt);
+        if (!ctx->deferring)
+            return enqueue_report(ctx, slot, rm, a.cnt);
+        ctx->deferred = rm;
+        ctx->deferred_counters = a.cnt;
+        ctx->deferred_n++;
+        return 0;
     };
     const auto failed = [&](int64_t g0) {
         if (g0)
@@ -1092,6 +1098,14 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
     return report(count);
 }
 
+int run_lowp_call(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_params *p,
+                  bool capturing)
+{
+    const bool wide = l->c != BLASFT_LOWP_F32;
+    return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide, capturing)
+                                    : run_lowp<__nv_bfloat16>(ctx, l, p, wide, capturing);
+}
+
 } // namespace
 
 int blasft_gpu_lowp_supported(const blasft_gpu_lowp *l)
@@ -1143,10 +1157,13 @@ int blasft_gpu_gemm_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const bl
     bool capturing = false;
     if (const int rc = whole_call_entered(ctx, &capturing))
         return rc;
-    const bool wide = l->c != BLASFT_LOWP_F32;
     /* a planted fault in a float C by arrays reads its address back, which a capture cannot */
-    if (capturing && l->nplants && l->c_arr && !wide)
+    if (capturing && l->nplants && l->c_arr && l->c == BLASFT_LOWP_F32)
         return -1;
-    return l->ab == BLASFT_LOWP_F16 ? run_lowp<__half>(ctx, l, p, wide, capturing)
-                                    : run_lowp<__nv_bfloat16>(ctx, l, p, wide, capturing);
+    if (!capturing) { /* a repeated call: the engine's own graph (host time) */
+        const int rc = run_lowp_by_graph(ctx, l, p, run_lowp_call);
+        if (rc != kNoGraph)
+            return rc;
+    }
+    return run_lowp_call(ctx, l, p, capturing);
 }

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 enum {
-    BLASFT_GRAPH_KEY_BYTES = 320,  /* the largest key */
+    BLASFT_GRAPH_KEY_BYTES = 448,  /* the largest key (a half or bfloat16 call's) */
     BLASFT_GRAPH_META_BYTES = 128, /* what the caller keeps with a graph (its report) */
     BLASFT_GRAPH_ENTRIES = 64,     /* graphs per context */
     BLASFT_GRAPH_SEEN = 512,       /* keys remembered as seen (hashes, the latest; a small call

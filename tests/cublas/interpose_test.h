@@ -38,8 +38,10 @@ typedef struct {
 static void (*get_stats)(stats_t *);
 static int (*plant_fault)(int, int64_t, int64_t, int);
 static void (*set_event_callback)(blasft_event_callback, void *);
+/* the engine's own graphs made and replayed on the calling thread's contexts */
+static void (*graph_counts)(uint64_t *captures, uint64_t *replays);
 
-/* 0 once all three are found, else -1 (named on stderr) */
+/* 0 once all four are found, else -1 (named on stderr) */
 static int find_blasft(void)
 {
     union { void *p; void (*f)(stats_t *); } gs = {.p = dlsym(RTLD_DEFAULT, "blasft_get_stats")};
@@ -47,10 +49,13 @@ static int find_blasft(void)
         .p = dlsym(RTLD_DEFAULT, "blasft_cublas_plant_fault")};
     union { void *p; void (*f)(blasft_event_callback, void *); } ec = {
         .p = dlsym(RTLD_DEFAULT, "blasft_set_event_callback")};
+    union { void *p; void (*f)(uint64_t *, uint64_t *); } gc = {
+        .p = dlsym(RTLD_DEFAULT, "blasft_cublas_graph_counts")};
     get_stats = gs.f;
     plant_fault = pf.f;
     set_event_callback = ec.f;
-    if (get_stats && plant_fault && set_event_callback)
+    graph_counts = gc.f;
+    if (get_stats && plant_fault && set_event_callback && graph_counts)
         return 0;
     fprintf(stderr, "libblas_ft is not preloaded (LD_PRELOAD)\n");
     return -1;

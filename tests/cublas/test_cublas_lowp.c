@@ -363,8 +363,22 @@ static void plant_site(const lcase *c, const ldata *d, int64_t *row, int64_t *co
         }
 }
 
-/* Case c on fresh data; a fault of bit `bit` planted first (-1: none). */
-static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
+/* Device buffers a case runs in, kept from call to call (run_case_in) */
+typedef struct dbufs {
+    void *A, *B, *C;
+} dbufs;
+
+/* Copies of the host buffers into `keep`'s (1), or 0 where one failed */
+static int copy_in(const dbufs *keep, const ldata *d, size_t ei, size_t eo)
+{
+    return cudaMemcpy(keep->A, d->A, ei * d->la, cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaMemcpy(keep->B, d->B, ei * d->lb, cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaMemcpy(keep->C, d->C0, eo * d->lc, cudaMemcpyHostToDevice) == cudaSuccess;
+}
+
+/* Case c on fresh data, in buffers of its own, or in `keep`'s (not NULL: a call repeated on the
+ * same buffers); a fault of bit `bit` planted first (-1: none). */
+static void run_case_in(cublasHandle_t h, const lcase *c, int bit, outcome *o, const dbufs *keep)
 {
     ldata d;
     layout(&d, c);
@@ -374,7 +388,13 @@ static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
     if (bit >= 0)
         plant_site(c, &d, &o->prow, &o->pcol);
     const size_t ei = esize(c->in), eo = esize(c->out);
-    void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
+    void *dA, *dB, *dC;
+    if (keep) {
+        const int in = copy_in(keep, &d, ei, eo);
+        dA = in ? keep->A : NULL, dB = in ? keep->B : NULL, dC = in ? keep->C : NULL;
+    } else {
+        dA = upload(d.A, ei * d.la), dB = upload(d.B, ei * d.lb), dC = upload(d.C0, eo * d.lc);
+    }
     scalars sc;
     set_scalars(&sc, h, c->alpha, c->beta, half_compute(c), c->dev_scalars);
     set_math(h, c->math);
@@ -395,8 +415,16 @@ static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
         compare(o, c, &d, dC);
     else
         o->worst = o->pq = INFINITY, o->judged = o->nonfinite = o->outside_bad = 0;
-    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(sc.dev);
+    if (!keep) {
+        cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    }
+    cudaFree(sc.dev);
     release(&d);
+}
+
+static void run_case(cublasHandle_t h, const lcase *c, int bit, outcome *o)
+{
+    run_case_in(h, c, bit, o, NULL);
 }
 
 static void describe(char *buf, size_t cap, const lcase *c)
@@ -635,6 +663,65 @@ static void planted(cublasHandle_t h)
                 judge(&c, &o, bit);
             }
     printf("planted faults: %llu cases\n", (unsigned long long)(cases_run - before));
+}
+
+/* A call repeated on the same buffers with fresh data each time (a framework's loop): from its
+ * second sighting on the engine replays its own graph of it (BLASFT_GPU_GRAPHS on or exact), so
+ * each result is judged against its own data's oracle and every call counted as one protected
+ * GEMM with its checks; the fourth call plants a fault (such a call runs directly), corrected,
+ * and the replays after it are right again. The graphs made and replayed are counted. */
+static void replayed(cublasHandle_t h)
+{
+    static const lcase base[] = {
+        {.e = E_GEMMEX, .in = T_F16, .out = T_F16, .ct = CT_32F, .ta = OPN, .tb = OPN, .m = 300,
+         .n = 257, .k = 129, .alpha = 1.0},
+        {.e = E_GEMMEX_64, .in = T_BF16, .out = T_F32, .ct = CT_32F, .ta = OPT, .tb = OPN,
+         .m = 64, .n = 100, .k = 513, .pad_a = 1, .pad_c = 5, .alpha = -1.25, .beta = 1.0,
+         .series = 2},
+        {.e = E_SGEMMEX, .in = T_F16, .out = T_F32, .ta = OPN, .tb = OPC, .m = 513, .n = 31,
+         .k = 64, .pad_b = 3, .alpha = 0.5, .beta = -2.0, .series = 1},
+        {.e = E_GEMMEX, .in = T_BF16, .out = T_BF16, .ct = CT_32F_PEDANTIC, .ta = OPT, .tb = OPT,
+         .m = 17, .n = 1, .k = 1000, .alpha = 1.0, .beta = 0.5, .math = 1},
+    };
+    const char *gv = getenv("BLASFT_GPU_GRAPHS");
+    const int graphs = !(gv && strcasecmp(gv, "off") == 0);
+    enum { CALLS = 6, PLANTED = 3 };
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        lcase c = base[i];
+        normalize(&c);
+        ldata d;
+        layout(&d, &c);
+        const size_t ei = esize(c.in), eo = esize(c.out);
+        dbufs keep = {NULL, NULL, NULL};
+        if (cudaMalloc(&keep.A, ei * d.la) != cudaSuccess ||
+            cudaMalloc(&keep.B, ei * d.lb) != cudaSuccess ||
+            cudaMalloc(&keep.C, eo * d.lc) != cudaSuccess) {
+            CHECK(0, "replayed: cudaMalloc");
+            cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C);
+            return;
+        }
+        uint64_t c0, r0, c1, r1;
+        graph_counts(&c0, &r0);
+        for (int r = 0; r < CALLS; r++) {
+            c.seed = case_seed(13, (uint64_t)i, (uint64_t)r);
+            const int bit = r == PLANTED && !expect_off ? (c.out == T_F32 ? 30 : 14) : -1;
+            outcome o;
+            run_case_in(h, &c, bit, &o, &keep);
+            judge(&c, &o, bit);
+        }
+        graph_counts(&c1, &r1);
+        char what[320];
+        describe(what, sizeof what, &c);
+        /* the first call seen, the second captured, then replays but for the planted one */
+        if (protected_expected(&c) && graphs)
+            CHECK(c1 - c0 >= 1 && r1 - r0 >= CALLS - 3,
+                  "replayed %s: %llu graphs made, %llu replays (expected 1, %d)", what,
+                  (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0), CALLS - 3);
+        else
+            CHECK(c1 == c0 && r1 == r0, "replayed %s: %llu graphs made, %llu replays (expected "
+                  "none)", what, (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0));
+        cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C);
+    }
 }
 
 /* Not protected: cublasHgemm and GemmEx (and _64) with CUBLAS_COMPUTE_16F or its _PEDANTIC
@@ -1036,6 +1123,7 @@ int main(int argc, char **argv)
     captured(h, 0, 1);
     captured(h, 1, 1);
     two_graphs(h);
+    replayed(h);
     edges(h);
     stress(h, 200);
     clock_gettime(CLOCK_MONOTONIC, &tb);

@@ -358,12 +358,20 @@ static void release(bdata *d)
 
 /* ---- the call ---- */
 
-/* The device arrays of pointers of a pointer-array batch: A's, B's and C's, each batch long, in
- * one buffer (NULL where it cannot be had) */
-static void **make_arrays(const bcase *c, const bdata *d, void *A, void *B, void *C)
+/* The bytes of a pointer-array batch's arrays: A's, B's and C's, each batch long, in one buffer */
+static size_t arrays_bytes(const bcase *c)
+{
+    return 3 * (size_t)imax(c->batch, 1) * sizeof(void *);
+}
+
+/* Those arrays for matrices in A, B and C, written to `dev` (NULL: a buffer of their own); the
+ * device arrays, or NULL where they cannot be had */
+static void **make_arrays(const bcase *c, const bdata *d, void *A, void *B, void *C, void **dev)
 {
     const size_t n = (size_t)c->batch, ei = esize(c->in), eo = esize(c->out);
-    void **h = malloc(3 * (n ? n : 1) * sizeof *h), **dev = NULL;
+    void **h = malloc(arrays_bytes(c));
+    if (!h)
+        return NULL;
     for (size_t b = 0; b < n; b++) {
         h[b] = (char *)A + ei * d->sa * (size_t)d->amap[b];
         h[n + b] = (char *)B + ei * d->sb * (size_t)d->bmap[b];
@@ -371,7 +379,10 @@ static void **make_arrays(const bcase *c, const bdata *d, void *A, void *B, void
     }
     if (!n)
         h[0] = h[1] = h[2] = C;
-    dev = upload(h, 3 * (n ? n : 1) * sizeof *h);
+    if (!dev)
+        dev = upload(h, arrays_bytes(c));
+    else if (cudaMemcpy(dev, h, arrays_bytes(c), cudaMemcpyHostToDevice) != cudaSuccess)
+        dev = NULL;
     free(h);
     return dev;
 }
@@ -513,7 +524,16 @@ static void plant_site(const bcase *c, const bdata *d, int count, int64_t *row, 
 
 /* Case c on fresh data; `plant` faults (0: none) of bit `bit` planted first, at the plant site
  * or (clamp) at a row and column beyond C, which the interposer clamps to its last element. */
-static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, int clamp, outcome *o)
+/* Device buffers a case runs in, kept from call to call (run_case_in): A, B, C, the arrays */
+typedef struct dbufs {
+    void *A, *B, *C;
+    void **arr;
+} dbufs;
+
+/* Case c on fresh data, in buffers of its own, or in `keep`'s (not NULL: a call repeated on the
+ * same buffers); `plant` faults of bit `bit` planted first (clamp: asked outside C). */
+static void run_case_in(cublasHandle_t h, const bcase *c, int plant, int bit, int clamp,
+                        outcome *o, const dbufs *keep)
 {
     bdata d;
     layout(&d, c);
@@ -531,8 +551,19 @@ static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, int c
         }
     }
     const size_t ei = esize(c->in), eo = esize(c->out);
-    void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
-    void **arr = is_ptrs(c->e) && dA && dB && dC ? make_arrays(c, &d, dA, dB, dC) : NULL;
+    void *dA, *dB, *dC;
+    if (keep) {
+        const int in =
+            cudaMemcpy(keep->A, d.A, ei * d.la, cudaMemcpyHostToDevice) == cudaSuccess &&
+            cudaMemcpy(keep->B, d.B, ei * d.lb, cudaMemcpyHostToDevice) == cudaSuccess &&
+            cudaMemcpy(keep->C, d.C0, eo * d.lc, cudaMemcpyHostToDevice) == cudaSuccess;
+        dA = in ? keep->A : NULL, dB = in ? keep->B : NULL, dC = in ? keep->C : NULL;
+    } else {
+        dA = upload(d.A, ei * d.la), dB = upload(d.B, ei * d.lb), dC = upload(d.C0, eo * d.lc);
+    }
+    void **arr = is_ptrs(c->e) && dA && dB && dC
+                     ? make_arrays(c, &d, dA, dB, dC, keep ? keep->arr : NULL)
+                     : NULL;
     scalars sc;
     set_scalars(&sc, h, c->alpha, c->beta, is_half_compute(c->ct), c->dev_scalars);
     set_math(h, c->math);
@@ -556,8 +587,15 @@ static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, int c
     unset_scalars(&sc, h);
     set_math(h, 0);
     compare(o, c, &d, dC); /* no C: everything wrong */
-    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
+    if (!keep) {
+        cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
+    }
     release(&d);
+}
+
+static void run_case(cublasHandle_t h, const bcase *c, int plant, int bit, int clamp, outcome *o)
+{
+    run_case_in(h, c, plant, bit, clamp, o, NULL);
 }
 
 static void describe(char *buf, size_t cap, const bcase *c)
@@ -854,6 +892,64 @@ static void planted(cublasHandle_t h)
     printf("planted faults: %llu cases\n", (unsigned long long)(cases_run - before));
 }
 
+/* A batch repeated on the same buffers (and arrays) with fresh data each time, shuffled arrays
+ * included: from its second sighting on the engine replays its own graph of it
+ * (BLASFT_GPU_GRAPHS on or exact), which must read the data and the arrays of each call; every
+ * result judged, every call counted; the fourth call plants faults (run directly), corrected.
+ * The graphs made and replayed are counted. */
+static void replayed(cublasHandle_t h)
+{
+    static const bcase base[] = {
+        {.e = E_STRIDED, .in = T_F16, .out = T_F16, .ct = CT_32F, .ta = OPN, .tb = OPT, .m = 64,
+         .n = 48, .k = 80, .batch = 7, .mode_a = M_GAP, .gap_c = 1, .alpha = 1.0},
+        {.e = E_PTRS_64, .in = T_BF16, .out = T_F32, .ct = CT_32F, .ta = OPT, .tb = OPN, .m = 37,
+         .n = 53, .k = 29, .batch = 9, .pad_c = 2, .mode_b = M_FEW, .order = O_SHUFFLED,
+         .alpha = -1.25, .beta = 1.0, .series = 2},
+        {.e = E_PTRS, .in = T_F16, .out = T_F16, .ct = CT_32F_PEDANTIC, .ta = OPN, .tb = OPN,
+         .m = 100, .n = 3, .k = 257, .batch = 4, .order = O_REVERSED, .alpha = 0.5, .beta = -2.0,
+         .math = 1},
+    };
+    const char *gv = getenv("BLASFT_GPU_GRAPHS");
+    const int graphs = !(gv && strcasecmp(gv, "off") == 0);
+    enum { CALLS = 6, PLANTED = 3 };
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        bcase c = base[i];
+        normalize(&c);
+        bdata d;
+        layout(&d, &c);
+        const size_t ei = esize(c.in), eo = esize(c.out);
+        dbufs keep = {NULL, NULL, NULL, NULL};
+        const int got = cudaMalloc(&keep.A, ei * d.la) == cudaSuccess &&
+                        cudaMalloc(&keep.B, ei * d.lb) == cudaSuccess &&
+                        cudaMalloc(&keep.C, eo * d.lc) == cudaSuccess &&
+                        cudaMalloc((void **)&keep.arr, arrays_bytes(&c)) == cudaSuccess;
+        free(d.amap); free(d.bmap); free(d.cmap); free(d.cinv); /* layout's (sizes only) */
+        CHECK(got, "replayed: cudaMalloc");
+        uint64_t c0, r0, c1, r1;
+        graph_counts(&c0, &r0);
+        for (int r = 0; r < CALLS && got; r++) {
+            c.seed = case_seed(14, (uint64_t)i, (uint64_t)r);
+            const int plant = r == PLANTED && !expect_off ? 2 : 0;
+            const int bit = plant ? (c.out == T_F32 ? 30 : 14) : -1;
+            outcome o;
+            run_case_in(h, &c, plant, bit, 0, &o, &keep);
+            judge(&c, &o, plant, bit);
+        }
+        graph_counts(&c1, &r1);
+        char what[320];
+        describe(what, sizeof what, &c);
+        /* the first call seen, the second captured, then replays but for the planted one */
+        if (got && protected_expected(&c) && graphs)
+            CHECK(c1 - c0 >= 1 && r1 - r0 >= CALLS - 3,
+                  "replayed %s: %llu graphs made, %llu replays (expected 1, %d)", what,
+                  (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0), CALLS - 3);
+        else if (got)
+            CHECK(c1 == c0 && r1 == r0, "replayed %s: %llu graphs made, %llu replays (expected "
+                  "none)", what, (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0));
+        cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C); cudaFree(keep.arr);
+    }
+}
+
 /* Not protected: cublasHgemmStridedBatched, cublasHgemmBatched (and _64), and the Ex entry points
  * with CUBLAS_COMPUTE_16F or its _PEDANTIC form, half scalars; counted batchCount unprotected
  * with no checks, the result within the loose bound. */
@@ -923,7 +1019,7 @@ static void captured(cublasHandle_t h, entry e, int warm)
     const int bit = c.out == T_F32 ? 30 : 14;
     const size_t ei = esize(c.in), eo = esize(c.out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
-    void **arr = is_ptrs(e) && dA && dB && dC ? make_arrays(&c, &d, dA, dB, dC) : NULL;
+    void **arr = is_ptrs(e) && dA && dB && dC ? make_arrays(&c, &d, dA, dB, dC, NULL) : NULL;
     const float sf[2] = {(float)c.alpha, (float)c.beta};
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -1085,6 +1181,7 @@ int main(int argc, char **argv)
     for (int e = 0; e < E_PROTECTABLE; e++)
         captured(h, (entry)e, 1);
     captured(h, E_STRIDED, 0);
+    replayed(h);
     edges(h);
     stress(h, 150);
     clock_gettime(CLOCK_MONOTONIC, &tb);
