@@ -196,15 +196,15 @@ __device__ __forceinline__ double pair_reduce(blasft_csum acc, bool reduce, bool
 
 inline unsigned int blocks_for(int64_t n, int64_t per) { return (unsigned int)((n + per - 1) / per); }
 
-/* a kernel of the fault path launched as a programmatic dependent of the one before it (pdl_wait) */
+/* a kernel launched as a programmatic dependent of the one before it on st (pdl_wait) */
 template <typename... Params, typename... Args>
-void after_launch(void (*kernel)(Params...), unsigned int grid, cudaStream_t st, Args... args)
+void after_launch(void (*kernel)(Params...), dim3 grid, cudaStream_t st, Args... args)
 {
     cudaLaunchAttribute attr[1] = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
+    cfg.gridDim = grid;
     cfg.blockDim = dim3(kThreads);
     cfg.stream = st;
     cfg.attrs = attr;

@@ -372,6 +372,7 @@ template <typename TA> __device__ __forceinline__ int scale_exp(const lp_args<TA
 template <typename TA>
 __global__ void __launch_bounds__(kThreads) lp_split(lp_args<TA> batch)
 {
+    pdl_wait(); /* launched as lp_prep's dependent (after_launch): its sums complete */
     __shared__ double red[kThreads / 32];
     const lp_args<TA> a = mat(batch, blockIdx.z);
     const int64_t I = blockIdx.x, l = (int64_t)blockIdx.y * kChunk + threadIdx.x;
@@ -472,6 +473,7 @@ __device__ __forceinline__ void prep_matrix(const lp_args<TA> &a, int64_t b)
 /* four CUDA blocks per SM (64 registers), as before its loads went kInFlight at a time */
 template <typename TA> __global__ void __launch_bounds__(kThreads, 4) lp_prep(lp_args<TA> batch)
 {
+    pdl_release(); /* lp_split may be launched: it waits for this grid */
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         batch.one_zero[0] = 1.0f;
         batch.one_zero[1] = 0.0f;
@@ -646,6 +648,7 @@ __device__ __forceinline__ void check_matrix(const lp_args<TA> &a, int64_t g)
  * and three, spilling) */
 template <typename TA> __global__ void __launch_bounds__(kThreads, 2) lp_check(lp_args<TA> batch)
 {
+    pdl_release(); /* lp_recompute may be launched: it waits for this grid */
     /* one matrix: its fields as the kernel's parameters (its alignment set by the host), as
      * before batches came: mat's copies live in registers */
     if (batch.one)
@@ -660,6 +663,7 @@ template <typename TA> __global__ void __launch_bounds__(kThreads, 2) lp_check(l
  * apart, replaced by the value rounded once (correct mode) and counted. */
 template <typename TA> __global__ void __launch_bounds__(kThreads) lp_recompute(lp_args<TA> batch)
 {
+    pdl_wait(); /* launched as lp_check's dependent: its list complete */
     __shared__ double red[kThreads / 32];
     const double alpha = alpha_of(batch), beta = beta_of(batch);
     const double aa = fabs(alpha), bb = fabs(beta);
@@ -992,9 +996,13 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         cudaEventRecord(ctx->ev_fork, s0);
         cudaStreamWaitEvent(s1, ctx->ev_fork, 0);
         lp_prep<TA><<<(unsigned int)(cg * prep_blocks(a)), kThreads, 0, s1>>>(a);
-        lp_split<TA><<<dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk),
-                            (unsigned int)cg),
-                       kThreads, 0, s1>>>(a);
+        /* the kernels after the first of a chain are launched as programmatic dependents
+         * (after_launch): their launch latencies overlap their predecessors' runs, which in the
+         * chain of a small call (or a graph of one) add up */
+        after_launch(lp_split<TA>,
+                     dim3((unsigned int)mb, (unsigned int)((k + kChunk - 1) / kChunk),
+                          (unsigned int)cg),
+                     s1, a);
         cublasStatus_t rst;
         if (!batch)
             rst = cb->gemm_ex(ctx->h1, CUBLAS_OP_N, op_of(g.transb), ldr, (int)n, (int)k, rs,
@@ -1093,7 +1101,7 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
         join();
         lp_check<TA><<<dim3(grid_for(kGroup * mb * n), (unsigned int)cg), kThreads, 0, s0>>>(a);
         /* most calls flag nothing: few blocks, each a stride over the list */
-        lp_recompute<TA><<<256, kThreads, 0, s0>>>(a);
+        after_launch(lp_recompute<TA>, 256u, s0, a);
     }
     return report(count);
 }

@@ -55,6 +55,7 @@ def blasft():
         lib.blasft_cublas_plant_fault.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                                                   ctypes.c_int]
         lib.blasft_cublas_bypass.argtypes = [ctypes.c_int]
+        lib.blasft_cublas_graph_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64)] * 2
     except AttributeError:
         return None
     return lib
@@ -439,6 +440,7 @@ def run_lowp_checks(name):
             check(dp == 1 and du == 0, f"torch linear+bias {dtype}: {dp} protected, {du} unprotected")
         if name == "torch":
             check_lowp_graph(lib, fw, dtype, out_u, cast)
+            check_lowp_replayed(lib, fw, dtype, out_u, cast)
         if name == "torch" and dtype == "bfloat16":
             # bfloat16's range is FP32's: op(A) tiny, op(B) huge (the reference's pieces must be
             # scaled so that its FP32 products stay finite), then no flag and the result right
@@ -488,6 +490,59 @@ def run_lowp_checks(name):
               f"{what}: detected and corrected")
         check(ok, f"{what}: result error {q:.3g} x bound")
         run_lowp_batch_checks(lib, fw, dtype, out_u, cast)
+
+
+def graph_counts(lib):
+    """The engine's own graphs made and replayed so far on this thread's contexts."""
+    c, r = ctypes.c_uint64(), ctypes.c_uint64()
+    lib.blasft_cublas_graph_counts(ctypes.byref(c), ctypes.byref(r))
+    return c.value, r.value
+
+
+def check_lowp_replayed(lib, fw, dtype, out_u, cast):
+    """An eager loop as a framework runs it: a linear layer with a bias (addmm, which F.linear
+    calls) and a product (cublasGemmEx) on the same tensors refilled
+    with fresh data each step, into the same outputs (out=: the addresses of every step the same,
+    as a framework's allocator gives them back): from the second step on the engine replays its
+    own graphs of the two calls. Every step's results right within the bound, each call
+    protected; the fourth step plants a fault in the product (run directly), corrected; the
+    graphs made and replayed counted (BLASFT_GPU_GRAPHS on or exact)."""
+    import numpy as np
+    torch = fw.m
+    x = cast(fw.rand((384, 256), "float32", 71))
+    w = cast(fw.rand((320, 256), "float32", 72))
+    bias = cast(fw.rand((320,), "float32", 73))
+    b = cast(fw.rand((256, 200), "float32", 74))
+    y = torch.empty((384, 320), dtype=x.dtype, device=x.device)
+    z = torch.empty((384, 200), dtype=x.dtype, device=x.device)
+    c0, r0 = graph_counts(lib)
+    steps, bad = 6, []
+    for step in range(steps):
+        x.copy_(cast(fw.rand((384, 256), "float32", 100 + step)))
+        s0 = stats(lib, fw)
+        torch.addmm(bias, x, w.t(), out=y)
+        if step == 3:
+            lib.blasft_cublas_plant_fault(1, 10, 20, 14)  # the highest exponent bit
+        torch.mm(x, b, out=z)
+        s1 = stats(lib, fw)
+        X, W, Bv, Y = (fw.host(t.float()) for t in (x, w, bias, y))
+        ref = X @ W.T + Bv
+        bound = out_u * np.abs(ref) + (256 + 4) * 2.0 ** -22 * (np.abs(X) @ np.abs(W.T) + np.abs(Bv)) + 2.0 ** -24
+        ql = float(np.max(np.abs(Y - ref) / bound))
+        ok, qm = within_lowp_bound(fw, x, b, z, out_u)
+        dp, du = counted(s0, s1)
+        fixed = s1.errors_corrected - s0.errors_corrected
+        if not (ql <= 1.0 and ok and dp == 2 and du == 0 and (fixed >= 1 if step == 3 else fixed == 0)):
+            bad.append(f"step {step}: linear {ql:.3g}, mm {qm:.3g} x bound, {dp} protected, "
+                       f"{du} unprotected, {fixed} corrected")
+    c1, r1 = graph_counts(lib)
+    check(not bad, f"torch {dtype} eager loop of linear+bias and mm, {steps} steps: " +
+          ("; ".join(bad) if bad else "every step right and protected, the planted fault corrected"))
+    if os.environ.get("BLASFT_GPU_GRAPHS", "on").lower() != "off":
+        # per call: seen, captured, then replayed but at the planted step (the product)
+        check(c1 - c0 >= 2 and r1 - r0 >= 2 * (steps - 2) - 1,
+              f"torch {dtype} eager loop: {c1 - c0} graphs made, {r1 - r0} replays "
+              f"(expected 2, {2 * (steps - 2) - 1})")
 
 
 def check_lowp_graph(lib, fw, dtype, out_u, cast):
