@@ -376,6 +376,18 @@ bool reloc_room(blasft_gpu_ctx *ctx)
     return rc == 0;
 }
 
+/* The caller's stream's priority (the keys') and the context's cache of graphs (made on
+ * demand); false where either cannot be had: the call is enqueued directly. */
+bool graphs_ready(blasft_gpu_ctx *ctx, int *priority)
+{
+    if (cudaStreamGetPriority(ctx->s0, priority) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return ctx->graphs ||
+           (ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)) != nullptr;
+}
+
 } // namespace
 
 /* The call by the context's graph of it: 0 or -2 as blasft_gpu_gemm_run, or kNoGraph where it
@@ -395,11 +407,7 @@ int run_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu
     if (cs != cudaStreamCaptureStatusNone)
         return kNoGraph;
     int priority = 0;
-    if (cudaStreamGetPriority(ctx->s0, &priority) != cudaSuccess) {
-        cudaGetLastError();
-        return kNoGraph;
-    }
-    if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
+    if (!graphs_ready(ctx, &priority))
         return kNoGraph;
     graph_key key;
     make_key(&key, ctx, g, p, priority);
@@ -463,17 +471,14 @@ int run_lowp_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasf
         count * (double)g.m * (double)g.n * (double)g.k > kLowpGraphMaxMnk)
         return kNoGraph;
     int priority = 0;
-    if (cudaStreamGetPriority(ctx->s0, &priority) != cudaSuccess) {
-        cudaGetLastError();
-        return kNoGraph;
-    }
-    if (!ctx->graphs && !(ctx->graphs = (blasft_graph_cache *)calloc(1, sizeof *ctx->graphs)))
+    if (!graphs_ready(ctx, &priority))
         return kNoGraph;
     lowp_graph_key key;
     memset(&key, 0, sizeof key);
     blasft_gpu_gemm gs = g;
     gs.type = BLASFT_TYPE_S; /* the scalars' bytes: floats */
     make_key(&key.gemm, ctx, &gs, p, priority);
+    key.gemm.type = -1; /* no S/D/C/Z call's: such a key never equals this one's first part */
     key.c_in = l->c_in;
     key.bias = l->bias;
     key.a_arr = l->a_arr;

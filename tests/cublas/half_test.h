@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
 typedef enum { T_F16, T_BF16, T_F32 } etype;
 

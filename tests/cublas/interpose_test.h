@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int checks, failures;
 #define CHECK(cond, ...)                                                                           \
@@ -87,6 +88,23 @@ static stats_t stats_now(void)
  * after them): nothing protected or checked at the capture; in the replays `gemms` protected
  * GEMMs, `nchecks` checks (not `checks`: CHECK counts into that), `faults` detected and as many
  * corrected; `unprot` unprotected in all; nothing uncorrectable */
+/* The engine's own graphs over a call made `calls` times on the same buffers, one of them with a
+ * planted fault (enqueued directly): where it is protected and BLASFT_GPU_GRAPHS is not off, one
+ * made at its second sighting at least and every later call but the planted one replayed
+ * (calls - 3); else none. c0, r0 and c1, r1: graph_counts before and after. */
+static void check_graph_counts(const char *what, int protected_, int calls, uint64_t c0,
+                               uint64_t r0, uint64_t c1, uint64_t r1)
+{
+    const char *gv = getenv("BLASFT_GPU_GRAPHS");
+    if (protected_ && !(gv && strcasecmp(gv, "off") == 0))
+        CHECK(c1 - c0 >= 1 && r1 - r0 >= (uint64_t)(calls - 3),
+              "replayed %s: %llu graphs made, %llu replays (expected 1, %d)", what,
+              (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0), calls - 3);
+    else
+        CHECK(c1 == c0 && r1 == r0, "replayed %s: %llu graphs made, %llu replays (expected none)",
+              what, (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0));
+}
+
 static void check_replays(const char *what, const stats_t *s0, const stats_t *s1,
                           const stats_t *s2, uint64_t gemms, uint64_t nchecks, uint64_t faults,
                           uint64_t unprot)
