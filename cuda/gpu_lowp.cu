@@ -106,6 +106,7 @@ template <typename TA> struct lp_args {
     const TA *const *Aa, *const *Ba;
     void *const *Ca;
     bool one; /* the call is one matrix (not a chunk of one): the kernels' fast paths */
+    int upg;  /* lp_check: units (I, j) a group of lanes sums per round, 1 or kGroup */
     /* elements from matrix to matrix in the buffers: the pieces, R, the FP32 result and the
      * old C (multiples of 16 bytes: cuBLAS's arrays of pointers to them) */
     int64_t sp, sr, sw;
@@ -602,45 +603,72 @@ __device__ __forceinline__ void c_pass(const lp_args<TA> &a, int64_t i0, int64_t
     }
 }
 
+/* The sum of v over the group of L lanes, in every lane: the same additions in the same order
+ * as group_sum's lane 0 (a butterfly pairs the lanes as group_sum does, and each addition's two
+ * operands are the same in every lane, only swapped) */
+__device__ __forceinline__ double group_allsum(double v, int L)
+{
+    for (int off = L >> 1; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off, L);
+    return v;
+}
+
 /* A group of kGroup lanes per (I, j) of matrix blockIdx.y: C's column sum over block row I
  * against alpha 2^e(I) sum_p R(p, I, j) + beta (the old C's sum); over the threshold, it goes on
- * the list for the second tier. */
+ * the list for the second tier. Each round a group sums a.upg units one after the other, lane u
+ * keeping unit u's sums, then its lanes compare theirs at once: with one unit per group (a.upg
+ * 1) seven of its eight lanes idled through the threshold's arithmetic, and a large C took
+ * several waves of CUDA blocks, each loading, then computing. */
 template <typename TA>
 __device__ __forceinline__ void check_matrix(const lp_args<TA> &a, int64_t g)
 {
     const bool dbl = a.old && beta_of(a) != 0.0; /* the old C enters */
     const int sub = threadIdx.x & (kGroup - 1);
     const int64_t units = a.mb * a.n;
-    const int64_t step = ((int64_t)gridDim.x * blockDim.x) / kGroup;
-    const int64_t rounds = (units + step - 1) / step; /* the same for every lane of a warp */
-    for (int64_t r = 0, w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kGroup; r < rounds;
-         r++, w += step) {
-        const bool live = w < units;
-        const int64_t ww = live ? w : 0;
-        const int64_t j = ww / a.mb, I = ww - j * a.mb, i0 = I * a.bs;
-        const int64_t rows = live ? (a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
-        double cs = 0.0, cabs = 0.0, csq = 0.0, os = 0.0, oabs = 0.0, osq = 0.0;
-        c_pass(a, i0, j, rows, sub, [&](double c) {
-            cs += c;
-            cabs += fabs(c);
-            csq = fma(c, c, csq);
-        });
-        if (dbl) {
-            /* one load at a time: more would take the kernel past its 128 registers */
-            run_sum<1>(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o) {
-                os += o;
-                oabs += fabs(o);
-                osq = fma(o, o, osq);
+    const int64_t groups = ((int64_t)gridDim.x * blockDim.x) / kGroup;
+    const int64_t group = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / kGroup;
+    const int64_t per_round = groups * a.upg;
+    const int64_t rounds = (units + per_round - 1) / per_round; /* the same for every lane */
+    for (int64_t r = 0; r < rounds; r++) {
+        int64_t mine = -1; /* the unit whose sums this lane keeps */
+        double ks = 0.0, kabs = 0.0, ksq = 0.0, kos = 0.0, koabs = 0.0, kosq = 0.0;
+        for (int u = 0; u < a.upg; u++) {
+            /* neighbouring groups on neighbouring units: a warp's loads in one run of C */
+            const int64_t w = r * per_round + u * groups + group;
+            const bool live = w < units;
+            const int64_t ww = live ? w : 0;
+            const int64_t j = ww / a.mb, I = ww - j * a.mb, i0 = I * a.bs;
+            const int64_t rows = live ? (a.m - i0 < a.bs ? a.m - i0 : a.bs) : 0;
+            double cs = 0.0, cabs = 0.0, csq = 0.0, os = 0.0, oabs = 0.0, osq = 0.0;
+            c_pass(a, i0, j, rows, sub, [&](double c) {
+                cs += c;
+                cabs += fabs(c);
+                csq = fma(c, c, csq);
             });
-            os = group_sum(os, kGroup);
-            oabs = group_sum(oabs, kGroup);
-            osq = group_sum(osq, kGroup);
+            if (dbl) {
+                /* one load at a time: more would take the kernel past its 128 registers */
+                run_sum<1>(a.old + i0 + j * a.m, rows, sub, kGroup, a.vec_c, [&](double o) {
+                    os += o;
+                    oabs += fabs(o);
+                    osq = fma(o, o, osq);
+                });
+                os = group_allsum(os, kGroup);
+                oabs = group_allsum(oabs, kGroup);
+                osq = group_allsum(osq, kGroup);
+            }
+            cs = group_allsum(cs, kGroup);
+            cabs = group_allsum(cabs, kGroup);
+            csq = group_allsum(csq, kGroup);
+            if (sub == u) {
+                mine = live ? w : -1;
+                ks = cs, kabs = cabs, ksq = csq, kos = os, koabs = oabs, kosq = osq;
+            }
         }
-        cs = group_sum(cs, kGroup);
-        cabs = group_sum(cabs, kGroup);
-        csq = group_sum(csq, kGroup);
-        if (live && sub == 0)
-            over_threshold(a, g, I, j, rows, cs, cabs, csq, os, oabs, osq);
+        if (mine >= 0) {
+            const int64_t j = mine / a.mb, I = mine - j * a.mb, i0 = I * a.bs;
+            const int64_t rows = a.m - i0 < a.bs ? a.m - i0 : a.bs;
+            over_threshold(a, g, I, j, rows, ks, kabs, ksq, kos, koabs, kosq);
+        }
     }
 }
 /* two CUDA blocks per SM (128 registers): eight loads in flight per lane outweigh the occupancy
@@ -768,6 +796,10 @@ __global__ void lp_ptrs(lp_args<TA> a, const void **pieces, void **R, void **wid
             wide[g] = a.C + g * a.sw;
     }
 }
+
+/* lp_check's threads (kGroup a unit) up to which each group sums one unit a round: about two
+ * waves of its CUDA blocks (two per SM) on 132 SMs */
+constexpr int64_t kCheckOneUnit = (int64_t)1 << 17;
 
 /* A chunk of a batch holds at most this many bytes of buffers (one matrix always fits: its
  * size is the single GEMM's) */
@@ -1099,7 +1131,10 @@ int run_lowp(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasft_gpu_par
             l->plant((void *)s0, l->plant_users[nplanted]);
         }
         join();
-        lp_check<TA><<<dim3(grid_for(kGroup * mb * n), (unsigned int)cg), kThreads, 0, s0>>>(a);
+        /* a C of more than about two waves of groups: a group sums kGroup units a round */
+        a.upg = kGroup * mb * n * cg > kCheckOneUnit ? kGroup : 1;
+        lp_check<TA><<<dim3(grid_for(kGroup * ((mb * n + a.upg - 1) / a.upg)), (unsigned int)cg),
+                       kThreads, 0, s0>>>(a);
         /* most calls flag nothing: few blocks, each a stride over the list */
         after_launch(lp_recompute<TA>, 256u, s0, a);
     }
