@@ -172,8 +172,9 @@ static_assert(sizeof(graph_key) <= BLASFT_GRAPH_KEY_BYTES, "graph key too large"
 static_assert(sizeof(blasft_gpu_gemm) == 136 && sizeof(blasft_gpu_params) == 72,
               "blasft_gpu_gemm or blasft_gpu_params changed: update graph_key");
 
-/* What a graph's launches must restore on the host: its report (and where its counters are:
- * NULL, the workspace's header), and the run debug fetches read. */
+/* What a graph's launches must restore on the host: its report, where its counters are (NULL,
+ * the workspace's header: an S/D/C/Z call's graph; else a half call's, in the half path's
+ * buffer), and the run debug fetches read. */
 struct graph_meta {
     report_meta report;
     run_shape run;
@@ -357,9 +358,11 @@ int launch(blasft_gpu_ctx *ctx, blasft_graph_entry *e, const blasft_gpu_gemm *g,
             return -2;
     }
     const graph_meta *meta = (const graph_meta *)e->meta;
-    ctx->last_run = meta->run;
-    report_meta rm = meta->report; /* the matrix is this call's, not the capture's */
-    rm.matrix = ctx->matrix;
+    report_meta rm = meta->report;
+    if (!meta->counters) { /* an S/D/C/Z call's graph (a half call's leaves both as a direct one) */
+        ctx->last_run = meta->run;
+        rm.matrix = ctx->matrix; /* this call's, not the capture's */
+    }
     return enqueue_report(ctx, slot, rm, meta->counters);
 }
 

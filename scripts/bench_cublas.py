@@ -501,10 +501,10 @@ def graph_counts(lib):
 
 def check_lowp_replayed(lib, fw, dtype, out_u, cast):
     """An eager loop as a framework runs it: a linear layer with a bias (addmm, which F.linear
-    calls) and a product (cublasGemmEx) on the same tensors refilled
-    with fresh data each step, into the same outputs (out=: the addresses of every step the same,
-    as a framework's allocator gives them back): from the second step on the engine replays its
-    own graphs of the two calls. Every step's results right within the bound, each call
+    calls) and a product (cublasGemmEx) on the same tensors refilled with fresh data each step,
+    into the same outputs (out=: the addresses of every step the same, as a framework's allocator
+    gives them back): from the second step on the engine replays its own graphs of the two
+    calls. Every step's results right within the bound, each call
     protected; the fourth step plants a fault in the product (run directly), corrected; the
     graphs made and replayed counted (BLASFT_GPU_GRAPHS on or exact)."""
     import numpy as np

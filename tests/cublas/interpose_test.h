@@ -84,10 +84,6 @@ static stats_t stats_now(void)
     return s;
 }
 
-/* The counters around a capture (s0 before it, s1 after it) and two replays of its graph (s2
- * after them): nothing protected or checked at the capture; in the replays `gemms` protected
- * GEMMs, `nchecks` checks (not `checks`: CHECK counts into that), `faults` detected and as many
- * corrected; `unprot` unprotected in all; nothing uncorrectable */
 /* The engine's own graphs over a call made `calls` times on the same buffers, one of them with a
  * planted fault (enqueued directly): where it is protected and BLASFT_GPU_GRAPHS is not off, one
  * made at its second sighting at least and every later call but the planted one replayed
@@ -105,6 +101,10 @@ static void check_graph_counts(const char *what, int protected_, int calls, uint
               what, (unsigned long long)(c1 - c0), (unsigned long long)(r1 - r0));
 }
 
+/* The counters around a capture (s0 before it, s1 after it) and two replays of its graph (s2
+ * after them): nothing protected or checked at the capture; in the replays `gemms` protected
+ * GEMMs, `nchecks` checks (not `checks`: CHECK counts into that), `faults` detected and as many
+ * corrected; `unprot` unprotected in all; nothing uncorrectable */
 static void check_replays(const char *what, const stats_t *s0, const stats_t *s1,
                           const stats_t *s2, uint64_t gemms, uint64_t nchecks, uint64_t faults,
                           uint64_t unprot)
