@@ -1,8 +1,8 @@
 /* What the interposer's test programs share (test_cublas_entry.c, test_cublaslt_entry.c,
  * test_cublas_batched.c, test_cublas_lowp.c, test_cublas_lowp_batched.c): the check counter,
  * libblas_ft's counters, events and fault planting found in the process (it must be preloaded),
- * the block size, seeds, random data and its upload. Header-only: each program is one
- * translation unit. */
+ * the block size, seeds, random data and its upload, an element's error against its bound and
+ * a run's time. Header-only: each program is one translation unit. */
 #ifndef BLASFT_INTERPOSE_TEST_H
 #define BLASFT_INTERPOSE_TEST_H
 
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 static int checks, failures;
 #define CHECK(cond, ...)                                                                           \
@@ -76,6 +77,9 @@ static int test_start(int argc, char **argv, int *expect_off)
     return find_blasft() ? 1 : 0;
 }
 
+/* The change of counter f over an outcome's call: its counters s0 before, s1 after */
+#define DELTA(o, f) ((o)->s1.f - (o)->s0.f)
+
 static stats_t stats_now(void)
 {
     stats_t s;
@@ -84,13 +88,27 @@ static stats_t stats_now(void)
     return s;
 }
 
+/* The engine's graphs made and replayed so far on the calling thread's contexts */
+typedef struct graph_mark {
+    uint64_t made, replays;
+} graph_mark;
+
+static graph_mark graphs_now(void)
+{
+    graph_mark g;
+    graph_counts(&g.made, &g.replays);
+    return g;
+}
+
 /* The engine's own graphs over a call made `calls` times on the same buffers, one of them with a
  * planted fault (enqueued directly): where it is protected and BLASFT_GPU_GRAPHS is not off, one
  * made at its second sighting at least and every later call but the planted one replayed
- * (calls - 3); else none. c0, r0 and c1, r1: graph_counts before and after. */
-static void check_graph_counts(const char *what, int protected_, int calls, uint64_t c0,
-                               uint64_t r0, uint64_t c1, uint64_t r1)
+ * (calls - 3); else none. before: graphs_now before the calls (this reads it again after). */
+static void check_graph_counts(const char *what, int protected_, int calls,
+                               const graph_mark *before)
 {
+    const graph_mark now = graphs_now();
+    const uint64_t c0 = before->made, r0 = before->replays, c1 = now.made, r1 = now.replays;
     const char *gv = getenv("BLASFT_GPU_GRAPHS");
     if (protected_ && !(gv && strcasecmp(gv, "off") == 0))
         CHECK(c1 - c0 >= 1 && r1 - r0 >= (uint64_t)(calls - 3),
@@ -194,6 +212,15 @@ static double urand(void)
     return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
 }
 
+/* urand's state mixed with a run's base seed, as a stress section starts (never 0: xorshift
+ * would stay there) */
+static inline void seed_urand(uint64_t seed)
+{
+    rng ^= seed * 0x2545f4914f6cdd1dull;
+    if (!rng)
+        rng = 1;
+}
+
 /* BLASFT_BLOCK_SIZE as the library reads it: 256 where unset or malformed */
 static inline int env_block_size(void)
 {
@@ -267,6 +294,21 @@ static inline int draw_dim_to(int max)
 static inline int draw_dim(void) { return draw_dim_to(300); }
 
 static inline int draw(int n) { return (int)(((urand() + 1.0) / 2.0) * n) % n; }
+
+/* |v - ref| / bound, an element's error against its bound; NaN (v NaN or Inf) as Inf: wrong */
+static inline double error_ratio(double v, double ref, double bound)
+{
+    const double q = fabs(v - ref) / bound;
+    return isnan(q) ? INFINITY : q;
+}
+
+/* The seconds since t0 (CLOCK_MONOTONIC): a run's time for its summary */
+static inline double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
 
 /* n values to the device as double (dbl) or float */
 static void *to_device(const double *x, size_t n, int dbl)

@@ -53,7 +53,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Declared by cuBLAS for C++ only; 16-bit words stand in for __half (data by pointer). */
 cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
@@ -103,14 +102,6 @@ static void normalize(lcase *c)
 
 static int expect_off, block_size = 256;
 static uint64_t base_seed = 20261205;
-
-static void read_env(void)
-{
-    block_size = env_block_size();
-    const char *v = getenv("LOWP_SEED");
-    if (v && *v)
-        base_seed = strtoull(v, NULL, 0);
-}
 
 static int half_compute(const lcase *c) { return is_half_compute(c->ct); }
 
@@ -168,20 +159,9 @@ static void fill(ldata *d, const lcase *c)
     rng_t r = {c->seed};
     double scale_a, scale_b;
     lowp_scales(c->series, c->out, c->k, &scale_a, &scale_b);
-    const size_t ei = esize(c->in), eo = esize(c->out);
-    d->A = malloc(ei * d->la);
-    d->B = malloc(ei * d->lb);
-    d->C0 = malloc(eo * d->lc);
-    for (size_t i = 0; i < d->la; i++) store(d->A, i, NAN, c->in);
-    for (size_t i = 0; i < d->lb; i++) store(d->B, i, NAN, c->in);
-    for (int j = 0; j < d->ac; j++)
-        for (int i = 0; i < d->ar; i++)
-            store(d->A, (size_t)i + (size_t)j * (size_t)d->lda, lowp_value(&r, c->series, scale_a),
-                  c->in);
-    for (int j = 0; j < d->bc; j++)
-        for (int i = 0; i < d->br; i++)
-            store(d->B, (size_t)i + (size_t)j * (size_t)d->ldb, lowp_value(&r, c->series, scale_b),
-                  c->in);
+    d->A = lowp_operand(d->la, c->in, 1, 0, d->ar, d->ac, d->lda, &r, c->series, scale_a);
+    d->B = lowp_operand(d->lb, c->in, 1, 0, d->br, d->bc, d->ldb, &r, c->series, scale_b);
+    d->C0 = malloc(esize(c->out) * d->lc);
     for (size_t i = 0; i < d->lc; i++)
         store(d->C0, i, c->nan_c ? NAN : lowp_value(&r, 0, 1.0), c->out);
 }
@@ -194,22 +174,13 @@ static void oracle_at(ldata *d, const lcase *c, const double *At, const double *
     const size_t o = (size_t)i + (size_t)j * (size_t)c->m, k = (size_t)c->k;
     if (d->bound[o] >= 0)
         return;
-    const double *a = At + (size_t)i * k, *b = Bt + (size_t)j * k;
-    long double s = 0, t = 0;
-    for (size_t l = 0; l < k; l++) {
-        const long double x = (long double)a[l] * b[l]; /* exact */
-        s += x;
-        t += fabsl(x);
-    }
-    long double v = (long double)c->alpha * s, w = fabsl((long double)c->alpha) * t;
-    if (c->beta != 0) { /* beta = 0: C is not read (it may be NaN) */
-        const double c0 = load(d->C0, (size_t)i + (size_t)j * (size_t)d->ldc, c->out);
-        v += (long double)c->beta * c0;
-        w += fabsl((long double)c->beta * c0);
-    }
-    d->ref[o] = (double)v;
-    d->bound[o] = lowp_bound(c->out, c->k, fabs((double)v), (double)w, half_compute(c),
-                             passthrough && !c->math);
+    /* beta = 0: C is not read (it may be NaN) */
+    const double c0 =
+        c->beta != 0 ? load(d->C0, (size_t)i + (size_t)j * (size_t)d->ldc, c->out) : 0;
+    double v, mag;
+    lowp_element(At + (size_t)i * k, Bt + (size_t)j * k, k, c->alpha, c->beta, c0, &v, &mag);
+    d->ref[o] = v;
+    d->bound[o] = lowp_bound(c->out, c->k, fabs(v), mag, half_compute(c), passthrough && !c->math);
 }
 
 /* The grid's element (gi, gj) of GRID x GRID over C */
@@ -331,9 +302,7 @@ static void compare(outcome *o, const lcase *c, const ldata *d, const void *dC)
                 continue;
             }
             o->judged++;
-            double q = fabs(v - d->ref[o2]) / d->bound[o2];
-            if (isnan(q))
-                q = INFINITY;
+            const double q = error_ratio(v, d->ref[o2], d->bound[o2]);
             if ((int64_t)i == o->prow && (int64_t)j == o->pcol) {
                 o->pq = q, o->pv = v, o->pref = d->ref[o2], o->pbound = d->bound[o2];
             } else if (q > o->worst || o->wi < 0) {
@@ -439,10 +408,6 @@ static void describe(char *buf, size_t cap, const lcase *c)
              (unsigned long long)c->seed);
 }
 
-#define DELTA(o, f) ((o)->s1.f - (o)->s0.f)
-
-static uint64_t cases_run, abft_checks, false_alarms_seen;
-
 /* The verdict on a case: status, result, C's padding, counters. bit: the planted fault's bit
  * (-1: fault-free). */
 static void judge(const lcase *c, const outcome *o, int bit)
@@ -455,37 +420,16 @@ static void judge(const lcase *c, const outcome *o, int bit)
                  (long long)o->prow, (long long)o->pcol);
     }
     const int prot = protected_expected(c);
-    cases_run++;
-    abft_checks += DELTA(o, checks);
-    CHECK(o->st == CUBLAS_STATUS_SUCCESS, "%s: status %d", what, (int)o->st);
-    CHECK(o->worst <= 1.0, "%s: error %.3g x bound ((%d, %d): %.9g, reference %.9g, bound %.3g)",
-          what, o->worst, o->wi, o->wj, o->wv, o->wref, o->wbound);
-    CHECK(o->nonfinite == 0, "%s: %zu elements outside the oracle's sample not finite", what,
-          o->nonfinite);
-    CHECK(o->outside_bad == 0, "%s: %zu elements of C's padding changed", what, o->outside_bad);
-    CHECK(DELTA(o, protected_gemms) == (uint64_t)prot &&
-              DELTA(o, unprotected_gemms) == (uint64_t)!prot,
-          "%s: %llu protected, %llu unprotected (expected %d, %d)", what,
-          (unsigned long long)DELTA(o, protected_gemms),
-          (unsigned long long)DELTA(o, unprotected_gemms), prot, !prot);
-    CHECK(DELTA(o, uncorrectable) == 0, "%s: %llu uncorrectable", what,
-          (unsigned long long)DELTA(o, uncorrectable));
+    char at[160];
+    snprintf(at, sizeof at, "(%d, %d): %.9g, reference %.9g, bound %.3g", o->wi, o->wj, o->wv,
+             o->wref, o->wbound);
+    judge_results(what, o->st, o->worst, at, o->nonfinite, o->outside_bad, "C's padding");
+    judge_counters(what, &o->s0, &o->s1, prot, 1);
     if (bit < 0) {
-        const uint64_t want = prot ? expected_checks(c) : 0;
-        CHECK(DELTA(o, checks) == want, "%s: %llu checks (expected %llu)", what,
-              (unsigned long long)DELTA(o, checks), (unsigned long long)want);
-        CHECK(DELTA(o, errors_detected) == 0 && DELTA(o, errors_corrected) == 0,
-              "%s: %llu detected, %llu corrected without a fault", what,
-              (unsigned long long)DELTA(o, errors_detected),
-              (unsigned long long)DELTA(o, errors_corrected));
-        false_alarms_seen += DELTA(o, false_alarms);
+        judge_fault_free(what, &o->s0, &o->s1, prot ? expected_checks(c) : 0);
         return;
     }
-    /* planted: the call's own checks at least (a correction may check again) */
-    CHECK(DELTA(o, checks) >= expected_checks(c), "%s: %llu checks (expected at least %llu)", what,
-          (unsigned long long)DELTA(o, checks), (unsigned long long)expected_checks(c));
-    CHECK(DELTA(o, faults_injected) == 1, "%s: %llu injected", what,
-          (unsigned long long)DELTA(o, faults_injected));
+    judge_planted(what, &o->s0, &o->s1, expected_checks(c), 1);
     const int p = mant_bits(c->out), high = bit >= p;
     if (high) {
         CHECK(DELTA(o, errors_detected) >= 1 && DELTA(o, errors_corrected) >= 1,
@@ -512,18 +456,7 @@ static void one(cublasHandle_t h, const lcase *c)
     judge(c, &o, -1);
 }
 
-/* ---- the sections ---- */
-
-#define OPN CUBLAS_OP_N
-#define OPT CUBLAS_OP_T
-#define OPC CUBLAS_OP_C
-
-/* NN NT TN TT, and C (as T) on either side */
-static const cublasOperation_t pairs[6][2] = {{OPN, OPN}, {OPN, OPT}, {OPT, OPN},
-                                              {OPT, OPT}, {OPC, OPN}, {OPN, OPC}};
-static const int pads[] = {0, 1, 5};
-/* (alpha, beta, C NaN) */
-static const double scal[4][3] = {{1.0, 0.0, 0}, {0.5, -2.0, 0}, {-1.25, 1.0, 0}, {-1.25, 0.0, 1}};
+/* ---- the sections (their rotations: half_test.h's pairs, pads, scal) ---- */
 
 /* The formats' conversions: every half and bfloat16 word back to itself, known values, and
  * bfloat16 against the rounding of float's bits. */
@@ -706,19 +639,17 @@ static void replayed(cublasHandle_t h)
             cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C);
             return;
         }
-        uint64_t c0, r0, c1, r1;
-        graph_counts(&c0, &r0);
+        const graph_mark before = graphs_now();
         for (int r = 0; r < CALLS; r++) {
             c.seed = case_seed(13, (uint64_t)i, (uint64_t)r);
-            const int bit = r == PLANTED && !expect_off ? (c.out == T_F32 ? 30 : 14) : -1;
+            const int bit = r == PLANTED && !expect_off ? high_bit(c.out) : -1;
             outcome o;
             run_case_in(h, &c, bit, &o, &keep);
             judge(&c, &o, bit);
         }
-        graph_counts(&c1, &r1);
         char what[320];
         describe(what, sizeof what, &c);
-        check_graph_counts(what, protected_expected(&c), CALLS, c0, r0, c1, r1);
+        check_graph_counts(what, protected_expected(&c), CALLS, &before);
         cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C);
     }
 }
@@ -770,44 +701,24 @@ static void captured(cublasHandle_t h, int variant, int warm)
     oracle(&d, &c, expect_off);
     int64_t prow = -1, pcol = -1;
     plant_site(&c, &d, &prow, &pcol);
-    const int bit = c.out == T_F32 ? 30 : 14;
+    const int bit = high_bit(c.out);
     const size_t ei = esize(c.in), eo = esize(c.out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
     const float sf[2] = {(float)c.alpha, (float)c.beta};
-    cudaStream_t s;
-    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    cublasSetStream_v2(h, s);
+    capture g;
+    capture_open(&g, h);
     const int ok = dA && dB && dC;
     if (warm)
         CHECK(ok && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC) == CUBLAS_STATUS_SUCCESS,
               "captured %s: warm-up", what);
-    cudaStreamSynchronize(s);
-    const stats_t s0 = stats_now();
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
     cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
-    cudaError_t ce = ok ? cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
-                        : cudaErrorMemoryAllocation;
-    if (ce == cudaSuccess) {
-        if (!expect_off)
-            CHECK(plant_fault(1, prow, pcol, bit) == 0, "captured %s: plant_fault", what);
+    if (capture_begin(&g, ok, what, expect_off ? 0 : 1, prow, pcol, bit))
         st = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC);
-        plant_fault(0, 0, 0, 0);
-        ce = cudaStreamEndCapture(s, &graph);
-    }
-    const stats_t s1 = stats_now();
-    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s (warm %d): status %d, %s",
-          what, warm, (int)st, cudaGetErrorString(ce));
-    if (st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess &&
-        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    if (capture_end(&g, st, what, warm)) {
         /* NaN over the results (all ones is NaN in every type): a replay that did not run leaves
          * them wrong */
         cudaMemset2D(dC, eo * (size_t)d.ldc, 0xff, eo * (size_t)c.m, (size_t)c.n);
-        cudaDeviceSynchronize();
-        for (int i = 0; i < 2; i++)
-            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured %s: launch %d", what, i);
-        cudaStreamSynchronize(s);
-        const stats_t s2 = stats_now();
+        capture_replays(&g, what);
         outcome o = {.prow = -1, .pcol = -1};
         compare(&o, &c, &d, dC);
         CHECK(o.worst <= 1.0 && o.nonfinite == 0 && o.outside_bad == 0,
@@ -817,13 +728,10 @@ static void captured(cublasHandle_t h, int variant, int warm)
         const uint64_t P = expect_off ? 0 : 2;
         char label[400];
         snprintf(label, sizeof label, "captured %s (warm %d)", what, warm);
-        check_replays(label, &s0, &s1, &s2, P, P * expected_checks(&c), P, expect_off ? 1 : 0);
-        cudaGraphExecDestroy(exec);
+        check_replays(label, &g.s0, &g.s1, &g.s2, P, P * expected_checks(&c), P,
+                      expect_off ? 1 : 0);
     }
-    if (graph)
-        cudaGraphDestroy(graph);
-    cublasSetStream_v2(h, NULL);
-    cudaStreamDestroy(s);
+    capture_close(&g, h);
     cudaFree(dA); cudaFree(dB); cudaFree(dC);
     release(&d);
     cases_run++;
@@ -895,10 +803,7 @@ static void captured_mixed(cublasHandle_t h)
         cudaMemset2D(dC, esize(c.out) * (size_t)d.ldc, 0xff, esize(c.out) * (size_t)c.m,
                      (size_t)c.n);
         cudaMemset(dfc, 0xff, sizeof(float) * M * N);
-        cudaDeviceSynchronize();
-        for (int i = 0; i < 2; i++)
-            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured half + float: launch %d", i);
-        cudaStreamSynchronize(s);
+        replay_twice(exec, s, "half + float");
         const stats_t s2 = stats_now();
         outcome o = {.prow = -1, .pcol = -1};
         compare(&o, &c, &d, dC);
@@ -907,8 +812,8 @@ static void captured_mixed(cublasHandle_t h)
         if (cudaMemcpy(hc, dfc, sizeof hc, cudaMemcpyDeviceToHost) == cudaSuccess) {
             worst = 0;
             for (int e = 0; e < M * N; e++) {
-                double q = fabs(hc[e] - ref[e]) / bnd[e];
-                worst = isnan(q) ? INFINITY : q > worst ? q : worst;
+                const double q = error_ratio(hc[e], ref[e], bnd[e]);
+                worst = q > worst ? q : worst;
             }
         }
         CHECK(o.worst <= 1.0 && o.nonfinite == 0 && worst <= 1.0,
@@ -1065,49 +970,25 @@ static void edges(cublasHandle_t h)
     printf("edges: done\n");
 }
 
-/* Fault-free protected GEMMs of random types, entry points, compute types, shapes, layouts,
- * scalars, data and math modes: each adds exactly its checks, nothing detected or corrected. */
-static void stress(cublasHandle_t h, int rounds)
+/* The stress section's round r (lowp_stress): a fault-free protected GEMM of random type, entry
+ * point, compute type, shape, layout, scalars, data and math mode; it adds exactly its checks,
+ * nothing detected or corrected. */
+static void stress_round(cublasHandle_t h, int r)
 {
-    const uint64_t before = cases_run, checks_before = abft_checks, fa_before = false_alarms_seen;
-    rng ^= base_seed * 0x2545f4914f6cdd1dull;
-    if (!rng)
-        rng = 1;
-    static const cublasOperation_t ops[3] = {OPN, OPT, OPC};
-    for (int r = 0; r < rounds; r++) {
-        const int s = draw(4), in = draw(2);
-        lcase c = {.e = (entry)draw(E_PROTECTABLE), .in = (etype)in,
-                   .out = draw(2) ? T_F32 : (etype)in, .ct = (compute)draw(2), .ta = ops[draw(3)],
-                   .tb = ops[draw(3)], .m = draw_dim(), .n = draw_dim(), .k = draw_dim(),
-                   .pad_a = draw(4), .pad_b = draw(4), .pad_c = draw(4), .alpha = scal[s][0],
-                   .beta = scal[s][1], .nan_c = (int)scal[s][2], .series = draw(3),
-                   .dev_scalars = draw(4) == 0, .math = draw(2),
-                   .seed = case_seed(8, (uint64_t)r, 0)};
-        normalize(&c);
-        one(h, &c);
-    }
-    printf("stress: %llu random GEMMs, %llu checks of the library, %llu false alarms\n",
-           (unsigned long long)(cases_run - before),
-           (unsigned long long)(abft_checks - checks_before),
-           (unsigned long long)(false_alarms_seen - fa_before));
+    const int s = draw(4), in = draw(2);
+    lcase c = {.e = (entry)draw(E_PROTECTABLE), .in = (etype)in,
+               .out = draw(2) ? T_F32 : (etype)in, .ct = (compute)draw(2), .ta = ops[draw(3)],
+               .tb = ops[draw(3)], .m = draw_dim(), .n = draw_dim(), .k = draw_dim(),
+               .pad_a = draw(4), .pad_b = draw(4), .pad_c = draw(4), .alpha = scal[s][0],
+               .beta = scal[s][1], .nan_c = (int)scal[s][2], .series = draw(3),
+               .dev_scalars = draw(4) == 0, .math = draw(2), .seed = case_seed(8, (uint64_t)r, 0)};
+    normalize(&c);
+    one(h, &c);
 }
 
-int main(int argc, char **argv)
+/* The sections in their order (lowp_main runs and times them) */
+static void sections(cublasHandle_t h)
 {
-    const int start = test_start(argc, argv, &expect_off);
-    if (start)
-        return start;
-    read_env();
-    cublasHandle_t h;
-    if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cublasCreate failed\n");
-        return 1;
-    }
-    printf("lowp: block size %d, %s, seed %llu\n", block_size,
-           expect_off ? "expecting pass-through" : "expecting protection",
-           (unsigned long long)base_seed);
-    struct timespec ta, tb;
-    clock_gettime(CLOCK_MONOTONIC, &ta);
     formats();
     sweep(h);
     large(h);
@@ -1124,14 +1005,10 @@ int main(int argc, char **argv)
     two_graphs(h);
     replayed(h);
     edges(h);
-    stress(h, 200);
-    clock_gettime(CLOCK_MONOTONIC, &tb);
-    cublasDestroy_v2(h);
-    printf("%llu cases, %llu checks of the library in them, %llu false alarms in fault-free "
-           "calls, %.1f s; %d checks, %d failures\n",
-           (unsigned long long)cases_run, (unsigned long long)abft_checks,
-           (unsigned long long)false_alarms_seen,
-           (double)(tb.tv_sec - ta.tv_sec) + 1e-9 * (double)(tb.tv_nsec - ta.tv_nsec), checks,
-           failures);
-    return failures ? 1 : 0;
+    lowp_stress(h, 200, base_seed, "GEMMs", stress_round);
+}
+
+int main(int argc, char **argv)
+{
+    return lowp_main(argc, argv, "lowp", &expect_off, &block_size, &base_seed, sections);
 }

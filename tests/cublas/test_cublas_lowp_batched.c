@@ -68,7 +68,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Declared by cuBLAS for C++ only; 16-bit words stand in for __half (data by pointer). */
 cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
@@ -150,14 +149,6 @@ static void normalize(bcase *c)
 
 static int expect_off, block_size = 256;
 static uint64_t base_seed = 20261207;
-
-static void read_env(void)
-{
-    block_size = env_block_size();
-    const char *v = getenv("LOWP_SEED");
-    if (v && *v)
-        base_seed = strtoull(v, NULL, 0);
-}
 
 /* 1 where case c must be protected (uncaptured, m n k >= 1, at least one matrix) */
 static int protected_expected(const bcase *c)
@@ -259,22 +250,9 @@ static void fill(bdata *d, const bcase *c)
     rng_t r = {c->seed};
     double scale_a, scale_b;
     lowp_scales(c->series, c->out, c->k, &scale_a, &scale_b);
-    const size_t ei = esize(c->in), eo = esize(c->out);
-    d->A = malloc(ei * d->la);
-    d->B = malloc(ei * d->lb);
-    d->C0 = malloc(eo * d->lc);
-    for (size_t i = 0; i < d->la; i++) store(d->A, i, NAN, c->in);
-    for (size_t i = 0; i < d->lb; i++) store(d->B, i, NAN, c->in);
-    for (int g = 0; g < d->ga; g++)
-        for (int j = 0; j < d->ac; j++)
-            for (int i = 0; i < d->ar; i++)
-                store(d->A, (size_t)g * d->sa + (size_t)i + (size_t)j * (size_t)d->lda,
-                      lowp_value(&r, c->series, scale_a), c->in);
-    for (int g = 0; g < d->gb; g++)
-        for (int j = 0; j < d->bc; j++)
-            for (int i = 0; i < d->br; i++)
-                store(d->B, (size_t)g * d->sb + (size_t)i + (size_t)j * (size_t)d->ldb,
-                      lowp_value(&r, c->series, scale_b), c->in);
+    d->A = lowp_operand(d->la, c->in, d->ga, d->sa, d->ar, d->ac, d->lda, &r, c->series, scale_a);
+    d->B = lowp_operand(d->lb, c->in, d->gb, d->sb, d->br, d->bc, d->ldb, &r, c->series, scale_b);
+    d->C0 = malloc(esize(c->out) * d->lc);
     for (size_t i = 0; i < d->lc; i++)
         store(d->C0, i, c->nan_c ? NAN : lowp_value(&r, 0, 1.0), c->out);
 }
@@ -288,22 +266,13 @@ static void oracle_at(bdata *d, const bcase *c, const double *At, const double *
     const size_t o = (size_t)b * mn + (size_t)i + (size_t)j * (size_t)c->m;
     if (d->bound[o] >= 0)
         return;
-    const double *a = At + (size_t)i * k, *x = Bt + (size_t)j * k;
-    long double s = 0, t = 0;
-    for (size_t l = 0; l < k; l++) {
-        const long double p = (long double)a[l] * x[l]; /* exact */
-        s += p;
-        t += fabsl(p);
-    }
-    long double v = (long double)c->alpha * s, w = fabsl((long double)c->alpha) * t;
-    if (c->beta != 0) { /* beta = 0: C is not read (it may be NaN) */
-        const size_t p = (size_t)d->cmap[b] * d->sc + (size_t)i + (size_t)j * (size_t)d->ldc;
-        const double c0 = load(d->C0, p, c->out);
-        v += (long double)c->beta * c0;
-        w += fabsl((long double)c->beta * c0);
-    }
-    d->ref[o] = (double)v;
-    d->bound[o] = lowp_bound(c->out, c->k, fabs((double)v), (double)w, is_half_compute(c->ct),
+    /* beta = 0: C is not read (it may be NaN) */
+    const size_t p = (size_t)d->cmap[b] * d->sc + (size_t)i + (size_t)j * (size_t)d->ldc;
+    const double c0 = c->beta != 0 ? load(d->C0, p, c->out) : 0;
+    double v, mag;
+    lowp_element(At + (size_t)i * k, Bt + (size_t)j * k, k, c->alpha, c->beta, c0, &v, &mag);
+    d->ref[o] = v;
+    d->bound[o] = lowp_bound(c->out, c->k, fabs(v), mag, is_half_compute(c->ct),
                              passthrough && !c->math);
 }
 
@@ -486,9 +455,7 @@ static void compare(outcome *o, const bcase *c, const bdata *d, const void *dC)
             continue;
         }
         o->judged++;
-        double q = fabs(v - d->ref[o2]) / d->bound[o2];
-        if (isnan(q))
-            q = INFINITY;
+        const double q = error_ratio(v, d->ref[o2], d->bound[o2]);
         if (b < o->nplant && (int64_t)i == o->prow && (int64_t)j == o->pcol) {
             o->pq[b] = q, o->pv[b] = v, o->pref[b] = d->ref[o2], o->pbound[b] = d->bound[o2];
         } else if (q > o->worst || o->wb < 0) {
@@ -613,10 +580,6 @@ static void describe(char *buf, size_t cap, const bcase *c)
              (unsigned long long)c->seed);
 }
 
-#define DELTA(o, f) ((o)->s1.f - (o)->s0.f)
-
-static uint64_t cases_run, abft_checks, false_alarms_seen;
-
 /* The verdict on a case: status, results, the rest of C's buffer, counters. plant: the faults
  * planted (0: fault-free), of bit `bit`. */
 static void judge(const bcase *c, const outcome *o, int plant, int bit)
@@ -629,43 +592,19 @@ static void judge(const bcase *c, const outcome *o, int plant, int bit)
                  (long long)o->prow, (long long)o->pcol);
     }
     const int prot = protected_expected(c);
-    const uint64_t B = (uint64_t)c->batch;
-    cases_run++;
-    abft_checks += DELTA(o, checks);
-    CHECK(o->st == CUBLAS_STATUS_SUCCESS, "%s: status %d", what, (int)o->st);
-    CHECK(o->worst <= 1.0,
-          "%s: error %.3g x bound (matrix %d (%d, %d): %.9g, reference %.9g, bound %.3g)", what,
-          o->worst, o->wb, o->wi, o->wj, o->wv, o->wref, o->wbound);
-    CHECK(o->nonfinite == 0, "%s: %zu elements outside the oracle's sample not finite", what,
-          o->nonfinite);
-    CHECK(o->outside_bad == 0, "%s: %zu elements of C's padding or gaps changed", what,
-          o->outside_bad);
-    CHECK(DELTA(o, protected_gemms) == (prot ? B : 0) &&
-              DELTA(o, unprotected_gemms) == (prot ? 0 : B),
-          "%s: %llu protected, %llu unprotected (expected %llu, %llu)", what,
-          (unsigned long long)DELTA(o, protected_gemms),
-          (unsigned long long)DELTA(o, unprotected_gemms), (unsigned long long)(prot ? B : 0),
-          (unsigned long long)(prot ? 0 : B));
-    CHECK(DELTA(o, uncorrectable) == 0, "%s: %llu uncorrectable", what,
-          (unsigned long long)DELTA(o, uncorrectable));
+    char at[160];
+    snprintf(at, sizeof at, "matrix %d (%d, %d): %.9g, reference %.9g, bound %.3g", o->wb, o->wi,
+             o->wj, o->wv, o->wref, o->wbound);
+    judge_results(what, o->st, o->worst, at, o->nonfinite, o->outside_bad,
+                  "C's padding or gaps");
+    judge_counters(what, &o->s0, &o->s1, prot, (uint64_t)c->batch);
     if (!plant) {
-        const uint64_t want = prot ? expected_checks(c) : 0;
-        CHECK(DELTA(o, checks) == want, "%s: %llu checks (expected %llu)", what,
-              (unsigned long long)DELTA(o, checks), (unsigned long long)want);
-        CHECK(DELTA(o, errors_detected) == 0 && DELTA(o, errors_corrected) == 0,
-              "%s: %llu detected, %llu corrected without a fault", what,
-              (unsigned long long)DELTA(o, errors_detected),
-              (unsigned long long)DELTA(o, errors_corrected));
+        judge_fault_free(what, &o->s0, &o->s1, prot ? expected_checks(c) : 0);
         CHECK(DELTA(o, faults_injected) == 0, "%s: %llu faults injected", what,
               (unsigned long long)DELTA(o, faults_injected));
-        false_alarms_seen += DELTA(o, false_alarms);
         return;
     }
-    /* planted: the batch's own checks at least (a correction may check again) */
-    CHECK(DELTA(o, checks) >= expected_checks(c), "%s: %llu checks (expected at least %llu)", what,
-          (unsigned long long)DELTA(o, checks), (unsigned long long)expected_checks(c));
-    CHECK(DELTA(o, faults_injected) == (uint64_t)plant, "%s: %llu injected (expected %d)", what,
-          (unsigned long long)DELTA(o, faults_injected), plant);
+    judge_planted(what, &o->s0, &o->s1, expected_checks(c), plant);
     const int p = mant_bits(c->out), high = bit >= p;
     if (high && !expect_off)
         CHECK(o->events_ok, "%s: events: %s", what, o->events_why);
@@ -701,18 +640,7 @@ static void one(cublasHandle_t h, const bcase *c)
     judge(c, &o, 0, -1);
 }
 
-/* ---- the sections ---- */
-
-#define OPN CUBLAS_OP_N
-#define OPT CUBLAS_OP_T
-#define OPC CUBLAS_OP_C
-
-/* NN NT TN TT, and C (as T) on either side */
-static const cublasOperation_t pairs[6][2] = {{OPN, OPN}, {OPN, OPT}, {OPT, OPN},
-                                              {OPT, OPT}, {OPC, OPN}, {OPN, OPC}};
-static const int pads[] = {0, 1, 5};
-/* (alpha, beta, C NaN) */
-static const double scal[4][3] = {{1.0, 0.0, 0}, {0.5, -2.0, 0}, {-1.25, 1.0, 0}, {-1.25, 0.0, 1}};
+/* ---- the sections (their rotations: half_test.h's pairs, pads, scal) ---- */
 
 /* (m, n, k, batch) */
 static const int shapes[][4] = {{1, 1, 1, 1},       {1, 1, 1, 17},    {7, 1, 5, 3},
@@ -923,21 +851,19 @@ static void replayed(cublasHandle_t h)
                         cudaMalloc((void **)&keep.arr, arrays_bytes(&c)) == cudaSuccess;
         free(d.amap); free(d.bmap); free(d.cmap); free(d.cinv); /* layout's (sizes only) */
         CHECK(got, "replayed: cudaMalloc");
-        uint64_t c0, r0, c1, r1;
-        graph_counts(&c0, &r0);
+        const graph_mark before = graphs_now();
         for (int r = 0; r < CALLS && got; r++) {
             c.seed = case_seed(14, (uint64_t)i, (uint64_t)r);
             const int plant = r == PLANTED && !expect_off ? 2 : 0;
-            const int bit = plant ? (c.out == T_F32 ? 30 : 14) : -1;
+            const int bit = plant ? high_bit(c.out) : -1;
             outcome o;
             run_case_in(h, &c, plant, bit, 0, &o, &keep);
             judge(&c, &o, plant, bit);
         }
-        graph_counts(&c1, &r1);
         char what[320];
         describe(what, sizeof what, &c);
         if (got)
-            check_graph_counts(what, protected_expected(&c), CALLS, c0, r0, c1, r1);
+            check_graph_counts(what, protected_expected(&c), CALLS, &before);
         cudaFree(keep.A); cudaFree(keep.B); cudaFree(keep.C); cudaFree(keep.arr);
     }
 }
@@ -1008,47 +934,27 @@ static void captured(cublasHandle_t h, entry e, int warm)
     int64_t prow = -1, pcol = -1;
     if (np)
         plant_site(&c, &d, np, &prow, &pcol);
-    const int bit = c.out == T_F32 ? 30 : 14;
+    const int bit = high_bit(c.out);
     const size_t ei = esize(c.in), eo = esize(c.out);
     void *dA = upload(d.A, ei * d.la), *dB = upload(d.B, ei * d.lb), *dC = upload(d.C0, eo * d.lc);
     void **arr = is_ptrs(e) && dA && dB && dC ? make_arrays(&c, &d, dA, dB, dC, NULL) : NULL;
     const float sf[2] = {(float)c.alpha, (float)c.beta};
-    cudaStream_t s;
-    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    cublasSetStream_v2(h, s);
+    capture g;
+    capture_open(&g, h);
     const int ok = dA && dB && dC && (!is_ptrs(e) || arr);
     if (warm)
         CHECK(ok && call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC, arr) == CUBLAS_STATUS_SUCCESS,
               "captured %s: warm-up", what);
-    cudaStreamSynchronize(s);
-    const stats_t s0 = stats_now();
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
     cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
-    cudaError_t ce = ok ? cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal)
-                        : cudaErrorMemoryAllocation;
-    if (ce == cudaSuccess) {
-        if (np)
-            CHECK(plant_fault(np, prow, pcol, bit) == 0, "captured %s: plant_fault", what);
+    if (capture_begin(&g, ok, what, np, prow, pcol, bit))
         st = call(h, &c, &d, &sf[0], &sf[1], dA, dB, dC, arr);
-        plant_fault(0, 0, 0, 0);
-        ce = cudaStreamEndCapture(s, &graph);
-    }
-    const stats_t s1 = stats_now();
-    CHECK(st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess, "captured %s (warm %d): status %d, %s",
-          what, warm, (int)st, cudaGetErrorString(ce));
-    if (st == CUBLAS_STATUS_SUCCESS && ce == cudaSuccess &&
-        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    if (capture_end(&g, st, what, warm)) {
         /* NaN over the results (all ones is NaN in every type): a replay that did not run leaves
          * them wrong */
-        for (int g = 0; g < c.batch; g++)
-            cudaMemset2D((char *)dC + eo * d.sc * (size_t)g, eo * (size_t)d.ldc, 0xff,
+        for (int b = 0; b < c.batch; b++)
+            cudaMemset2D((char *)dC + eo * d.sc * (size_t)b, eo * (size_t)d.ldc, 0xff,
                          eo * (size_t)c.m, (size_t)c.n);
-        cudaDeviceSynchronize();
-        for (int i = 0; i < 2; i++)
-            CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "captured %s: launch %d", what, i);
-        cudaStreamSynchronize(s);
-        const stats_t s2 = stats_now();
+        capture_replays(&g, what);
         outcome o = {.prow = -1, .pcol = -1};
         compare(&o, &c, &d, dC);
         CHECK(o.worst <= 1.0 && o.nonfinite == 0 && o.outside_bad == 0,
@@ -1058,14 +964,10 @@ static void captured(cublasHandle_t h, entry e, int warm)
         const uint64_t B = (uint64_t)c.batch, R = expect_off ? 0 : 2;
         char label[480];
         snprintf(label, sizeof label, "captured %s (warm %d)", what, warm);
-        check_replays(label, &s0, &s1, &s2, R * B, R * expected_checks(&c), R * (uint64_t)np,
-                      expect_off ? B : 0);
-        cudaGraphExecDestroy(exec);
+        check_replays(label, &g.s0, &g.s1, &g.s2, R * B, R * expected_checks(&c),
+                      R * (uint64_t)np, expect_off ? B : 0);
     }
-    if (graph)
-        cudaGraphDestroy(graph);
-    cublasSetStream_v2(h, NULL);
-    cudaStreamDestroy(s);
+    capture_close(&g, h);
     cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(arr);
     release(&d);
     cases_run++;
@@ -1116,53 +1018,28 @@ static void edges(cublasHandle_t h)
     printf("edges: done\n");
 }
 
-/* Fault-free batches of random entry points (one in ten not protected: Hgemm or 16-bit compute),
- * types, compute types, shapes up to 200, batches of 1 to 20, layouts, pointer orders, scalars,
- * data and math modes: each protected one adds exactly its checks, nothing detected or
- * corrected. */
-static void stress(cublasHandle_t h, int rounds)
+/* The stress section's round r (lowp_stress): a fault-free batch of random entry point (one in
+ * ten not protected: Hgemm or 16-bit compute), types, compute type, shape up to 200, batch of 1
+ * to 20, layout, pointer order, scalars, data and math mode; a protected one adds exactly its
+ * checks, nothing detected or corrected. */
+static void stress_round(cublasHandle_t h, int r)
 {
-    const uint64_t before = cases_run, checks_before = abft_checks, fa_before = false_alarms_seen;
-    rng ^= base_seed * 0x2545f4914f6cdd1dull;
-    if (!rng)
-        rng = 1;
-    static const cublasOperation_t ops[3] = {OPN, OPT, OPC};
-    for (int r = 0; r < rounds; r++) {
-        const int s = draw(4), in = draw(2), plain = draw(10) == 0;
-        bcase c = {.e = (entry)(plain ? draw(E_COUNT) : draw(E_PROTECTABLE)), .in = (etype)in,
-                   .out = draw(2) ? T_F32 : (etype)in,
-                   .ct = (compute)(plain ? 2 + draw(2) : draw(2)), .ta = ops[draw(3)],
-                   .tb = ops[draw(3)], .m = draw_dim_to(200), .n = draw_dim_to(200),
-                   .k = draw_dim_to(200), .batch = 1 + draw(20), .pad_a = draw(4),
-                   .pad_b = draw(4), .pad_c = draw(4), .mode_a = draw(4), .mode_b = draw(4),
-                   .gap_c = draw(2), .order = draw(3), .alpha = scal[s][0], .beta = scal[s][1],
-                   .nan_c = (int)scal[s][2], .series = draw(3), .dev_scalars = draw(4) == 0,
-                   .math = draw(2), .seed = case_seed(9, (uint64_t)r, 0)};
-        normalize(&c);
-        one(h, &c);
-    }
-    printf("stress: %llu random batches, %llu checks of the library, %llu false alarms\n",
-           (unsigned long long)(cases_run - before),
-           (unsigned long long)(abft_checks - checks_before),
-           (unsigned long long)(false_alarms_seen - fa_before));
+    const int s = draw(4), in = draw(2), plain = draw(10) == 0;
+    bcase c = {.e = (entry)(plain ? draw(E_COUNT) : draw(E_PROTECTABLE)), .in = (etype)in,
+               .out = draw(2) ? T_F32 : (etype)in, .ct = (compute)(plain ? 2 + draw(2) : draw(2)),
+               .ta = ops[draw(3)], .tb = ops[draw(3)], .m = draw_dim_to(200),
+               .n = draw_dim_to(200), .k = draw_dim_to(200), .batch = 1 + draw(20),
+               .pad_a = draw(4), .pad_b = draw(4), .pad_c = draw(4), .mode_a = draw(4),
+               .mode_b = draw(4), .gap_c = draw(2), .order = draw(3), .alpha = scal[s][0],
+               .beta = scal[s][1], .nan_c = (int)scal[s][2], .series = draw(3),
+               .dev_scalars = draw(4) == 0, .math = draw(2), .seed = case_seed(9, (uint64_t)r, 0)};
+    normalize(&c);
+    one(h, &c);
 }
 
-int main(int argc, char **argv)
+/* The sections in their order (lowp_main runs and times them) */
+static void sections(cublasHandle_t h)
 {
-    const int start = test_start(argc, argv, &expect_off);
-    if (start)
-        return start;
-    read_env();
-    cublasHandle_t h;
-    if (cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cublasCreate failed\n");
-        return 1;
-    }
-    printf("lowp-batched: block size %d, %s, seed %llu\n", block_size,
-           expect_off ? "expecting pass-through" : "expecting protection",
-           (unsigned long long)base_seed);
-    struct timespec ta, tb;
-    clock_gettime(CLOCK_MONOTONIC, &ta);
     sweep(h);
     large(h);
     math_modes(h);
@@ -1175,14 +1052,11 @@ int main(int argc, char **argv)
     captured(h, E_STRIDED, 0);
     replayed(h);
     edges(h);
-    stress(h, 150);
-    clock_gettime(CLOCK_MONOTONIC, &tb);
-    cublasDestroy_v2(h);
-    printf("%llu cases, %llu checks of the library in them, %llu false alarms in fault-free "
-           "calls, %.1f s; %d checks, %d failures\n",
-           (unsigned long long)cases_run, (unsigned long long)abft_checks,
-           (unsigned long long)false_alarms_seen,
-           (double)(tb.tv_sec - ta.tv_sec) + 1e-9 * (double)(tb.tv_nsec - ta.tv_nsec), checks,
-           failures);
-    return failures ? 1 : 0;
+    lowp_stress(h, 150, base_seed, "batches", stress_round);
+}
+
+int main(int argc, char **argv)
+{
+    return lowp_main(argc, argv, "lowp-batched", &expect_off, &block_size, &base_seed,
+                     sections);
 }
