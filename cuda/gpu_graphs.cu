@@ -311,10 +311,21 @@ blasft_graph_entry *capture_gemm(blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g,
 
 } // namespace
 
+namespace {
+
+/* Graphs on, and nothing a graph could not keep: a fault hook not meant to be captured (tests),
+ * the benchmark's timeline. The benchmark's stages left out (skip) are in the key: its breakdown
+ * of a replayed call. */
+bool graphs_allowed(const blasft_gpu_ctx *ctx, const blasft_gpu_params *p)
+{
+    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing;
+}
+
+} // namespace
+
 bool graph_eligible(const blasft_gpu_ctx *ctx, const blasft_gpu_gemm *g, const blasft_gpu_params *p)
 {
-    /* the benchmark's stages left out (skip) are in the key: its breakdown of a replayed call */
-    return p->graphs && (!ctx->hook || ctx->graph_with_hook) && !ctx->tracing &&
+    return graphs_allowed(ctx, p) &&
            (double)g->m * (double)g->n * (double)g->k <= kGraphMaxMnk;
 }
 
@@ -470,7 +481,7 @@ int run_lowp_by_graph(blasft_gpu_ctx *ctx, const blasft_gpu_lowp *l, const blasf
 {
     const blasft_gpu_gemm &g = l->g;
     const double count = l->count > 1 ? (double)l->count : 1.0;
-    if (!p->graphs || ctx->hook || ctx->tracing || l->nplants ||
+    if (!graphs_allowed(ctx, p) || l->nplants ||
         count * (double)g.m * (double)g.n * (double)g.k > kLowpGraphMaxMnk)
         return kNoGraph;
     int priority = 0;
